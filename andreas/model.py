@@ -1,0 +1,184 @@
+"""Pure domain types of the optimizer's world: nodes, jobs, snapshots and plans.
+
+Everything is a frozen keyword-only dataclass with no I/O. Times are UTC seconds,
+power is in watts, money is in the currency of ``Energy.price_per_kwh``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+DEFAULT_PUE = 1.33
+DEFAULT_PRICE_PER_KWH = 0.172
+DEFAULT_RHO = 100.0
+DEFAULT_PERIOD_S = 3600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Energy:
+    """Site energy parameters: PUE inflates IT power into facility power."""
+
+    pue: float = DEFAULT_PUE
+    price_per_kwh: float = DEFAULT_PRICE_PER_KWH
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Optimizer parameters: postponement penalty rho, period H and idle-GPU penalty mu."""
+
+    rho: float = DEFAULT_RHO
+    period_s: float = DEFAULT_PERIOD_S
+    mu: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Node:
+    """An on-premise node: fixed GPU type and count; ``power_w[g]`` is its power with g GPUs busy.
+
+    In cloud mode a node has no hardware of its own (``gpu_type`` is None) and is
+    configured with a catalog entry by the plan.
+    """
+
+    name: str
+    gpu_type: str | None = None
+    gpus: int = 0
+    power_w: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogEntry:
+    """A cloud VM type: a node configured with it costs ``cost_per_hour`` while it runs any job."""
+
+    name: str
+    gpu_type: str
+    gpus: int
+    cost_per_hour: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """Where a job runs: a node and a number of dedicated GPUs on it."""
+
+    node: str
+    gpus: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """A training job: ``epoch_time_s[type][g-1]`` is one epoch on g GPUs of that type."""
+
+    id: str
+    submit_s: float
+    due_s: float
+    weight: float
+    epochs: int
+    epoch_time_s: Mapping[str, tuple[float, ...]]
+    app: str = ""
+    epochs_done: int = 0
+    running: Config | None = None
+
+    def __post_init__(self) -> None:
+        frozen = {k: tuple(v) for k, v in self.epoch_time_s.items()}
+        object.__setattr__(self, "epoch_time_s", MappingProxyType(frozen))
+
+    @property
+    def epochs_left(self) -> int:
+        return self.epochs - self.epochs_done
+
+    def remaining_s(self, gpu_type: str, gpus: int) -> float | None:
+        """Expected remaining time on ``gpus`` GPUs of ``gpu_type``; None if it cannot run there."""
+        times = self.epoch_time_s.get(gpu_type)
+        if times is None or gpus < 1 or gpus > len(times):
+            return None
+        return self.epochs_left * times[gpus - 1]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """One rescheduling point: the cluster and the jobs submitted and not yet finished."""
+
+    now_s: float
+    nodes: tuple[Node, ...]
+    jobs: tuple[Job, ...]
+    energy: Energy = field(default_factory=Energy)
+    params: Params = field(default_factory=Params)
+    catalog: tuple[CatalogEntry, ...] = ()
+    name: str = ""
+
+    @property
+    def cloud(self) -> bool:
+        return bool(self.catalog)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assignment:
+    job: str
+    node: str
+    gpus: int
+
+
+class ActionKind(enum.Enum):
+    """What the executor must do with a job to go from the running state to a plan."""
+
+    START = "start"
+    CONTINUE = "continue"
+    RESIZE = "resize"
+    MOVE = "move"
+    PREEMPT = "preempt"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Action:
+    job: str
+    kind: ActionKind
+    node: str | None = None
+    gpus: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """A policy's decision: where each job runs now, and which jobs wait.
+
+    ``node_configs`` maps node names to catalog entry names in cloud mode.
+    ``stats`` carries the policy's counters (iterations, relinking moves, ...).
+    """
+
+    policy: str
+    assignments: tuple[Assignment, ...]
+    postponed: tuple[str, ...]
+    objective: float
+    objective_name: str
+    node_configs: Mapping[str, str] = field(default_factory=dict)
+    stats: Mapping[str, float] = field(default_factory=dict)
+
+    def config_of(self, job_id: str) -> Config | None:
+        for a in self.assignments:
+            if a.job == job_id:
+                return Config(node=a.node, gpus=a.gpus)
+        return None
+
+    def actions(self, snapshot: Snapshot) -> tuple[Action, ...]:
+        """The explicit difference between what runs now and this plan, one action per job."""
+        placed = {a.job: a for a in self.assignments}
+        out = []
+        for job in snapshot.jobs:
+            a = placed.get(job.id)
+            run = job.running
+            if a is None:
+                kind = ActionKind.PREEMPT if run else ActionKind.WAIT
+                out.append(Action(job=job.id, kind=kind))
+                continue
+            if run is None:
+                kind = ActionKind.START
+            elif run.node != a.node:
+                kind = ActionKind.MOVE
+            elif run.gpus != a.gpus:
+                kind = ActionKind.RESIZE
+            else:
+                kind = ActionKind.CONTINUE
+            out.append(Action(job=job.id, kind=kind, node=a.node, gpus=a.gpus))
+        return tuple(out)
