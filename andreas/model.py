@@ -39,13 +39,14 @@ class Node:
     """An on-premise node: fixed GPU type and count; ``power_w[g]`` is its power with g GPUs busy.
 
     In cloud mode a node has no hardware of its own (``gpu_type`` is None) and is
-    configured with a catalog entry by the plan.
+    configured with a catalog entry by the plan; ``config`` names the entry it runs now.
     """
 
     name: str
     gpu_type: str | None = None
     gpus: int = 0
     power_w: tuple[float, ...] = ()
+    config: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

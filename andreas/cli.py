@@ -1,0 +1,215 @@
+"""The ``andreas`` command: parse options, call the library, print. No scheduling logic here.
+
+Every deliberate error (``AndreasError``) becomes one ``andreas: error: ...`` line on
+stderr and exit code 2, so scripts and operators get the message without a traceback;
+anything else is a bug and propagates with its traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import sys
+import time
+from typing import Any
+
+import click
+import numpy as np
+
+from andreas import optimizer
+from andreas.costs import evaluate
+from andreas.errors import AndreasError, InfeasiblePlan, InputError
+from andreas.feasibility import check_plan
+from andreas.model import Action, ActionKind, Plan, Snapshot
+from andreas.snapshot import load_snapshot
+
+EXIT_ERROR = 2
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def one_line(message: str) -> str:
+    """Messages may come from any layer; the CLI promises exactly one line."""
+    return " | ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
+class _Group(click.Group):
+    """Turns AndreasError from any sub-command into the one-line error and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AndreasError as e:
+            click.echo(f"andreas: error: {one_line(str(e)) or type(e).__name__}", err=True)
+            ctx.exit(EXIT_ERROR)
+
+
+class PolicyName(click.ParamType):
+    """A name from the policy registry, checked when parsed (the registry may grow at run time)."""
+
+    name = "policy"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(optimizer.POLICIES) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value not in optimizer.POLICIES:
+            self.fail(f"unknown policy {value!r} (known: {', '.join(optimizer.POLICIES)})",
+                      param, ctx)
+        return value
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+        from click.shell_completion import CompletionItem
+        return [CompletionItem(n) for n in optimizer.POLICIES if n.startswith(incomplete)]
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              default="warning", show_default=True, envvar="ANDREAS_LOG_LEVEL",
+              help="Verbosity of the log on stderr (also ANDREAS_LOG_LEVEL).")
+@click.version_option(package_name="andreas", message="%(prog)s %(version)s")
+def main(log_level: str) -> None:
+    """ANDREAS: an energy-aware scheduler for deep-learning training jobs on a GPU cluster.
+
+    At each rescheduling point it decides which jobs run on which nodes with how many
+    GPUs, so that the energy bill plus the penalties for late jobs is as small as
+    possible. Policies: the ANDREAS randomized greedy, path relinking and simple baselines.
+    """
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command("policies")
+def policies_cmd() -> None:
+    """List the scheduling policies that --policy accepts."""
+    for name, (_, _, description) in optimizer.POLICIES.items():
+        click.echo(f"{name:10} {description}")
+
+
+@main.command("optimize")
+@click.argument("snapshot_path", metavar="SNAPSHOT.json",
+                type=click.Path(dir_okay=False, path_type=str))
+@click.option("--policy", type=PolicyName(), default="rg", show_default=True,
+              help="Scheduling policy (see `andreas policies`).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random generator, so a run can be repeated exactly.")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Iterations of a randomized policy (e.g. constructions of rg); "
+                   "left out: the policy's own default.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (plan, actions, objective, timing) instead of a table.")
+@click.option("--actions", "all_actions", is_flag=True,
+              help="Table view: list every job's action, also waiting and preempted jobs "
+                   "(default: only the jobs the plan runs).")
+def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | None,
+                 as_json: bool, all_actions: bool) -> None:
+    """Decide one rescheduling point: read SNAPSHOT.json (format andreas-snapshot/1),
+    run a policy and print the plan and the actions that lead to it.
+
+    Nothing is started or stopped: this only shows the decision.
+    """
+    snapshot = load_snapshot(snapshot_path)
+    options: dict[str, Any] = {}
+    if iterations is not None:
+        _check_accepts(policy, "iterations")
+        options["iterations"] = iterations
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    plan = optimizer.decide(snapshot, rng, policy, **options)
+    seconds = time.perf_counter() - start
+    try:
+        check_plan(snapshot, plan)
+    except InfeasiblePlan as e:
+        raise InfeasiblePlan(f"policy {policy} produced an infeasible plan: {e}") from None
+    actions = plan.actions(snapshot)
+    if as_json:
+        click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
+                              default=_json_default))
+    else:
+        _print_table(snapshot, plan, actions, policy, seconds, all_actions)
+
+
+def _check_accepts(policy: str, option: str) -> None:
+    """A clear message beats a TypeError from deep inside a policy that has no such option."""
+    params = inspect.signature(optimizer.get_policy(policy)).parameters.values()
+    if not any(p.name == option or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        raise InputError(f"policy {policy}: has no option --{option}")
+
+
+def plan_to_json(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], policy: str,
+                 seconds: float) -> dict[str, Any]:
+    """The --json document; ``node_configs`` only in cloud mode."""
+    out: dict[str, Any] = {
+        "policy": policy,
+        "objective": _finite(plan.objective),
+        "objective_name": plan.objective_name,
+        "seconds": seconds,
+        "assignments": [{"job": a.job, "node": a.node, "gpus": a.gpus} for a in plan.assignments],
+        "postponed": list(plan.postponed),
+        "actions": [{"job": a.job, "action": a.kind.value, "node": a.node, "gpus": a.gpus}
+                    for a in actions],
+        "stats": {k: _finite(v) for k, v in plan.stats.items()},
+    }
+    if snapshot.cloud:
+        out["node_configs"] = dict(plan.node_configs)
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity; null says "no value" without breaking parsers."""
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return _finite(value.item())
+    return str(value)
+
+
+def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], policy: str,
+                 seconds: float, all_actions: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    jobs = {j.id: j for j in snapshot.jobs}
+    nodes = {n.name: n for n in snapshot.nodes}
+    catalog = {c.name: c for c in snapshot.catalog}
+    table = Table(title=f"{snapshot.name or 'snapshot'}: plan of {policy}")
+    for column in ("job", "action", "node", "GPUs", "remaining h", "due in h", "late?"):
+        table.add_column(column, justify="right" if column in ("GPUs", "remaining h", "due in h")
+                         else "left")
+    for act in actions:
+        job = jobs[act.job]
+        due_h = f"{(job.due_s - snapshot.now_s) / 3600:.1f}"
+        if act.node is None:
+            if all_actions:
+                where = job.running.node if job.running else "-"
+                table.add_row(*map(Text, (job.id, act.kind.value, where, "-", "-", due_h, "-")))
+            continue
+        if snapshot.cloud:
+            entry = catalog[plan.node_configs[act.node]]
+            gpu_type, node_label = entry.gpu_type, f"{act.node} ({entry.name})"
+        else:
+            gpu_type, node_label = nodes[act.node].gpu_type or "", act.node
+        if act.kind is ActionKind.MOVE and job.running is not None:
+            node_label = f"{job.running.node} -> {node_label}"
+        remaining = job.remaining_s(gpu_type, act.gpus) or 0.0
+        late = "yes" if snapshot.now_s + remaining > job.due_s else "no"
+        table.add_row(*map(Text, (job.id, act.kind.value, node_label, str(act.gpus),
+                                  f"{remaining / 3600:.1f}", due_h, late)))
+    console = Console()
+    console.print(table)
+    ev = evaluate(snapshot, plan)
+    counts = {kind: sum(a.kind is kind for a in actions) for kind in ActionKind}
+    console.print(
+        f"policy {policy}: {plan.objective_name} = {plan.objective:.6g} | "
+        f"f_obj {ev.f_obj:.6g}, f_bar {ev.f_bar:.6g} | {seconds:.3f} s | "
+        + ", ".join(f"{counts[k]} {label}" for k, label in (
+            (ActionKind.START, "started"), (ActionKind.CONTINUE, "continued"),
+            (ActionKind.RESIZE, "resized"), (ActionKind.MOVE, "moved"),
+            (ActionKind.PREEMPT, "preempted"), (ActionKind.WAIT, "waiting"))),
+        markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,466 @@
+"""Read and write ``andreas-snapshot/1`` documents (docs/FORMAT.md) as model objects.
+
+A snapshot drives real container starts and stops, so it is read strictly: a typo, a
+missing field or an impossible value stops the run with one line that names the object
+(job id, node name, catalog entry or ``snapshot``), the field and the bad value, rather
+than letting a policy plan on half-right data. Unknown keys are rejected for the same
+reason (a misspelt ``epochs_done`` would silently restart a job's clock).
+
+The per-section readers (``parse_energy``, ``parse_params``, ``parse_catalog``,
+``parse_nodes``, ``parse_job``, ``check_job_placement``) know nothing about snapshots
+as a whole, so the trace reader can share them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from andreas.errors import InputError
+from andreas.model import CatalogEntry, Config, Energy, Job, Node, Params, Snapshot
+
+SNAPSHOT_FORMAT = "andreas-snapshot/1"
+
+_MISSING: Any = object()
+_TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
+_ENERGY_KEYS = ("pue", "price_per_kwh")
+_PARAMS_KEYS = ("rho", "period_s", "mu")
+_NODE_KEYS = ("name", "gpu_type", "gpus", "power_w")
+_CLOUD_NODE_KEYS = ("name", "config")
+_CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
+_TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_time_s")
+_SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
+_RUNNING_KEYS = ("node", "gpus")
+
+
+# --------------------------------------------------------------------------- values
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as it looked in the JSON, on one line and cut short, for error messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "null" if value is None else type(value).__name__
+
+
+def _fail(label: str, field: str, problem: str, value: Any = _MISSING) -> NoReturn:
+    got = "" if value is _MISSING else f", got {show(value)}"
+    raise InputError(f"{label}: field '{field}' {problem}{got}")
+
+
+def check_number(label: str, field: str, value: Any, *, gt: float | None = None,
+                 ge: float | None = None) -> float:
+    """A finite JSON number (never a boolean) as float, with an optional lower bound."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(label, field, "must be a number", value)
+    try:
+        number = float(value)
+    except OverflowError:
+        _fail(label, field, "must be a finite number", value)
+    if not math.isfinite(number):
+        _fail(label, field, "must be a finite number", value)
+    if gt is not None and not number > gt:
+        _fail(label, field, f"must be > {gt:g}", value)
+    if ge is not None and not number >= ge:
+        _fail(label, field, f"must be >= {ge:g}", value)
+    return number
+
+
+def check_integer(label: str, field: str, value: Any, *, ge: int | None = None,
+                  le: int | None = None, le_what: str = "") -> int:
+    """A JSON integer (``3`` or ``3.0``, never a boolean) with optional bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(label, field, "must be an integer", value)
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        _fail(label, field, "must be an integer", value)
+    number = int(value)
+    if abs(number) > 2**53:
+        _fail(label, field, "is too large", value)
+    if ge is not None and number < ge:
+        _fail(label, field, f"must be >= {ge}", value)
+    if le is not None and number > le:
+        _fail(label, field, f"must be <= {le_what or le}", value)
+    return number
+
+
+def check_name(label: str, field: str, value: Any) -> str:
+    """An identifier (job id, node, GPU type, VM name): it ends up in labels and log lines."""
+    if not isinstance(value, str) or not value:
+        _fail(label, field, "must be a non-empty string", value)
+    if not value.isprintable() or any(ch.isspace() for ch in value):
+        _fail(label, field, "must not contain spaces or control characters", value)
+    return value
+
+
+def check_list(label: str, field: str, value: Any, *, nonempty: bool = False) -> list[Any]:
+    if not isinstance(value, list):
+        _fail(label, field, "must be a list", value)
+    if nonempty and not value:
+        _fail(label, field, "must be a non-empty list", value)
+    return value
+
+
+class Fields:
+    """One JSON object under validation; every error names ``label`` and the field.
+
+    ``prefix`` qualifies nested sections (``energy.pue``) so messages stay unambiguous.
+    """
+
+    def __init__(self, raw: Any, label: str, known: Sequence[str], prefix: str = "") -> None:
+        self.label, self.prefix = label, prefix
+        if not isinstance(raw, Mapping):
+            where = f"field '{prefix.rstrip('.')}'" if prefix else "document"
+            raise InputError(f"{label}: {where} must be a JSON object, got {_kind(raw)}")
+        for key in raw:
+            if key not in known:
+                raise InputError(f"{label}: unknown field '{prefix}{key}' "
+                                 f"(known: {', '.join(known)})")
+        self.raw = raw
+
+    def has(self, key: str) -> bool:
+        return key in self.raw
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        if key in self.raw:
+            return self.raw[key]
+        if default is _MISSING:
+            raise InputError(f"{self.label}: field '{self.prefix}{key}' is missing")
+        return default
+
+    def field(self, key: str) -> str:
+        return self.prefix + key
+
+    def number(self, key: str, *, gt: float | None = None, ge: float | None = None,
+               default: Any = _MISSING) -> float:
+        if default is not _MISSING and key not in self.raw:
+            return default
+        return check_number(self.label, self.field(key), self.get(key), gt=gt, ge=ge)
+
+    def integer(self, key: str, *, ge: int | None = None, le: int | None = None,
+                le_what: str = "", default: Any = _MISSING) -> int:
+        if default is not _MISSING and key not in self.raw:
+            return default
+        return check_integer(self.label, self.field(key), self.get(key), ge=ge, le=le,
+                             le_what=le_what)
+
+    def name(self, key: str) -> str:
+        return check_name(self.label, self.field(key), self.get(key))
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.get(key, default)
+        if not isinstance(value, str):
+            _fail(self.label, self.field(key), "must be a string", value)
+        return value
+
+
+# --------------------------------------------------------------------------- sections
+
+def parse_energy(raw: Any, label: str = "snapshot") -> Energy:
+    """Site energy parameters; absent fields take the ANDREAS testbed defaults."""
+    if raw is None:
+        return Energy()
+    f = Fields(raw, label, _ENERGY_KEYS, prefix="energy.")
+    d = Energy()
+    return Energy(pue=f.number("pue", gt=0, default=d.pue),
+                  price_per_kwh=f.number("price_per_kwh", gt=0, default=d.price_per_kwh))
+
+
+def parse_params(raw: Any, label: str = "snapshot") -> Params:
+    """Optimizer parameters; absent fields take the model defaults."""
+    if raw is None:
+        return Params()
+    f = Fields(raw, label, _PARAMS_KEYS, prefix="params.")
+    d = Params()
+    return Params(rho=f.number("rho", gt=0, default=d.rho),
+                  period_s=f.number("period_s", gt=0, default=d.period_s),
+                  mu=f.number("mu", ge=0, default=d.mu))
+
+
+def _label(kind: str, plural: str, index: int, raw: Any, key: str) -> str:
+    """``job j001`` once the id is known to be good, else ``jobs[3]`` so the message stays clear."""
+    if isinstance(raw, Mapping):
+        try:
+            return f"{kind} {check_name('', key, raw.get(key))}"
+        except InputError:
+            pass
+    return f"{plural}[{index}]"
+
+
+def _no_duplicates(label: str, field: str, name: str, seen: dict[str, str]) -> None:
+    if name in seen:
+        _fail(label, field, f"duplicates {seen[name]}", name)
+
+
+def parse_catalog(raw: Any, label: str = "snapshot") -> tuple[CatalogEntry, ...]:
+    """Cloud VM types; a positive price keeps f_bar's per-job cost term non-zero."""
+    items = check_list(label, "catalog", raw, nonempty=True)
+    out: list[CatalogEntry] = []
+    seen: dict[str, str] = {}
+    for i, item in enumerate(items):
+        f = Fields(item, _label("catalog entry", "catalog", i, item, "name"), _CATALOG_KEYS)
+        name = f.name("name")
+        _no_duplicates(f.label, "name", name, seen)
+        seen[name] = f"catalog[{i}]"
+        out.append(CatalogEntry(name=name, gpu_type=f.name("gpu_type"),
+                                gpus=f.integer("gpus", ge=1),
+                                cost_per_hour=f.number("cost_per_hour", gt=0)))
+    return tuple(out)
+
+
+def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
+                label: str = "snapshot") -> tuple[Node, ...]:
+    """Nodes with their hardware, or (cloud mode, non-empty catalog) bare names plus the VM they run."""
+    items = check_list(label, "nodes", raw, nonempty=True)
+    entries = {c.name for c in catalog}
+    out: list[Node] = []
+    seen: dict[str, str] = {}
+    for i, item in enumerate(items):
+        f = Fields(item, _label("node", "nodes", i, item, "name"),
+                   _CLOUD_NODE_KEYS if catalog else _NODE_KEYS)
+        name = f.name("name")
+        _no_duplicates(f.label, "name", name, seen)
+        seen[name] = f"nodes[{i}]"
+        if catalog:
+            config = None
+            if f.has("config"):
+                config = f.name("config")
+                if config not in entries:
+                    _fail(f.label, "config", "names an unknown catalog entry "
+                          f"(known: {', '.join(sorted(entries))})", config)
+            out.append(Node(name=name, config=config))
+            continue
+        gpus = f.integer("gpus", ge=1)
+        power = check_list(f.label, "power_w", f.get("power_w"))
+        if len(power) != gpus + 1:
+            _fail(f.label, "power_w", f"must have gpus+1 = {gpus + 1} entries "
+                  "(power with 0..gpus GPUs busy)", power)
+        # Busy power must be positive: c_ng = 0 would make f_bar's per-job term divide by zero.
+        watts = tuple(check_number(f.label, f"power_w[{g}]", p, **({"ge": 0} if g == 0 else {"gt": 0}))
+                      for g, p in enumerate(power))
+        out.append(Node(name=name, gpu_type=f.name("gpu_type"), gpus=gpus, power_w=watts))
+    return tuple(out)
+
+
+def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
+    """One job's own fields; ``progress`` admits ``epochs_done`` and ``running`` (snapshots, not traces)."""
+    f = Fields(raw, _label("job", "jobs", index, raw, "id"),
+               _SNAPSHOT_JOB_KEYS if progress else _TRACE_JOB_KEYS)
+    job_id = f.name("id")
+    epochs = f.integer("epochs", ge=1)
+    times_raw = f.get("epoch_time_s")
+    if not isinstance(times_raw, Mapping):
+        _fail(f.label, "epoch_time_s", "must be an object {gpu_type: [seconds per epoch on 1.. GPUs]}",
+              times_raw)
+    if not times_raw:
+        _fail(f.label, "epoch_time_s", "must name at least one GPU type", times_raw)
+    times: dict[str, tuple[float, ...]] = {}
+    for gpu_type, seq in times_raw.items():
+        check_name(f.label, "epoch_time_s", gpu_type)
+        field = f"epoch_time_s.{gpu_type}"
+        check_list(f.label, field, seq, nonempty=True)
+        times[gpu_type] = tuple(check_number(f.label, f"{field}[{k}]", t, gt=0)
+                                for k, t in enumerate(seq))
+    running = None
+    if progress and f.has("running"):
+        r = Fields(f.get("running"), f.label, _RUNNING_KEYS, prefix="running.")
+        running = Config(node=r.name("node"), gpus=r.integer("gpus", ge=1))
+    return Job(id=job_id, app=f.text("app"), submit_s=f.number("submit_s"),
+               due_s=f.number("due_s"), weight=f.number("weight", ge=0), epochs=epochs,
+               epoch_time_s=times,
+               epochs_done=(f.integer("epochs_done", ge=0, le=epochs, le_what=f"epochs ({epochs})",
+                                      default=0) if progress else 0),
+               running=running)
+
+
+def hardware(nodes: Iterable[Node], catalog: Sequence[CatalogEntry]) -> dict[str, int]:
+    """GPU type -> the most GPUs of that type one job could get (one node or one VM)."""
+    out: dict[str, int] = {}
+    pairs = ([(c.gpu_type, c.gpus) for c in catalog] if catalog
+             else [(n.gpu_type, n.gpus) for n in nodes if n.gpu_type])
+    for gpu_type, gpus in pairs:
+        out[gpu_type] = max(out.get(gpu_type, 0), gpus)
+    return out
+
+
+def check_job_placement(job: Job, nodes: Sequence[Node],
+                        catalog: Sequence[CatalogEntry] = ()) -> None:
+    """Cross-references of an unfinished job: known GPU types, somewhere to run, a real running config."""
+    label = f"job {job.id}"
+    types = hardware(nodes, catalog)
+    where = "catalog entry" if catalog else "node"
+    for gpu_type in job.epoch_time_s:
+        if gpu_type not in types:
+            _fail(label, "epoch_time_s", f"names GPU type {show(gpu_type)} that no {where} has "
+                  f"(known: {', '.join(sorted(types))})")
+    if not any(min(types[t], len(times)) >= 1 for t, times in job.epoch_time_s.items()
+               if t in types):
+        _fail(label, "epoch_time_s", f"fits no {where}: no GPU type and count it has an epoch time for")
+    if job.running is not None:
+        gpu_type, capacity = _running_hardware(label, job.running.node, nodes, catalog)
+        if job.running.gpus > capacity:
+            _fail(label, "running.gpus", f"must be <= {capacity} (GPUs of {job.running.node})",
+                  job.running.gpus)
+        if job.remaining_s(gpu_type, job.running.gpus) is None:
+            _fail(label, "running.gpus", f"has no epoch time for {job.running.gpus} x {gpu_type} "
+                  f"on {job.running.node}", job.running.gpus)
+
+
+def _running_hardware(label: str, node_name: str, nodes: Sequence[Node],
+                      catalog: Sequence[CatalogEntry]) -> tuple[str, int]:
+    node = next((n for n in nodes if n.name == node_name), None)
+    if node is None:
+        _fail(label, "running.node", "names an unknown node", node_name)
+    if not catalog:
+        return node.gpu_type or "", node.gpus
+    entry = next((c for c in catalog if c.name == node.config), None)
+    if entry is None:
+        _fail(label, "running.node", "names a node with no 'config' (cloud mode: it runs no VM)",
+              node_name)
+    return entry.gpu_type, entry.gpus
+
+
+def check_capacity(jobs: Iterable[Job], nodes: Sequence[Node],
+                   catalog: Sequence[CatalogEntry] = ()) -> None:
+    """Running jobs cannot hold more GPUs than their node has: that state cannot exist."""
+    busy: dict[str, int] = {}
+    for job in jobs:
+        if job.running is not None:
+            busy[job.running.node] = busy.get(job.running.node, 0) + job.running.gpus
+    entries = {c.name: c for c in catalog}
+    for node in nodes:
+        capacity = entries[node.config].gpus if catalog and node.config else node.gpus
+        if busy.get(node.name, 0) > capacity:
+            raise InputError(f"node {node.name}: running jobs hold {busy[node.name]} GPUs, "
+                             f"node has {capacity}")
+
+
+# --------------------------------------------------------------------------- documents
+
+def read_json(path: str | Path) -> Any:
+    """The JSON value in a file; any read or syntax problem becomes an InputError naming the path."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except _DuplicateKey as e:
+        raise InputError(f"{path}: not valid: key {show(e.args[0])} appears twice in one object") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid: JSON nested too deeply") from None
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON keeps the last of two equal keys silently; a snapshot must not."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read and validate a snapshot file; error messages start with the path."""
+    doc = read_json(path)
+    try:
+        return parse_snapshot(doc)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def parse_snapshot(doc: Any) -> Snapshot:
+    """Validate a decoded ``andreas-snapshot/1`` document and build the model objects.
+
+    Finished jobs (``epochs_done == epochs``) are dropped: they need nothing. Jobs
+    submitted after ``now_s`` are an error: a snapshot holds only submitted jobs.
+    """
+    top = Fields(doc, "snapshot", _TOP_KEYS)
+    fmt = top.get("format")
+    if fmt != SNAPSHOT_FORMAT:
+        _fail("snapshot", "format", f"must be {show(SNAPSHOT_FORMAT)}", fmt)
+    now = top.number("now_s")
+    name = top.text("name")
+    energy = parse_energy(top.get("energy", None))
+    params = parse_params(top.get("params", None))
+    catalog = parse_catalog(top.get("catalog")) if top.has("catalog") else ()
+    nodes = parse_nodes(top.get("nodes"), catalog)
+    jobs: list[Job] = []
+    seen: dict[str, str] = {}
+    for i, raw in enumerate(check_list("snapshot", "jobs", top.get("jobs"))):
+        job = parse_job(raw, i)
+        label = f"job {job.id}"
+        _no_duplicates(label, "id", job.id, seen)
+        seen[job.id] = f"jobs[{i}]"
+        if job.submit_s > now:
+            _fail(label, "submit_s", f"must be <= now_s ({now:g}): a snapshot holds only "
+                  "submitted jobs", job.submit_s)
+        if job.epochs_left == 0:
+            continue
+        check_job_placement(job, nodes, catalog)
+        jobs.append(job)
+    check_capacity(jobs, nodes, catalog)
+    return Snapshot(now_s=now, nodes=nodes, jobs=tuple(jobs), catalog=catalog, energy=energy,
+                    params=params, name=name)
+
+
+def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
+    """The JSON document of a snapshot; ``parse_snapshot`` of it gives back an equal snapshot."""
+    params: dict[str, Any] = {"rho": s.params.rho, "period_s": s.params.period_s}
+    if s.params.mu:
+        params["mu"] = s.params.mu
+    doc: dict[str, Any] = {
+        "format": SNAPSHOT_FORMAT,
+        "name": s.name,
+        "now_s": s.now_s,
+        "energy": {"pue": s.energy.pue, "price_per_kwh": s.energy.price_per_kwh},
+        "params": params,
+    }
+    if s.catalog:
+        doc["catalog"] = [{"name": c.name, "gpu_type": c.gpu_type, "gpus": c.gpus,
+                           "cost_per_hour": c.cost_per_hour} for c in s.catalog]
+        doc["nodes"] = [{"name": n.name, **({"config": n.config} if n.config else {})}
+                        for n in s.nodes]
+    else:
+        doc["nodes"] = [{"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus,
+                         "power_w": list(n.power_w)} for n in s.nodes]
+    doc["jobs"] = [_job_to_dict(j) for j in s.jobs]
+    return doc
+
+
+def _job_to_dict(j: Job) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": j.id, "app": j.app, "submit_s": j.submit_s, "due_s": j.due_s,
+                           "weight": j.weight, "epochs": j.epochs,
+                           "epoch_time_s": {t: list(v) for t, v in j.epoch_time_s.items()}}
+    if j.epochs_done or j.running is not None:
+        out["epochs_done"] = j.epochs_done
+    if j.running is not None:
+        out["running"] = {"node": j.running.node, "gpus": j.running.gpus}
+    return out
