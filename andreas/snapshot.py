@@ -128,8 +128,8 @@ class Fields:
     def __init__(self, raw: Any, label: str, known: Sequence[str], prefix: str = "") -> None:
         self.label, self.prefix = label, prefix
         if not isinstance(raw, Mapping):
-            where = f"field '{prefix.rstrip('.')}'" if prefix else "document"
-            raise InputError(f"{label}: {where} must be a JSON object, got {_kind(raw)}")
+            where = f" field '{prefix.rstrip('.')}'" if prefix else ""
+            raise InputError(f"{label}:{where} must be a JSON object, got {_kind(raw)}")
         for key in raw:
             if key not in known:
                 raise InputError(f"{label}: unknown field '{prefix}{key}' "

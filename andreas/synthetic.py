@@ -14,7 +14,8 @@ import numpy as np
 
 from andreas.model import CatalogEntry, Config, Job, Node, Snapshot
 
-# app -> (V100 1-GPU epoch s, T4 1-GPU epoch s, Amdahl serial fraction)
+# app -> (fast-type 1-GPU epoch s, slow-type 1-GPU epoch s, Amdahl serial fraction);
+# V100 is the fast type on premise, M60 in the cloud catalog (path-relinking paper Table 2)
 APPS = {
     "resnet50": (600.0, 1500.0, 0.1096),
     "lstm": (150.0, 260.0, 0.3195),
@@ -24,6 +25,7 @@ APPS = {
 GPU_POWER_W = {"V100": (35.0, 245.0), "T4": (10.0, 70.0)}
 HOST_POWER_W = {"V100": 210.0, "T4": 150.0}
 SCENARIOS = {1: (2, 1), 2: (4, 2)}
+FAST_TYPES = {"V100", "M60"}
 PAPER_CATALOG = (
     ("NC6", "K80", 1, 0.56), ("NC12", "K80", 2, 1.13), ("NC24", "K80", 4, 2.25),
     ("NV6", "M60", 1, 0.62), ("NV12", "M60", 2, 1.24), ("NV24", "M60", 4, 2.48),
@@ -70,8 +72,8 @@ def random_snapshot(rng: np.random.Generator, n_nodes: int, n_jobs: int, *, scen
         app = names[int(rng.integers(len(names)))]
         fast, slow, serial = APPS[app]
         epoch_time = {}
-        for k, (gpu_type, gpus) in enumerate(sorted(types.items())):
-            t1 = fast if k == 0 else slow
+        for gpu_type, gpus in types.items():
+            t1 = fast if gpu_type in FAST_TYPES else slow
             epoch_time[gpu_type] = amdahl(t1, serial, gpus)
         epochs = int(rng.integers(20, 200))
         submit = float(now_s - rng.uniform(0, 50_000))

@@ -10,7 +10,11 @@ from andreas.optimizer.problem import compile_problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_ITERATIONS = 1000
-DEFAULT_ALPHA = 0.05
+# Width of the restricted candidate list. The thesis' C++ used 0.05 (0.3 for the elite
+# pool); the ANDREAS paper draws among all cheaper configurations. Measured on 80 tiny
+# snapshots against exhaustive search and on 30-node ones, 1.0 (the paper's reading) is
+# best for both rg and pr: optimum share 29 % -> 79 % (rg) and 48 % -> 65 % (pr).
+DEFAULT_ALPHA = 1.0
 
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, **_: object) -> Plan:

@@ -69,7 +69,7 @@ class Problem:
 
         The candidates are D*_j ranked by cost (else every runnable configuration ranked
         by time); the restricted candidate list keeps those within ``alpha`` of the best
-        value (GRASP's RCL, alpha 0.05 for rg and 0.3 for path relinking's elite pool),
+        value (GRASP's restricted candidate list; alpha = 1 keeps every candidate),
         drawn with probability inversely proportional to the value.
         """
         has_dstar = self.in_dstar.any(axis=1, keepdims=True)

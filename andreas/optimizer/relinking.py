@@ -1,6 +1,6 @@
 """Path relinking (path-relinking paper Algorithm 2, thesis §3) over an elite pool, maximising f_bar.
 
-1. The randomized construction (alpha 0.3) builds MaxIt_RG solutions; the sigma best
+1. The randomized construction (see greedy.DEFAULT_ALPHA) builds MaxIt_RG solutions; the sigma best
    distinct ones (distinct job setups, the paper's notion of equivalence) form the pool.
 2. From the best elite, a path is walked towards every other elite. A move (j, n) gives
    job j the setup (class, g) it has in the target, on a node n of the source that fits
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import construct
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
+from andreas.optimizer.greedy import DEFAULT_ALPHA
 from andreas.optimizer.problem import Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_ITERATIONS = 1000
-DEFAULT_ALPHA = 0.3
 DEFAULT_SIGMA = 10
 EPS = 1e-9
 
@@ -278,11 +278,12 @@ def elite_pool(problem: Problem, batch, sigma: int) -> list[int]:
 
 def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int = DEFAULT_ITERATIONS, alpha: float = DEFAULT_ALPHA,
+              swap_scale: float = DEFAULT_SWAP_SCALE,
               sigma: int = DEFAULT_SIGMA, max_steps: int | None = None,
               postprocess: bool = True, **_: object) -> Plan:
     """Randomized construction -> elite pool -> path relinking -> post-processing."""
     problem = compile_problem(snapshot)
-    batch = construct(problem, max(1, iterations), rng, alpha=alpha)
+    batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale)
     pool = elite_pool(problem, batch, sigma)
     relinker = Relinker(problem, max_steps if max_steps is not None else problem.n_nodes)
     elites = [relinker.from_batch(batch.node[r], batch.cfg[r], batch.node_cls[r]) for r in pool]
