@@ -192,7 +192,9 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
             continue
         if snapshot.cloud:
             entry = catalog[plan.node_configs[act.node]]
-            gpu_type, node_label = entry.gpu_type, f"{act.node} ({entry.name})"
+            was = nodes[act.node].config
+            vm = entry.name if was in (None, entry.name) else f"{was} -> {entry.name}"
+            gpu_type, node_label = entry.gpu_type, f"{act.node} ({vm})"
         else:
             gpu_type, node_label = nodes[act.node].gpu_type or "", act.node
         if act.kind is ActionKind.MOVE and job.running is not None:

@@ -100,7 +100,8 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         job = jobs[job_id]
         worst = now + params.period_s + max_time_s(snapshot, job)
         post += params.rho * job.weight * tardiness_s(worst, job.due_s)
-    node_cost = idle = 0
+    node_cost = 0.0
+    idle = 0
     for name, g in busy.items():
         hourly = node_cost_per_hour(snapshot, name, g, dict(plan.node_configs))
         node_cost += first_end[name] / SECONDS_PER_HOUR * hourly

@@ -175,7 +175,7 @@ class Plan:
                 continue
             if run is None:
                 kind = ActionKind.START
-            elif run.node != a.node:
+            elif run.node != a.node or self._reconfigures(snapshot, a.node):
                 kind = ActionKind.MOVE
             elif run.gpus != a.gpus:
                 kind = ActionKind.RESIZE
@@ -183,3 +183,10 @@ class Plan:
                 kind = ActionKind.CONTINUE
             out.append(Action(job=job.id, kind=kind, node=a.node, gpus=a.gpus))
         return tuple(out)
+
+    def _reconfigures(self, snapshot: Snapshot, node_name: str) -> bool:
+        """Cloud: a node given another VM type is replaced, so its jobs restart elsewhere."""
+        if not snapshot.cloud:
+            return False
+        current = next((n.config for n in snapshot.nodes if n.name == node_name), None)
+        return current is not None and current != self.node_configs.get(node_name)

@@ -228,7 +228,7 @@ def parse_catalog(raw: Any, label: str = "snapshot") -> tuple[CatalogEntry, ...]
 
 def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
                 label: str = "snapshot") -> tuple[Node, ...]:
-    """Nodes with their hardware, or (cloud mode, non-empty catalog) bare names plus the VM they run."""
+    """Nodes with their hardware, or (cloud mode: a catalog) bare names plus the VM they run."""
     items = check_list(label, "nodes", raw, nonempty=True)
     entries = {c.name for c in catalog}
     out: list[Node] = []
@@ -254,22 +254,22 @@ def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
             _fail(f.label, "power_w", f"must have gpus+1 = {gpus + 1} entries "
                   "(power with 0..gpus GPUs busy)", power)
         # Busy power must be positive: c_ng = 0 would make f_bar's per-job term divide by zero.
-        watts = tuple(check_number(f.label, f"power_w[{g}]", p, **({"ge": 0} if g == 0 else {"gt": 0}))
-                      for g, p in enumerate(power))
+        watts = tuple(check_number(f.label, f"power_w[{g}]", p, ge=0 if g == 0 else None,
+                                   gt=None if g == 0 else 0) for g, p in enumerate(power))
         out.append(Node(name=name, gpu_type=f.name("gpu_type"), gpus=gpus, power_w=watts))
     return tuple(out)
 
 
 def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
-    """One job's own fields; ``progress`` admits ``epochs_done`` and ``running`` (snapshots, not traces)."""
+    """One job's own fields; ``progress`` admits ``epochs_done`` and ``running`` (not in traces)."""
     f = Fields(raw, _label("job", "jobs", index, raw, "id"),
                _SNAPSHOT_JOB_KEYS if progress else _TRACE_JOB_KEYS)
     job_id = f.name("id")
     epochs = f.integer("epochs", ge=1)
     times_raw = f.get("epoch_time_s")
     if not isinstance(times_raw, Mapping):
-        _fail(f.label, "epoch_time_s", "must be an object {gpu_type: [seconds per epoch on 1.. GPUs]}",
-              times_raw)
+        _fail(f.label, "epoch_time_s",
+              "must be an object {gpu_type: [seconds per epoch on 1.. GPUs]}", times_raw)
     if not times_raw:
         _fail(f.label, "epoch_time_s", "must name at least one GPU type", times_raw)
     times: dict[str, tuple[float, ...]] = {}
@@ -303,7 +303,7 @@ def hardware(nodes: Iterable[Node], catalog: Sequence[CatalogEntry]) -> dict[str
 
 def check_job_placement(job: Job, nodes: Sequence[Node],
                         catalog: Sequence[CatalogEntry] = ()) -> None:
-    """Cross-references of an unfinished job: known GPU types, somewhere to run, a real running config."""
+    """Cross-references of an unfinished job: known GPU types, a place to run, a real config."""
     label = f"job {job.id}"
     types = hardware(nodes, catalog)
     where = "catalog entry" if catalog else "node"
@@ -313,7 +313,8 @@ def check_job_placement(job: Job, nodes: Sequence[Node],
                   f"(known: {', '.join(sorted(types))})")
     if not any(min(types[t], len(times)) >= 1 for t, times in job.epoch_time_s.items()
                if t in types):
-        _fail(label, "epoch_time_s", f"fits no {where}: no GPU type and count it has an epoch time for")
+        _fail(label, "epoch_time_s",
+              f"fits no {where}: no GPU type and count it has an epoch time for")
     if job.running is not None:
         gpu_type, capacity = _running_hardware(label, job.running.node, nodes, catalog)
         if job.running.gpus > capacity:
@@ -356,7 +357,7 @@ def check_capacity(jobs: Iterable[Job], nodes: Sequence[Node],
 # --------------------------------------------------------------------------- documents
 
 def read_json(path: str | Path) -> Any:
-    """The JSON value in a file; any read or syntax problem becomes an InputError naming the path."""
+    """The JSON value in a file; a read or syntax problem becomes an InputError naming the path."""
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
@@ -368,7 +369,8 @@ def read_json(path: str | Path) -> Any:
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
     except _DuplicateKey as e:
-        raise InputError(f"{path}: not valid: key {show(e.args[0])} appears twice in one object") from None
+        raise InputError(f"{path}: not valid: key {show(e.args[0])} appears twice in one object"
+                         ) from None
     except RecursionError:
         raise InputError(f"{path}: not valid: JSON nested too deeply") from None
 

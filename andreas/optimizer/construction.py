@@ -194,7 +194,7 @@ class _State:
         busy = self.used > 0
         cls = np.where(busy, self.node_cls, 0)
         hourly = p.class_cost_h[cls, self.used]
-        node_cost = np.where(busy, self.tmin * hourly / SECONDS_PER_HOUR, 0.0).sum(axis=1)
+        node_cost = (np.where(busy, self.tmin, 0.0) * hourly / SECONDS_PER_HOUR).sum(axis=1)
         idle = np.where(busy, self.free, 0).sum(axis=1)
         f_obj = self.tard + self.post + node_cost + p.snapshot.params.mu * idle
         return Batch(node=self.out_node, cfg=self.out_cfg, node_cls=self.node_cls,

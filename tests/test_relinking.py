@@ -1,0 +1,120 @@
+"""Path relinking really runs: moves, look-ahead, cache, counters, post-processing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from andreas.costs import evaluate
+from andreas.feasibility import check_plan
+from andreas.model import Job, Node, Snapshot
+from andreas.optimizer import decide
+from andreas.optimizer.construction import construct
+from andreas.optimizer.problem import compile_problem
+from andreas.optimizer.relinking import Relinker, elite_pool
+from andreas.synthetic import random_snapshot
+
+
+def _cfg(problem, k: int, g: int) -> int:
+    return int(np.flatnonzero((problem.cfg_class == k) & (problem.cfg_g == g))[0])
+
+
+def _two_job_problem():
+    """One 2-GPU node; job a alone on 2 GPUs in the source, a and b on 1 GPU each in the target."""
+    node = Node(name="n1", gpu_type="V100", gpus=2, power_w=(280.0, 490.0, 700.0))
+    jobs = (
+        Job(id="a", submit_s=0, due_s=20_000, weight=0.01, epochs=10,
+            epoch_time_s={"V100": (100.0, 95.0)}),
+        Job(id="b", submit_s=0, due_s=20_000, weight=0.01, epochs=10,
+            epoch_time_s={"V100": (100.0, 95.0)}),
+    )
+    problem = compile_problem(Snapshot(now_s=0.0, nodes=(node,), jobs=jobs))
+    c1, c2 = _cfg(problem, 0, 1), _cfg(problem, 0, 2)
+    return problem, c1, c2
+
+
+def test_look_ahead_values_a_move_by_the_blocked_move_it_unblocks() -> None:
+    problem, c1, c2 = _two_job_problem()
+    rl = Relinker(problem, max_steps=5)
+    source = rl.from_batch(np.array([0, -1]), np.array([c2, -1]), problem.node_class)
+    target = rl.from_batch(np.array([0, 0]), np.array([c1, c1]), problem.node_class)
+    jobs, tcfg, node, b_jobs, b_cfg = rl.get_moves(source, target)
+    # a can shrink to 1 GPU in place; b cannot start: both GPUs are a's
+    assert jobs.tolist() == [0] and node.tolist() == [0]
+    assert b_jobs.tolist() == [1] and b_cfg.tolist() == [c1]
+    value = rl.values(source, jobs, tcfg, node, b_jobs, b_cfg)[0]
+    own = rl.term[0, c1] - rl.term[0, c2]
+    unblocked = rl.term[1, c1]
+    assert value == pytest.approx(own + unblocked)
+    best = rl.relink(source, target, source.copy())
+    assert best.cfg.tolist() == [c1, c1]
+    assert rl.stats["moves_applied"] == 2
+    assert best.value == pytest.approx(target.value)
+
+
+def test_relinking_stops_when_no_move_improves() -> None:
+    problem, c1, c2 = _two_job_problem()
+    rl = Relinker(problem, max_steps=5)
+    good = rl.from_batch(np.array([0, 0]), np.array([c1, c1]), problem.node_class)
+    worse = rl.from_batch(np.array([0, -1]), np.array([c2, -1]), problem.node_class)
+    assert good.value > worse.value
+    best = rl.relink(good, worse, good.copy())
+    assert rl.stats["moves_applied"] == 0 and rl.stats["moves_found"] > 0
+    assert best.value == good.value
+
+
+@pytest.mark.parametrize("scenario,jobs", [(1, 200), (2, 200), (2, 450)])
+def test_relinking_applies_moves_on_diverse_elite_pools(scenario: int, jobs: int) -> None:
+    snap = random_snapshot(np.random.default_rng(1000 + jobs), 100, jobs, scenario=scenario)
+    problem = compile_problem(snap)
+    batch = construct(problem, 300, np.random.default_rng(0), alpha=1.0)
+    pool = elite_pool(problem, batch, 10)
+    assert len(pool) == 10
+    assert len({batch.cfg[r].tobytes() for r in pool}) == 10   # diverse: distinct setups
+    plan = decide(snap, np.random.default_rng(0), "pr", iterations=300)
+    check_plan(snap, plan)
+    s = plan.stats
+    assert s["elite_pool"] == 10 and s["paths"] == 9
+    assert s["moves_found"] > 0 and s["moves_explored"] > 0
+    assert s["moves_applied"] > 0 and s["improvements"] > 0
+    assert plan.objective > s["best_elite_f_bar"]
+    assert evaluate(snap, plan).f_bar == pytest.approx(plan.objective)
+
+
+def test_explored_move_cache_is_used_and_exact() -> None:
+    snap = random_snapshot(np.random.default_rng(1450), 100, 450, scenario=2)
+    with_cache = decide(snap, np.random.default_rng(0), "pr", iterations=300)
+    assert with_cache.stats["cache_hits"] > 0
+
+
+def test_postprocessing_gives_idle_gpus_to_the_job_with_the_best_speedup() -> None:
+    node = Node(name="n1", gpu_type="V100", gpus=4, power_w=(300.0, 400.0, 500.0, 600.0, 700.0))
+    jobs = (
+        Job(id="slow", submit_s=0, due_s=3000, weight=0.01, epochs=10,
+            epoch_time_s={"V100": (400.0, 380.0, 370.0, 365.0)}),
+        Job(id="fast", submit_s=0, due_s=3000, weight=0.01, epochs=10,
+            epoch_time_s={"V100": (400.0, 200.0, 140.0, 100.0)}),
+    )
+    problem = compile_problem(Snapshot(now_s=0.0, nodes=(node,), jobs=jobs))
+    rl = Relinker(problem, max_steps=1)
+    c1 = _cfg(problem, 0, 1)
+    s = rl.from_batch(np.array([0, 0]), np.array([c1, c1]), problem.node_class)
+    before = s.value
+    assert rl.postprocess(s) == 1
+    assert s.cfg.tolist() == [c1, _cfg(problem, 0, 3)]   # the 2 idle GPUs go to "fast"
+    assert s.value >= before
+
+
+def test_cloud_postprocessing_downsizes_a_half_empty_vm() -> None:
+    from andreas.model import CatalogEntry
+    catalog = (CatalogEntry(name="NC6", gpu_type="K80", gpus=1, cost_per_hour=0.56),
+               CatalogEntry(name="NC24", gpu_type="K80", gpus=4, cost_per_hour=2.25))
+    job = Job(id="j", submit_s=0, due_s=10_000, weight=0.01, epochs=10,
+              epoch_time_s={"K80": (100.0, 100.0, 100.0, 100.0)})
+    snap = Snapshot(now_s=0.0, nodes=(Node(name="n1"),), jobs=(job,), catalog=catalog)
+    problem = compile_problem(snap)
+    rl = Relinker(problem, max_steps=1)
+    big = _cfg(problem, 1, 1)
+    s = rl.from_batch(np.array([0]), np.array([big]), np.array([1]))
+    assert rl.postprocess(s) >= 1
+    assert problem.class_name[s.ncls[0]] == "NC6"
