@@ -307,14 +307,15 @@ def check_job_placement(job: Job, nodes: Sequence[Node],
     label = f"job {job.id}"
     types = hardware(nodes, catalog)
     where = "catalog entry" if catalog else "node"
+    if not any(min(types[t], len(times)) >= 1 for t, times in job.epoch_time_s.items()
+               if t in types):
+        _fail(label, "epoch_time_s",
+              f"fits no {where}: it has epoch times only for {', '.join(sorted(job.epoch_time_s))}"
+              f" (the cluster has: {', '.join(sorted(types))})")
     for gpu_type in job.epoch_time_s:
         if gpu_type not in types:
             _fail(label, "epoch_time_s", f"names GPU type {show(gpu_type)} that no {where} has "
                   f"(known: {', '.join(sorted(types))})")
-    if not any(min(types[t], len(times)) >= 1 for t, times in job.epoch_time_s.items()
-               if t in types):
-        _fail(label, "epoch_time_s",
-              f"fits no {where}: no GPU type and count it has an epoch time for")
     if job.running is not None:
         gpu_type, capacity = _running_hardware(label, job.running.node, nodes, catalog)
         if job.running.gpus > capacity:
