@@ -26,6 +26,7 @@ from andreas.model import Action, ActionKind, Plan, Snapshot
 from andreas.snapshot import load_snapshot
 
 EXIT_ERROR = 2
+DEFAULT_COMPARE = ("greedy", "rg", "pr", "fifo", "edf", "priority")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -109,25 +110,104 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
 
     Nothing is started or stopped: this only shows the decision.
     """
-    snapshot = load_snapshot(snapshot_path)
-    options: dict[str, Any] = {}
     if iterations is not None:
         _check_accepts(policy, "iterations")
-        options["iterations"] = iterations
-    rng = np.random.default_rng(seed)
-    start = time.perf_counter()
-    plan = optimizer.decide(snapshot, rng, policy, **options)
-    seconds = time.perf_counter() - start
-    try:
-        check_plan(snapshot, plan)
-    except InfeasiblePlan as e:
-        raise InfeasiblePlan(f"policy {policy} produced an infeasible plan: {e}") from None
+    snapshot = load_snapshot(snapshot_path)
+    plan, seconds = run_policy(snapshot, policy, seed, iterations)
     actions = plan.actions(snapshot)
     if as_json:
         click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
                               default=_json_default))
     else:
         _print_table(snapshot, plan, actions, policy, seconds, all_actions)
+
+
+def run_policy(snapshot: Snapshot, policy: str, seed: int,
+               iterations: int | None) -> tuple[Plan, float]:
+    """Decide with a fresh seeded generator; the plan is checked before anyone sees it."""
+    options: dict[str, Any] = {}
+    if iterations is not None and _accepts(policy, "iterations"):
+        options["iterations"] = iterations
+    start = time.perf_counter()
+    plan = optimizer.decide(snapshot, np.random.default_rng(seed), policy, **options)
+    seconds = time.perf_counter() - start
+    try:
+        check_plan(snapshot, plan)
+    except InfeasiblePlan as e:
+        raise InfeasiblePlan(f"policy {policy} produced an infeasible plan: {e}") from None
+    return plan, seconds
+
+
+@main.command("compare")
+@click.argument("snapshot_path", metavar="SNAPSHOT.json", type=click.Path(dir_okay=False))
+@click.option("--policies", default=",".join(DEFAULT_COMPARE), show_default=True,
+              help="Comma-separated policies to run on the same snapshot.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of every policy's random generator.")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Iterations of the randomized policies (rg, pr); others ignore it.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
+def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | None,
+                as_json: bool) -> None:
+    """Run several policies on one snapshot and score every plan on both proxies.
+
+    f_obj (ANDREAS eq. 1, lower is better) is split into tardiness, postponement and
+    energy; f_bar (path relinking's proxy, higher is better) is shown beside it.
+    """
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    unknown = [n for n in names if n not in optimizer.POLICIES]
+    if unknown or not names:
+        raise InputError(f"--policies: unknown policy {','.join(unknown)!r} "
+                         f"(known: {', '.join(optimizer.POLICIES)})")
+    snapshot = load_snapshot(snapshot_path)
+    rows = []
+    for name in names:
+        plan, seconds = run_policy(snapshot, name, seed, iterations)
+        ev = evaluate(snapshot, plan)
+        kinds = [a.kind for a in plan.actions(snapshot)]
+        rows.append({"policy": name, "objective_name": plan.objective_name,
+                     "f_obj": ev.f_obj, "f_bar": ev.f_bar, "tardiness_cost": ev.tardiness_cost,
+                     "postponement_cost": ev.postponement_cost, "energy_cost": ev.node_cost,
+                     "running": len(plan.assignments), "waiting": len(plan.postponed),
+                     "moved_or_preempted": sum(k in (ActionKind.MOVE, ActionKind.PREEMPT)
+                                               for k in kinds),
+                     "seconds": seconds})
+    if as_json:
+        click.echo(json.dumps(rows, default=_json_default))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{snapshot.name or snapshot_path}: {len(snapshot.jobs)} jobs, "
+                        f"{len(snapshot.nodes)} nodes, seed {seed}")
+    columns = (("policy", "policy", "{}"), ("proxy", "objective_name", "{}"),
+               ("f_obj", "f_obj", "{:.6g}"), ("f_bar", "f_bar", "{:.6g}"),
+               ("tardiness", "tardiness_cost", "{:.2f}"),
+               ("postponement", "postponement_cost", "{:.2f}"),
+               ("energy", "energy_cost", "{:.3f}"), ("run", "running", "{}"),
+               ("wait", "waiting", "{}"), ("stopped", "moved_or_preempted", "{}"),
+               ("ms", "seconds", "{:.1f}"))
+    for title, _, _ in columns:
+        table.add_column(title, justify="left" if title in ("policy", "proxy") else "right")
+    for row in rows:
+        table.add_row(*(fmt.format(row[key] * 1000 if key == "seconds" else row[key])
+                        for _, key, fmt in columns))
+    _console().print(table)
+    click.echo("f_obj: lower is better (greedy, rg, baselines minimise it); f_bar: higher is "
+               "better (pr maximises it); stopped = moved or preempted running jobs.")
+
+
+def _console():
+    """A terminal's own width; 120 columns when piped, so tables are not squeezed."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=120)
+
+
+def _accepts(policy: str, option: str) -> bool:
+    params = inspect.signature(optimizer.get_policy(policy)).parameters.values()
+    return any(p.name == option for p in params)
 
 
 def _check_accepts(policy: str, option: str) -> None:
@@ -203,7 +283,7 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
         late = "yes" if snapshot.now_s + remaining > job.due_s else "no"
         table.add_row(*map(Text, (job.id, act.kind.value, node_label, str(act.gpus),
                                   f"{remaining / 3600:.1f}", due_h, late)))
-    console = Console()
+    console = _console()
     console.print(table)
     ev = evaluate(snapshot, plan)
     counts = {kind: sum(a.kind is kind for a in actions) for kind in ActionKind}

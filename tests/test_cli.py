@@ -307,3 +307,29 @@ def test_every_registered_policy_through_the_cli(tmp_path: Path, policy: str, cl
     check_plan(load_snapshot(path), _plan_from_json(out))
     table = run("optimize", path, "--policy", policy, "--seed", "3", "--actions")
     assert table.exit_code == 0, table.output
+
+
+def test_compare_scores_every_policy_with_the_reference_cost_model() -> None:
+    from andreas.costs import evaluate
+    result = run("compare", str(EXAMPLE), "--policies", "greedy,rg,edf", "--json",
+                 "--iterations", "50")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["policy"] for r in rows] == ["greedy", "rg", "edf"]
+    snapshot = load_snapshot(str(EXAMPLE))
+    for row in rows:
+        assert row["running"] + row["waiting"] == len(snapshot.jobs)
+        plan = optimizer.decide(snapshot, __import__("numpy").random.default_rng(0),
+                                row["policy"], **({"iterations": 50}
+                                                  if row["policy"] == "rg" else {}))
+        assert row["f_obj"] == pytest.approx(evaluate(snapshot, plan).f_obj)
+    by = {r["policy"]: r for r in rows}
+    assert by["rg"]["f_obj"] <= by["greedy"]["f_obj"]
+
+
+def test_compare_table_and_unknown_policy() -> None:
+    result = run("compare", str(EXAMPLE), "--policies", "greedy,pr")
+    assert result.exit_code == 0, result.output
+    assert "greedy" in result.stdout and "f_bar" in result.stdout
+    bad = run("compare", str(EXAMPLE), "--policies", "rg,bogus")
+    _assert_one_line_error(bad, "--policies", "bogus")
