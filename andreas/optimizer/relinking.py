@@ -26,11 +26,10 @@ import numpy as np
 
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.greedy import DEFAULT_ALPHA
+from andreas.optimizer.greedy import DEFAULT_ALPHA, DEFAULT_ITERATIONS
 from andreas.optimizer.problem import Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
-DEFAULT_ITERATIONS = 1000
 DEFAULT_SIGMA = 10
 EPS = 1e-9
 
