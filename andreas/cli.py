@@ -295,3 +295,7 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
             (ActionKind.RESIZE, "resized"), (ActionKind.MOVE, "moved"),
             (ActionKind.PREEMPT, "preempted"), (ActionKind.WAIT, "waiting"))),
         markup=False, highlight=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- sub-commands
+# Each family of commands lives in its own module and is registered here, one line each.

@@ -190,3 +190,19 @@ class Plan:
             return False
         current = next((n.config for n in snapshot.nodes if n.name == node_name), None)
         return current is not None and current != self.node_configs.get(node_name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trace:
+    """A whole workload for the simulator: the cluster and every job with its submit time."""
+
+    nodes: tuple[Node, ...]
+    jobs: tuple[Job, ...]
+    energy: Energy = field(default_factory=Energy)
+    params: Params = field(default_factory=Params)
+    catalog: tuple[CatalogEntry, ...] = ()
+    name: str = ""
+
+    @property
+    def cloud(self) -> bool:
+        return bool(self.catalog)
