@@ -19,6 +19,7 @@ import click
 import numpy as np
 
 from andreas import optimizer
+from andreas.console import console
 from andreas.costs import evaluate
 from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.feasibility import check_plan
@@ -175,7 +176,6 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     if as_json:
         click.echo(json.dumps(rows, default=_json_default))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{snapshot.name or snapshot_path}: {len(snapshot.jobs)} jobs, "
@@ -192,17 +192,9 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     for row in rows:
         table.add_row(*(fmt.format(row[key] * 1000 if key == "seconds" else row[key])
                         for _, key, fmt in columns))
-    _console().print(table)
+    console().print(table)
     click.echo("f_obj: lower is better (greedy, rg, baselines minimise it); f_bar: higher is "
                "better (pr maximises it); stopped = moved or preempted running jobs.")
-
-
-def _console():
-    """A terminal's own width; 120 columns when piped, so tables are not squeezed."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=120)
 
 
 def _accepts(policy: str, option: str) -> bool:
@@ -251,7 +243,6 @@ def _json_default(value: Any) -> Any:
 
 def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], policy: str,
                  seconds: float, all_actions: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -283,11 +274,11 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
         late = "yes" if snapshot.now_s + remaining > job.due_s else "no"
         table.add_row(*map(Text, (job.id, act.kind.value, node_label, str(act.gpus),
                                   f"{remaining / 3600:.1f}", due_h, late)))
-    console = _console()
-    console.print(table)
+    out = console()
+    out.print(table)
     ev = evaluate(snapshot, plan)
     counts = {kind: sum(a.kind is kind for a in actions) for kind in ActionKind}
-    console.print(
+    out.print(
         f"policy {policy}: {plan.objective_name} = {plan.objective:.6g} | "
         f"f_obj {ev.f_obj:.6g}, f_bar {ev.f_bar:.6g} | {seconds:.3f} s | "
         + ", ".join(f"{counts[k]} {label}" for k, label in (
@@ -299,3 +290,5 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
 
 # --------------------------------------------------------------------------- sub-commands
 # Each family of commands lives in its own module and is registered here, one line each.
+from andreas.cli_sim import simulate_cmd  # noqa: E402
+main.add_command(simulate_cmd)

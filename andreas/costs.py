@@ -35,6 +35,11 @@ def c_ng_per_hour(power_w: float, energy: Energy) -> float:
     return power_w / 1000.0 * energy.pue * energy.price_per_kwh
 
 
+def energy_cost(energy_j: float, energy: Energy) -> float:
+    """The bill for ``energy_j`` joules of IT energy: kWh * PUE * price."""
+    return energy_j / 3.6e6 * energy.pue * energy.price_per_kwh
+
+
 def tardiness_s(finish_s: float, due_s: float) -> float:
     return max(0.0, finish_s - due_s)
 

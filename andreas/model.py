@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
 DEFAULT_PUE = 1.33
@@ -78,15 +78,21 @@ class Job:
     epochs: int
     epoch_time_s: Mapping[str, tuple[float, ...]]
     app: str = ""
-    epochs_done: int = 0
+    epochs_done: float = 0   # whole epochs in files; fractional in the simulator's exact mode
     running: Config | None = None
 
     def __post_init__(self) -> None:
         frozen = {k: tuple(v) for k, v in self.epoch_time_s.items()}
         object.__setattr__(self, "epoch_time_s", MappingProxyType(frozen))
 
+    def __reduce__(self):
+        """Picklable (for simulator worker processes) although epoch_time_s is read-only."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["epoch_time_s"] = dict(self.epoch_time_s)
+        return (_job_from_state, (state,))
+
     @property
-    def epochs_left(self) -> int:
+    def epochs_left(self) -> float:
         return self.epochs - self.epochs_done
 
     def remaining_s(self, gpu_type: str, gpus: int) -> float | None:
@@ -95,6 +101,10 @@ class Job:
         if times is None or gpus < 1 or gpus > len(times):
             return None
         return self.epochs_left * times[gpus - 1]
+
+
+def _job_from_state(state: dict) -> Job:
+    return Job(**state)
 
 
 @dataclass(frozen=True, kw_only=True)

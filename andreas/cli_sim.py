@@ -1,0 +1,185 @@
+"""``andreas simulate``: run policies over a whole trace and compare what they cost."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import click
+
+from andreas.errors import InputError
+from andreas.simulator.results import PROGRESS_MODES, SimOptions
+
+ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
+ARRIVALS = ("exponential", "high", "low", "mixed")
+
+
+def _csv_list(value: str, field: str, cast=str) -> tuple:
+    try:
+        items = tuple(cast(v.strip()) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"{field}: must be a comma-separated list, got {value!r}") from None
+    if not items:
+        raise InputError(f"{field}: must not be empty")
+    return items
+
+
+@click.command("simulate")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Trace file (andreas-trace/1). Without it a trace is generated from "
+                   "--nodes/--scenario/--arrival/--trace-seed.")
+@click.option("--policies", default=ALL_POLICIES, show_default=True,
+              help="Comma-separated policies, all run on the same trace.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Directory for CSV/JSON results and PNG plots [default: out/simulate/NAME].")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the policies' random generator (the simulation is reproducible).")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="MaxIt of rg and pr (default 1000).")
+@click.option("--period-s", type=click.FloatRange(min=0), default=None,
+              help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
+                   "0 turns it off (reschedule only on submissions and completions).")
+@click.option("--progress", "progress_mode", type=click.Choice(PROGRESS_MODES),
+              default="epoch", show_default=True,
+              help="epoch: a job stopped mid-epoch redoes that epoch from its checkpoint; "
+                   "exact: fractional progress carries over (the papers' simulator).")
+@click.option("--restart-overhead-s", type=click.FloatRange(min=0), default=0.0,
+              show_default=True, help="Extra seconds each restart from a checkpoint costs.")
+@click.option("--power-off-idle", is_flag=True,
+              help="Idle nodes draw nothing (default: they draw power_w[0]).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Parallel processes [default: one per policy, at most the CPU count].")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON (one object per policy, FORMAT.md keys).")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--sweep", is_flag=True,
+              help="Run the grid --scenarios x --arrivals x --nodes x --seeds instead of one "
+                   "trace, and aggregate means and spreads.")
+@click.option("--nodes", default="10", show_default=True,
+              help="Generated trace: nodes N (a list with --sweep, e.g. 10,20,50).")
+@click.option("--scenario", "scenarios", default="1", show_default=True,
+              help="Generated trace: 1 = 2xV100 / 1xT4 nodes, 2 = 4xV100 / 2xT4 (list with "
+                   "--sweep).")
+@click.option("--arrival", "arrivals", default="exponential", show_default=True,
+              help=f"Generated trace: arrival kind, one of {', '.join(ARRIVALS)} (list with "
+                   "--sweep).")
+@click.option("--trace-seed", "trace_seeds", default="1", show_default=True,
+              help="Generated trace: seed (a comma-separated list with --sweep).")
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
+              help="With --sweep: use trace seeds 1..SEEDS.")
+@click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
+def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
+                 iterations: int | None, period_s: float | None, progress_mode: str,
+                 restart_overhead_s: float, power_off_idle: bool, workers: int | None,
+                 as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
+                 scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
+                 cloud: bool) -> None:
+    """Simulate policies over a long workload and compare their energy bill plus tardiness.
+
+    Rescheduling happens at every submission, every completion and every period H; the
+    policies' plans are applied (start, continue, resize, move, preempt) and progress is
+    counted in epochs. Prints a table with the cost of every policy and the percentage
+    reduction of each against each other (path-relinking paper eq. 3), and writes CSV,
+    JSON and PNG plots to --out.
+    """
+    from andreas.optimizer import POLICIES
+
+    names = _csv_list(policies, "--policies")
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown:
+        raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
+                         f"(known: {', '.join(POLICIES)})")
+    for a in _csv_list(arrivals, "--arrival"):
+        if a not in ARRIVALS:
+            raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
+    options = SimOptions(period_s=period_s, progress=progress_mode,
+                         restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
+                         iterations=iterations, seed=seed)
+    if sweep:
+        _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
+               out_dir, as_json, quiet)
+        return
+    from andreas.simulator.compare import run_policies
+    from andreas.simulator.report import print_table, write_outputs
+
+    trace = _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud)
+    results = run_policies(trace, names, options, workers=workers,
+                           show_progress=not (quiet or as_json))
+    target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
+    written = write_outputs(results, target, plots=not no_plots)
+    if as_json:
+        click.echo(json.dumps([r.summary() for r in results], indent=1))
+        return
+    print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
+                         f"policy seed {seed}")
+    click.echo(f"wrote {len(written)} files to {target}/")
+
+
+def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):
+    if trace_path:
+        from andreas.trace import load_trace
+        return load_trace(trace_path)
+    from andreas.simulator.generate import generate_trace
+    return generate_trace(n_nodes=_csv_list(nodes, "--nodes", int)[0],
+                          scenario=_csv_list(scenarios, "--scenario", int)[0],
+                          arrival=_csv_list(arrivals, "--arrival")[0],
+                          seed=_csv_list(trace_seeds, "--trace-seed", int)[0], cloud=cloud)
+
+
+def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
+           out_dir, as_json, quiet) -> None:
+    from andreas.simulator.sweep import Grid, aggregate, headline, run_sweep
+
+    grid = Grid(scenarios=_csv_list(scenarios, "--scenario", int),
+                arrivals=_csv_list(arrivals, "--arrival"),
+                nodes=_csv_list(nodes, "--nodes", int),
+                seeds=tuple(range(1, seeds + 1)) if seeds else _csv_list(trace_seeds,
+                                                                           "--trace-seed", int),
+                policies=names, cloud=cloud)
+    rows = run_sweep(grid, options, workers=workers or (os.cpu_count() or 1),
+                     show_progress=not (quiet or as_json))
+    summary = aggregate(rows)
+    heads = headline(rows)
+    target = Path(out_dir or Path("out") / "sweep")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in (("sweep-runs.csv", rows), ("sweep-summary.csv", summary)):
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(data[0]))
+        w.writeheader()
+        w.writerows(data)
+        (target / name).write_text(buf.getvalue())
+    (target / "sweep.json").write_text(json.dumps({"runs": rows, "summary": summary,
+                                                   "headline": heads}, indent=1))
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "headline": heads}, indent=1))
+        return
+    _print_sweep(summary, heads)
+    click.echo(f"wrote sweep-runs.csv, sweep-summary.csv, sweep.json to {target}/")
+
+
+def _print_sweep(summary, heads) -> None:
+    from rich.table import Table
+
+    from andreas.console import console
+
+    table = Table(title="sweep: mean (± std) over seeds")
+    for col in ("scenario", "arrival", "N", "policy", "total cost", "energy", "tardiness",
+                "late jobs", "vs best baseline %", "vs rg %", "opt. mean ms"):
+        table.add_column(col, justify="right")
+    for r in summary:
+        table.add_row(str(r["scenario"]), r["arrival"], str(r["nodes"]), r["policy"],
+                      f"{r['total_cost_mean']:.1f} ± {r['total_cost_std']:.1f}",
+                      f"{r['energy_cost_mean']:.1f}", f"{r['tardiness_cost_mean']:.1f}",
+                      f"{r['late_jobs_mean']:.1f}",
+                      f"{r['vs_best_baseline_pct_mean']:+.1f} ± {r['vs_best_baseline_pct_std']:.1f}",
+                      f"{r['vs_rg_pct_mean']:+.1f}", f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
+    out = console()
+    out.print(table)
+    for key, h in heads.items():
+        out.print(f"{key}: rg vs best of fifo/edf/priority {h['rg_vs_best_baseline_pct']:+.1f} %,"
+                  f" pr vs best baseline {h['pr_vs_best_baseline_pct']:+.1f} %, pr vs rg "
+                  f"{h['pr_vs_rg_pct']:+.1f} % (eq. 3; positive = cheaper)")

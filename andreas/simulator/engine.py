@@ -1,0 +1,265 @@
+"""Discrete-event simulation of a whole trace under one policy.
+
+It reuses the optimizer and the cost model unchanged and replaces only the agents,
+Docker and the clock. Rescheduling points are submissions, completions and (unless
+``period_s`` is 0) every period H. Between events, each node is charged its power with
+its busy GPUs (idle nodes at ``power_w[0]`` unless powered off) times PUE and price; in
+cloud mode a configured node costs its VM price while it runs any job. Tardiness is
+charged at completion.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from andreas.costs import SECONDS_PER_HOUR, energy_cost
+from andreas.errors import AndreasError
+from andreas.feasibility import check_plan
+from andreas.model import ActionKind, Config, Job, Node, Snapshot, Trace
+from andreas.optimizer import decide
+from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
+                                       SimResult)
+
+EPS = 1e-6
+MAX_IDLE_TICKS = 10_000
+Progress = Callable[[float, int, int], None]
+
+
+class SimulationError(AndreasError):
+    """The simulation cannot go on (e.g. a policy leaves every job waiting forever)."""
+
+
+@dataclass(eq=False)
+class _Run:
+    """A submitted job's mutable state."""
+
+    spec: Job
+    done: float = 0.0            # epochs checkpointed before the current attempt
+    node: int = -1
+    gpus: int = 0
+    epoch_s: float = 0.0
+    start_s: float = 0.0         # attempt start; work begins after the overhead
+    overhead_s: float = 0.0
+    starts: int = 0
+    preemptions: int = 0
+    first_start_s: float = math.nan
+    energy_j: float = 0.0
+    cost: float = 0.0
+    gpu_s: float = 0.0
+
+    def progress(self, now: float, exact: bool) -> float:
+        if self.node < 0:
+            return self.done
+        worked = max(0.0, now - self.start_s - self.overhead_s) / self.epoch_s
+        return self.done + (worked if exact else math.floor(worked + 1e-9))
+
+    def finish_s(self, exact: bool) -> float:
+        left = self.spec.epochs - self.done
+        return self.start_s + self.overhead_s + (left if exact else math.ceil(left - 1e-9)) \
+            * self.epoch_s
+
+
+class Simulator:
+    def __init__(self, trace: Trace, policy: str, options: SimOptions = SimOptions(),
+                 on_progress: Progress | None = None) -> None:
+        if options.progress not in PROGRESS_MODES:
+            raise SimulationError(f"progress: must be one of {PROGRESS_MODES}, "
+                                  f"got {options.progress!r}")
+        self.trace, self.policy, self.opt = trace, policy, options
+        self.period = trace.params.period_s if options.period_s is None else options.period_s
+        self.params = replace(trace.params, period_s=self.period or trace.params.period_s)
+        self.exact = options.progress == "exact"
+        self.on_progress = on_progress
+        self.rng = np.random.default_rng(options.seed)
+        self.names = [n.name for n in trace.nodes]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        n = len(trace.nodes)
+        self.busy = np.zeros(n, dtype=np.int64)
+        self.vm: list[str | None] = [n_.config for n_ in trace.nodes]
+        self.catalog = {c.name: c for c in trace.catalog}
+        if not trace.cloud:
+            width = max(node.gpus for node in trace.nodes) + 1
+            self.power_w = np.zeros((n, width))
+            for i, node in enumerate(trace.nodes):
+                self.power_w[i, : node.gpus + 1] = node.power_w
+        self.energy_j = 0.0
+        self.energy_cost = 0.0
+        self.tardiness_cost = 0.0
+        self.running: dict[str, _Run] = {}
+        self.waiting: dict[str, _Run] = {}
+        self.records: list[JobRecord] = []
+        self.attempts: list[Attempt] = []
+        self.curve: list[tuple[float, float, float]] = []
+        self.calls: list[float] = []
+        self.counts = {ActionKind.START: 0, ActionKind.PREEMPT: 0, ActionKind.MOVE: 0,
+                       ActionKind.RESIZE: 0}
+        self.busy_gpu_s = 0.0
+
+    # -- the clock ---------------------------------------------------------------------
+    def run(self) -> SimResult:
+        wall = time.perf_counter()
+        pending = sorted(self.trace.jobs, key=lambda j: (j.submit_s, j.id))
+        total, k = len(pending), 0
+        t = t0 = pending[0].submit_s if pending else 0.0
+        idle_ticks = 0
+        while k < total or self.running or self.waiting:
+            t_sub = pending[k].submit_s if k < total else math.inf
+            t_done = min((r.finish_s(self.exact) for r in self.running.values()),
+                         default=math.inf)
+            t_tick = math.inf
+            if self.period > 0 and (self.waiting or self.running):
+                t_tick = (math.floor(t / self.period + EPS) + 1) * self.period
+            t_next = min(t_sub, t_done, t_tick)
+            if math.isinf(t_next):
+                raise SimulationError(f"policy {self.policy}: {len(self.waiting)} jobs wait with "
+                                      "nothing running and no event left (set a period)")
+            self._advance(t, t_next)
+            t = t_next
+            reasons = set()
+            for run in [r for r in self.running.values() if r.finish_s(self.exact) <= t + EPS]:
+                self._complete(run, t)
+                reasons.add("completion")
+            while k < total and pending[k].submit_s <= t + EPS:
+                self.waiting[pending[k].id] = _Run(spec=pending[k])
+                k += 1
+                reasons.add("submission")
+            if t_tick <= t + EPS:
+                reasons.add("period")
+            if reasons and (self.waiting or self.running):
+                self._reschedule(t)
+            idle_ticks = idle_ticks + 1 if (self.waiting and not self.running) else 0
+            if idle_ticks > MAX_IDLE_TICKS:
+                raise SimulationError(f"policy {self.policy}: jobs wait on an empty cluster for "
+                                      f"{MAX_IDLE_TICKS} rescheduling points")
+            self.curve.append((t, self.energy_cost, self.tardiness_cost))
+            if self.on_progress:
+                self.on_progress(t, len(self.records), total)
+        return self._result(t0, t, time.perf_counter() - wall)
+
+    def _advance(self, t0: float, t1: float) -> None:
+        dt = t1 - t0
+        if dt <= 0:
+            return
+        self.busy_gpu_s += float(self.busy.sum()) * dt
+        if self.trace.cloud:
+            for i, vm in enumerate(self.vm):
+                if self.busy[i] > 0 and vm is not None:
+                    self.energy_cost += self.catalog[vm].cost_per_hour * dt / SECONDS_PER_HOUR
+            node_cost = None
+        else:
+            power = self.power_w[np.arange(len(self.busy)), self.busy]
+            if self.opt.power_off_idle:
+                power = np.where(self.busy > 0, power, 0.0)
+            joules = float(power.sum()) * dt
+            self.energy_j += joules
+            self.energy_cost += energy_cost(joules, self.trace.energy)
+            node_cost = power
+        for run in self.running.values():
+            share = run.gpus / self.busy[run.node]
+            run.gpu_s += run.gpus * dt
+            if node_cost is None:
+                vm = self.catalog[self.vm[run.node]]
+                run.cost += vm.cost_per_hour * dt / SECONDS_PER_HOUR * share
+            else:
+                run.energy_j += node_cost[run.node] * dt * share
+
+    # -- events ------------------------------------------------------------------------
+    def _complete(self, run: _Run, t: float) -> None:
+        self._stop(run, t, preempted=False)
+        del self.running[run.spec.id]
+        tardy = max(0.0, t - run.spec.due_s)
+        cost = run.spec.weight * tardy
+        self.tardiness_cost += cost
+        job_cost = run.cost if self.trace.cloud else energy_cost(run.energy_j, self.trace.energy)
+        self.records.append(JobRecord(
+            id=run.spec.id, app=run.spec.app, submit_s=run.spec.submit_s, due_s=run.spec.due_s,
+            weight=run.spec.weight, epochs=run.spec.epochs, first_start_s=run.first_start_s,
+            completion_s=t, tardiness_s=tardy, tardiness_cost=cost,
+            energy_kwh=run.energy_j / 3.6e6, energy_cost=job_cost, gpu_seconds=run.gpu_s,
+            starts=run.starts, preemptions=run.preemptions))
+
+    def _stop(self, run: _Run, t: float, *, preempted: bool) -> None:
+        self.attempts.append(Attempt(job=run.spec.id, node=self.names[run.node], gpus=run.gpus,
+                                     start_s=run.start_s, end_s=t))
+        run.done = run.spec.epochs if not preempted else run.progress(t, self.exact)
+        self.busy[run.node] -= run.gpus
+        if self.trace.cloud and self.busy[run.node] == 0:
+            self.vm[run.node] = None
+        run.node, run.gpus = -1, 0
+        if preempted:
+            run.preemptions += 1
+
+    def _start(self, run: _Run, node: int, gpus: int, t: float) -> None:
+        gpu_type = (self.catalog[self.vm[node]].gpu_type if self.trace.cloud
+                    else self.trace.nodes[node].gpu_type)
+        run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
+        run.overhead_s = self.opt.restart_overhead_s if run.starts else 0.0
+        run.node, run.gpus, run.start_s = node, gpus, t
+        run.starts += 1
+        if math.isnan(run.first_start_s):
+            run.first_start_s = t
+        self.busy[node] += gpus
+
+    def _reschedule(self, t: float) -> None:
+        snapshot = self._snapshot(t)
+        start = time.perf_counter()
+        opts = {} if self.opt.iterations is None else {"iterations": self.opt.iterations}
+        plan = decide(snapshot, self.rng, self.policy, **opts)
+        self.calls.append(time.perf_counter() - start)
+        check_plan(snapshot, plan)
+        actions = plan.actions(snapshot)
+        for act in actions:
+            if act.kind in self.counts:
+                self.counts[act.kind] += 1
+        for act in actions:   # stop first: a move may free GPUs another start needs
+            if act.kind in (ActionKind.PREEMPT, ActionKind.MOVE, ActionKind.RESIZE):
+                run = self.running.pop(act.job)
+                self._stop(run, t, preempted=True)
+                self.waiting[act.job] = run
+        if self.trace.cloud:
+            for name, vm in plan.node_configs.items():
+                self.vm[self.index[name]] = vm
+        for act in actions:
+            if act.kind in (ActionKind.START, ActionKind.MOVE, ActionKind.RESIZE):
+                run = self.waiting.pop(act.job)
+                self._start(run, self.index[act.node], act.gpus, t)
+                self.running[act.job] = run
+
+    def _snapshot(self, t: float) -> Snapshot:
+        jobs = []
+        for run in [*self.running.values(), *self.waiting.values()]:
+            cfg = Config(node=self.names[run.node], gpus=run.gpus) if run.node >= 0 else None
+            done = min(run.progress(t, self.exact), run.spec.epochs - EPS)
+            jobs.append(replace(run.spec, epochs_done=done, running=cfg))
+        nodes = self.trace.nodes
+        if self.trace.cloud:
+            nodes = tuple(Node(name=n.name, config=vm) for n, vm in zip(nodes, self.vm))
+        return Snapshot(now_s=t, nodes=nodes, jobs=tuple(jobs), energy=self.trace.energy,
+                        params=self.params, catalog=self.trace.catalog, name=self.trace.name)
+
+    def _result(self, t0: float, t_end: float, wall_s: float) -> SimResult:
+        calls = self.calls or [0.0]
+        return SimResult(
+            policy=self.policy, trace=self.trace.name, options=self.opt,
+            total_cost=self.energy_cost + self.tardiness_cost, energy_cost=self.energy_cost,
+            tardiness_cost=self.tardiness_cost, energy_kwh=self.energy_j / 3.6e6,
+            late_jobs=sum(r.tardiness_s > 0 for r in self.records), makespan_s=t_end - t0,
+            optimizer_calls=len(self.calls), optimizer_mean_s=float(np.mean(calls)),
+            optimizer_max_s=float(np.max(calls)), optimizer_total_s=float(np.sum(calls)),
+            wall_s=wall_s, starts=self.counts[ActionKind.START] + self.counts[ActionKind.MOVE]
+            + self.counts[ActionKind.RESIZE], preemptions=self.counts[ActionKind.PREEMPT],
+            migrations=self.counts[ActionKind.MOVE], resizes=self.counts[ActionKind.RESIZE],
+            busy_gpu_seconds=self.busy_gpu_s,
+            jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
+            cost_curve=tuple(self.curve))
+
+
+def simulate(trace: Trace, policy: str, options: SimOptions = SimOptions(),
+             on_progress: Progress | None = None) -> SimResult:
+    """Run ``policy`` over the whole trace; every job completes exactly once."""
+    return Simulator(trace, policy, options, on_progress).run()

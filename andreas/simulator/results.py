@@ -1,0 +1,96 @@
+"""What a simulation produces: totals in the FORMAT.md results shape, per-job records,
+the attempts (for the occupancy Gantt) and the cumulative cost curve."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PROGRESS_MODES = ("epoch", "exact")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimOptions:
+    """How to simulate. ``period_s`` None takes the trace's H; 0 turns periodic rescheduling off.
+
+    ``progress="epoch"``: a job stopped mid-epoch restarts that epoch from its checkpoint;
+    ``"exact"`` carries fractional progress over, as the papers' own simulator does.
+    """
+
+    period_s: float | None = None
+    progress: str = "epoch"
+    restart_overhead_s: float = 0.0
+    power_off_idle: bool = False
+    iterations: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRecord:
+    id: str
+    app: str
+    submit_s: float
+    due_s: float
+    weight: float
+    epochs: int
+    first_start_s: float
+    completion_s: float
+    tardiness_s: float
+    tardiness_cost: float
+    energy_kwh: float      # the job's GPU-share of its nodes' power while it ran
+    energy_cost: float     # that energy x PUE x price (cloud: its share of the VM price)
+    gpu_seconds: float
+    starts: int
+    preemptions: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One uninterrupted run of a job on a node: a bar of the occupancy Gantt."""
+
+    job: str
+    node: str
+    gpus: int
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimResult:
+    policy: str
+    trace: str
+    options: SimOptions
+    total_cost: float
+    energy_cost: float
+    tardiness_cost: float
+    energy_kwh: float
+    late_jobs: int
+    makespan_s: float
+    optimizer_calls: int
+    optimizer_mean_s: float
+    optimizer_max_s: float
+    optimizer_total_s: float
+    wall_s: float
+    starts: int
+    preemptions: int
+    migrations: int
+    resizes: int
+    busy_gpu_seconds: float
+    jobs: tuple[JobRecord, ...] = field(default=())
+    attempts: tuple[Attempt, ...] = field(default=())
+    cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness
+
+    def summary(self) -> dict[str, Any]:
+        """The FORMAT.md results object (plus counters), without the long lists."""
+        out = asdict(self)
+        for key in ("jobs", "attempts", "cost_curve", "options"):
+            out.pop(key)
+        out["options"] = asdict(self.options)
+        return out
+
+
+def reduction_pct(c_algo: float, c_ref: float) -> float:
+    """path-relinking-2022 eq. 3: how much cheaper ``c_ref`` is than ``c_algo``, in % of c_algo."""
+    if c_algo == 0:
+        return 0.0
+    return (c_algo - c_ref) / c_algo * 100.0

@@ -1,0 +1,122 @@
+"""A grid of simulations (scenario x arrival kind x N x seed x policy), aggregated.
+
+Every (trace, policy) pair is one task in a process pool; the trace is generated inside
+the worker from its seed, so only a few numbers cross process boundaries. The headline
+figures are the ones the papers report: each method's mean total cost, and the mean
+percentage reduction (eq. 3) of rg against the best first-principle method of the same
+trace and of pr against rg.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from typing import Any
+
+from andreas.simulator.results import SimOptions, reduction_pct
+
+BASELINES = ("fifo", "edf", "priority")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grid:
+    scenarios: tuple[int, ...] = (1,)
+    arrivals: tuple[str, ...] = ("exponential",)
+    nodes: tuple[int, ...] = (10, 20, 50)
+    seeds: tuple[int, ...] = (1, 2, 3, 4, 5)
+    policies: tuple[str, ...] = ("fifo", "edf", "priority", "greedy", "rg", "pr")
+    cloud: bool = False
+
+    def traces(self) -> list[tuple[int, str, int, int]]:
+        return list(itertools.product(self.scenarios, self.arrivals, self.nodes, self.seeds))
+
+
+def run_task(scenario: int, arrival: str, n: int, seed: int, policy: str, cloud: bool,
+             options: SimOptions) -> dict[str, Any]:
+    """One simulation, reduced to its summary row (runs in a worker process)."""
+    from andreas.simulator.engine import simulate
+    from andreas.simulator.generate import generate_trace
+
+    trace = generate_trace(n_nodes=n, scenario=scenario, arrival=arrival, seed=seed,
+                           cloud=cloud)
+    result = simulate(trace, policy, replace(options, seed=seed))
+    row = result.summary()
+    row.pop("options")
+    row.update(scenario=scenario, arrival=arrival, nodes=n, seed=seed, jobs=len(trace.jobs))
+    return row
+
+
+def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
+              show_progress: bool = True) -> list[dict[str, Any]]:
+    tasks = [(*t, p) for t in grid.traces() for p in grid.policies]
+    rows: list[dict[str, Any]] = []
+    from rich.progress import Progress
+
+    with Progress(disable=not show_progress) as bar, \
+            ProcessPoolExecutor(max_workers=workers) as pool:
+        task = bar.add_task("simulations", total=len(tasks))
+        futures = [pool.submit(run_task, *t, grid.cloud, options) for t in tasks]
+        for fut in as_completed(futures):
+            rows.append(fut.result())
+            bar.advance(task)
+    rows.sort(key=lambda r: (r["scenario"], r["arrival"], r["nodes"], r["seed"], r["policy"]))
+    return rows
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and spread per (scenario, arrival, N, policy) plus the headline reductions."""
+    by_trace: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by_trace[(r["scenario"], r["arrival"], r["nodes"], r["seed"])][r["policy"]] = r
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for (sc, arr, n, _), per_policy in by_trace.items():
+        base = [per_policy[b]["total_cost"] for b in BASELINES if b in per_policy]
+        best_base = min(base) if base else None
+        for policy, r in per_policy.items():
+            groups[(sc, arr, n, policy)].append({
+                **r,
+                "vs_best_baseline_pct": (reduction_pct(best_base, r["total_cost"])
+                                         if best_base is not None else None),
+                "vs_rg_pct": (reduction_pct(per_policy["rg"]["total_cost"], r["total_cost"])
+                              if "rg" in per_policy else None),
+            })
+    out = []
+    for (sc, arr, n, policy), items in sorted(groups.items()):
+        def stats(key: str) -> tuple[float, float]:
+            values = [i[key] for i in items if i[key] is not None]
+            if not values:
+                return (float("nan"), float("nan"))
+            return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1
+                                              else 0.0)
+        row = {"scenario": sc, "arrival": arr, "nodes": n, "policy": policy,
+               "runs": len(items)}
+        for key in ("total_cost", "energy_cost", "tardiness_cost", "late_jobs",
+                    "optimizer_mean_s", "wall_s", "vs_best_baseline_pct", "vs_rg_pct"):
+            row[f"{key}_mean"], row[f"{key}_std"] = stats(key)
+        out.append(row)
+    return out
+
+
+def headline(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean reduction over the whole grid per (scenario, arrival): the issue's targets."""
+    agg = aggregate(rows)
+    out: dict[str, dict[str, float]] = {}
+    for (sc, arr), items in itertools.groupby(
+            sorted(agg, key=lambda r: (r["scenario"], r["arrival"])),
+            key=lambda r: (r["scenario"], r["arrival"])):
+        items = list(items)
+        pick = {p: [i for i in items if i["policy"] == p] for p in ("rg", "pr")}
+        key = f"scenario {sc}, {arr}"
+        out[key] = {
+            "rg_vs_best_baseline_pct": statistics.fmean(
+                i["vs_best_baseline_pct_mean"] for i in pick["rg"]) if pick["rg"] else None,
+            "pr_vs_best_baseline_pct": statistics.fmean(
+                i["vs_best_baseline_pct_mean"] for i in pick["pr"]) if pick["pr"] else None,
+            "pr_vs_rg_pct": statistics.fmean(
+                i["vs_rg_pct_mean"] for i in pick["pr"]) if pick["pr"] else None,
+        }
+    return out
