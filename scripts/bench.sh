@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the optimizer benchmark (left out of scripts/test.sh): 100 nodes, 50/200/450 jobs,
-# both ANDREAS scenarios; prints times, ratios to greedy measured in the same run, and
-# objectives; writes out/bench_optimizer.json. Extra arguments go to the benchmark
-# (see --help). Sets up .venv like scripts/test.sh.
+# Runs the benchmarks (left out of scripts/test.sh). Each prints times and ratios against
+# a baseline measured in the same run, and writes out/bench_*.json.
+#   bash scripts/bench.sh             # optimizer (100 nodes, 50/200/450 jobs) + simulator (N=50)
+#   bash scripts/bench.sh optimizer   # only the optimizer; extra arguments go to it (--help)
+#   bash scripts/bench.sh simulator   # only the simulator; extra arguments go to it (--help)
+# The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,4 +12,11 @@ if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
 fi
 .venv/bin/python -m pip install -q -e '.[test]'
-exec .venv/bin/python tests/benchmarks/bench_optimizer.py --json out/bench_optimizer.json "$@"
+which=${1:-all}
+[ $# -gt 0 ] && shift
+if [ "$which" = all ] || [ "$which" = optimizer ]; then
+    .venv/bin/python tests/benchmarks/bench_optimizer.py --json out/bench_optimizer.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = simulator ]; then
+    .venv/bin/python tests/benchmarks/bench_simulator.py --json out/bench_simulator.json "$@"
+fi

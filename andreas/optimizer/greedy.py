@@ -35,7 +35,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     best = int(np.argmin(batch.f_obj))
     stats = {"jobs": problem.n_jobs, "iterations": iterations, "best_iteration": best,
              "greedy_f_obj": float(batch.f_obj[0]),
-             "distinct_solutions": int(len(np.unique(batch.cfg, axis=0)))}
+             "distinct_solutions": len({row.tobytes() for row in batch.cfg})}
     return to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
                    policy="rg", objective=batch.f_obj[best], objective_name="f_obj",
                    stats=stats)
