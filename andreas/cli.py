@@ -292,3 +292,5 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
 # Each family of commands lives in its own module and is registered here, one line each.
 from andreas.cli_sim import simulate_cmd  # noqa: E402
 main.add_command(simulate_cmd)
+from andreas.cli_trace import trace_group  # noqa: E402
+main.add_command(trace_group)

@@ -7,8 +7,9 @@ than letting a policy plan on half-right data. Unknown keys are rejected for the
 reason (a misspelt ``epochs_done`` would silently restart a job's clock).
 
 The per-section readers (``parse_energy``, ``parse_params``, ``parse_catalog``,
-``parse_nodes``, ``parse_job``, ``check_job_placement``) know nothing about snapshots
-as a whole, so the trace reader can share them.
+``parse_nodes``, ``parse_job``, ``check_job_placement``) and writers (``energy_to_dict``,
+``params_to_dict``, ``hardware_to_dict``, ``job_to_dict``) know nothing about snapshots
+as a whole, so the trace reader and writer (``andreas/trace.py``) share them.
 """
 
 from __future__ import annotations
@@ -302,10 +303,14 @@ def hardware(nodes: Iterable[Node], catalog: Sequence[CatalogEntry]) -> dict[str
 
 
 def check_job_placement(job: Job, nodes: Sequence[Node],
-                        catalog: Sequence[CatalogEntry] = ()) -> None:
-    """Cross-references of an unfinished job: known GPU types, a place to run, a real config."""
+                        catalog: Sequence[CatalogEntry] = (),
+                        types: Mapping[str, int] | None = None) -> None:
+    """Cross-references of an unfinished job: known GPU types, a place to run, a real config.
+
+    ``types`` is ``hardware(nodes, catalog)`` when the caller checks many jobs (traces).
+    """
     label = f"job {job.id}"
-    types = hardware(nodes, catalog)
+    types = hardware(nodes, catalog) if types is None else types
     where = "catalog entry" if catalog else "node"
     if not any(min(types[t], len(times)) >= 1 for t, times in job.epoch_time_s.items()
                if t in types):
@@ -436,29 +441,43 @@ def parse_snapshot(doc: Any) -> Snapshot:
 
 def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
     """The JSON document of a snapshot; ``parse_snapshot`` of it gives back an equal snapshot."""
-    params: dict[str, Any] = {"rho": s.params.rho, "period_s": s.params.period_s}
-    if s.params.mu:
-        params["mu"] = s.params.mu
     doc: dict[str, Any] = {
         "format": SNAPSHOT_FORMAT,
         "name": s.name,
         "now_s": s.now_s,
-        "energy": {"pue": s.energy.pue, "price_per_kwh": s.energy.price_per_kwh},
-        "params": params,
+        "energy": energy_to_dict(s.energy),
+        "params": params_to_dict(s.params),
+        **hardware_to_dict(s.nodes, s.catalog),
     }
-    if s.catalog:
-        doc["catalog"] = [{"name": c.name, "gpu_type": c.gpu_type, "gpus": c.gpus,
-                           "cost_per_hour": c.cost_per_hour} for c in s.catalog]
-        doc["nodes"] = [{"name": n.name, **({"config": n.config} if n.config else {})}
-                        for n in s.nodes]
-    else:
-        doc["nodes"] = [{"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus,
-                         "power_w": list(n.power_w)} for n in s.nodes]
-    doc["jobs"] = [_job_to_dict(j) for j in s.jobs]
+    doc["jobs"] = [job_to_dict(j) for j in s.jobs]
     return doc
 
 
-def _job_to_dict(j: Job) -> dict[str, Any]:
+def energy_to_dict(e: Energy) -> dict[str, Any]:
+    return {"pue": e.pue, "price_per_kwh": e.price_per_kwh}
+
+
+def params_to_dict(p: Params) -> dict[str, Any]:
+    """``mu`` only when set, so documents without it stay as the format shows them."""
+    params: dict[str, Any] = {"rho": p.rho, "period_s": p.period_s}
+    if p.mu:
+        params["mu"] = p.mu
+    return params
+
+
+def hardware_to_dict(nodes: Sequence[Node], catalog: Sequence[CatalogEntry]) -> dict[str, Any]:
+    """``catalog`` and bare ``nodes`` in cloud mode, else ``nodes`` with their hardware."""
+    if catalog:
+        return {"catalog": [{"name": c.name, "gpu_type": c.gpu_type, "gpus": c.gpus,
+                             "cost_per_hour": c.cost_per_hour} for c in catalog],
+                "nodes": [{"name": n.name, **({"config": n.config} if n.config else {})}
+                          for n in nodes]}
+    return {"nodes": [{"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus,
+                       "power_w": list(n.power_w)} for n in nodes]}
+
+
+def job_to_dict(j: Job) -> dict[str, Any]:
+    """A job's JSON object; progress fields only once it has started (never in a trace)."""
     out: dict[str, Any] = {"id": j.id, "app": j.app, "submit_s": j.submit_s, "due_s": j.due_s,
                            "weight": j.weight, "epochs": j.epochs,
                            "epoch_time_s": {t: list(v) for t, v in j.epoch_time_s.items()}}
