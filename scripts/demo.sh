@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Sets up andreas in .venv and runs every optimizer policy on the embedded example
-# snapshot (10 nodes, 40 jobs): the full plan of ANDREAS' randomized greedy, then all
-# policies side by side. Usage: bash scripts/demo.sh [snapshot.json]
+# The README's first command: sets up andreas in .venv and shows what it saves.
+# It simulates the embedded 10-node, 100-job workload (examples/example-exp-n10.json)
+# under FIFO, EDF, priority, greedy, ANDREAS' randomized greedy (rg) and path relinking
+# (pr), prints the cost table and the percentage reductions, and writes CSV, JSON and PNG
+# plots to out/demo/. Then it shows one rescheduling decision in detail.
+# Usage: bash scripts/demo.sh [trace.json]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON=${PYTHON:-python3}
-SNAPSHOT=${1:-examples/example-snapshot-n10.json}
+TRACE=${1:-examples/example-exp-n10.json}
 
 # --- Python environment --------------------------------------------------------------
 if [ ! -x .venv/bin/python ]; then
@@ -16,13 +19,13 @@ fi
 .venv/bin/python -m pip install -q -e .
 ANDREAS=.venv/bin/andreas
 
-# --- One policy in full --------------------------------------------------------------
-echo "== andreas optimize $SNAPSHOT --policy rg --seed 0"
-"$ANDREAS" optimize "$SNAPSHOT" --policy rg --seed 0
+# --- A whole workload under every policy ---------------------------------------------------
+echo "== andreas simulate --trace $TRACE --out out/demo"
+"$ANDREAS" simulate --trace "$TRACE" --out out/demo
 
-# --- Every policy on the same snapshot --------------------------------------------------
-# Each plan is scored on both proxies by andreas.costs.evaluate: f_obj (minimised by
-# greedy, rg and the baselines; lower is better) and f_bar (maximised by pr).
+# --- One rescheduling point in detail ------------------------------------------------------
 echo
-echo "== andreas compare $SNAPSHOT --seed 0"
-"$ANDREAS" compare "$SNAPSHOT" --seed 0
+echo "== andreas compare examples/example-snapshot-n10.json (one rescheduling point)"
+"$ANDREAS" compare examples/example-snapshot-n10.json --seed 0
+echo
+echo "Plots: out/demo/cost.png, out/demo/cumulative-cost.png, out/demo/occupancy-*.png"
