@@ -6,8 +6,11 @@ every policy's own fast bookkeeping is tested against.
 
 Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
 
-- ``t_jng`` = epochs_left * epoch_time_s[type(n)][g-1]; ``M_j`` = the largest t_jng
-  over every configuration the job can run on (its slowest).
+- ``t_jng`` = epochs_left * epoch_time_s[type(n)][g-1] where the job runs now (same node
+  class and GPU count); anywhere else it restarts from its last checkpoint, so with
+  ``params.progress == "epoch"`` the partial epoch is redone, plus
+  ``params.restart_overhead_s`` (``Job.time_s``). ``M_j`` = the largest t_jng over every
+  configuration the job can run on (its slowest).
 - A job assigned to (n, g) has tardiness ``tau_j = max(0, now + t_jng - d_j)``.
 - A postponed job has worst-case tardiness ``tau_hat_j = max(0, now + H + M_j - d_j)``.
 - Node term: each node that runs jobs is charged until its first job ends:
@@ -54,12 +57,30 @@ def node_cost_per_hour(snapshot: Snapshot, node_name: str, busy_gpus: int,
     return c_ng_per_hour(node.power_w[busy_gpus], snapshot.energy)
 
 
-def max_time_s(snapshot: Snapshot, job: Job) -> float:
+def node_classes(snapshot: Snapshot) -> dict[str, tuple]:
+    """Node name -> class. Nodes of one class are interchangeable: same GPU type, count and
+    power curve (cloud: the catalog entry the node runs now, its ``config``)."""
+    if snapshot.cloud:
+        return {n.name: ("vm", n.config) for n in snapshot.nodes}
+    return {n.name: (n.gpu_type, n.gpus, tuple(n.power_w)) for n in snapshot.nodes}
+
+
+def job_time_s(snapshot: Snapshot, job: Job, cls: tuple, gpu_type: str, gpus: int,
+               classes: dict[str, tuple]) -> float | None:
+    """t_jng on ``gpus`` GPUs of a node of class ``cls``: a running job continues (keeping its
+    partial epoch) only on its own class and GPU count; anywhere else it restarts."""
+    continuing = (job.running is not None and job.running.gpus == gpus
+                  and classes[job.running.node] == cls)
+    return job.time_s(gpu_type, gpus, snapshot.params, continuing=continuing)
+
+
+def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = None) -> float:
     """M_j: the job's remaining time on its slowest feasible configuration."""
+    classes = classes if classes is not None else node_classes(snapshot)
     worst = 0.0
-    for gpu_type, gpus in _hardware(snapshot):
+    for cls, gpu_type, gpus in _kinds(snapshot, classes):
         for g in range(1, gpus + 1):
-            t = job.remaining_s(gpu_type, g)
+            t = job_time_s(snapshot, job, cls, gpu_type, g, classes)
             if t is not None:
                 worst = max(worst, t)
     return worst
@@ -81,6 +102,7 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
     catalog = _catalog(snapshot)
     jobs = {j.id: j for j in snapshot.jobs}
     now, params = snapshot.now_s, snapshot.params
+    classes = node_classes(snapshot)
     tard = post = fbar = 0.0
     busy: dict[str, int] = defaultdict(int)
     first_end: dict[str, float] = {}
@@ -88,7 +110,8 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         job = jobs[a.job]
         gpu_type = (catalog[plan.node_configs[a.node]].gpu_type if snapshot.cloud
                     else nodes[a.node].gpu_type)
-        t = job.remaining_s(gpu_type, a.gpus)
+        cls = ("vm", plan.node_configs[a.node]) if snapshot.cloud else classes[a.node]
+        t = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes)
         if t is None:
             raise ValueError(f"job {a.job}: cannot run on {a.gpus} {gpu_type} GPUs")
         tau_cost = job.weight * tardiness_s(now + t, job.due_s)
@@ -98,12 +121,12 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         else:
             c_job = c_ng_per_hour(nodes[a.node].power_w[a.gpus], snapshot.energy)
         pi = t / SECONDS_PER_HOUR * c_job
-        fbar += max_time_s(snapshot, job) / (pi + tau_cost)
+        fbar += max_time_s(snapshot, job, classes) / (pi + tau_cost)
         busy[a.node] += a.gpus
         first_end[a.node] = min(first_end.get(a.node, t), t)
     for job_id in plan.postponed:
         job = jobs[job_id]
-        worst = now + params.period_s + max_time_s(snapshot, job)
+        worst = now + params.period_s + max_time_s(snapshot, job, classes)
         post += params.rho * job.weight * tardiness_s(worst, job.due_s)
     node_cost = 0.0
     idle = 0
@@ -126,8 +149,11 @@ def _catalog(snapshot: Snapshot):
     return {c.name: c for c in snapshot.catalog}
 
 
-def _hardware(snapshot: Snapshot) -> set[tuple[str, int]]:
-    """The distinct (GPU type, GPU count) a job could be placed on."""
+def _kinds(snapshot: Snapshot, classes: dict[str, tuple]) -> list[tuple[tuple, str, int]]:
+    """(class, GPU type, GPU count) of every kind of node a job could be placed on."""
     if snapshot.cloud:
-        return {(c.gpu_type, c.gpus) for c in snapshot.catalog}
-    return {(n.gpu_type, n.gpus) for n in snapshot.nodes}
+        return [(("vm", c.name), c.gpu_type, c.gpus) for c in snapshot.catalog]
+    seen: dict[tuple, tuple[str, int]] = {}
+    for n in snapshot.nodes:
+        seen.setdefault(classes[n.name], (n.gpu_type, n.gpus))
+    return [(cls, t, g) for cls, (t, g) in seen.items()]

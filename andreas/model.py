@@ -7,6 +7,7 @@ power is in watts, money is in the currency of ``Energy.price_per_kwh``.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -25,13 +26,22 @@ class Energy:
     price_per_kwh: float = DEFAULT_PRICE_PER_KWH
 
 
+PROGRESS_KINDS = ("epoch", "exact")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Params:
-    """Optimizer parameters: postponement penalty rho, period H and idle-GPU penalty mu."""
+    """Optimizer parameters: postponement penalty rho, period H and idle-GPU penalty mu,
+    and what a restart costs: with ``progress="epoch"`` a job that is stopped resumes
+    from its last epoch checkpoint (the job contract), with ``"exact"`` it loses nothing
+    (the papers' simulator); every restart also takes ``restart_overhead_s``.
+    """
 
     rho: float = DEFAULT_RHO
     period_s: float = DEFAULT_PERIOD_S
     mu: float = 0.0
+    progress: str = "epoch"
+    restart_overhead_s: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +111,25 @@ class Job:
         if times is None or gpus < 1 or gpus > len(times):
             return None
         return self.epochs_left * times[gpus - 1]
+
+    def time_s(self, gpu_type: str, gpus: int, params: Params, *,
+               continuing: bool) -> float | None:
+        """Remaining time if placed on ``gpus`` x ``gpu_type``, counting what a restart costs.
+
+        A job that does not continue on the configuration it runs on restarts from its
+        last checkpoint: it redoes the partial epoch (``progress="epoch"``) and pays
+        ``restart_overhead_s``, as does a waiting job that has made progress before.
+        """
+        times = self.epoch_time_s.get(gpu_type)
+        if times is None or gpus < 1 or gpus > len(times):
+            return None
+        if continuing:
+            return self.epochs_left * times[gpus - 1]
+        done = self.epochs_done
+        if params.progress == "epoch":
+            done = math.floor(done + 1e-9)
+        restart = params.restart_overhead_s if (self.running or self.epochs_done > 0) else 0.0
+        return (self.epochs - done) * times[gpus - 1] + restart
 
 
 def _job_from_state(state: dict) -> Job:

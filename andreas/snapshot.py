@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from andreas.errors import InputError
-from andreas.model import CatalogEntry, Config, Energy, Job, Node, Params, Snapshot
+from andreas.model import (PROGRESS_KINDS, CatalogEntry, Config, Energy, Job, Node, Params,
+                           Snapshot)
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 
 _MISSING: Any = object()
 _TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
 _ENERGY_KEYS = ("pue", "price_per_kwh")
-_PARAMS_KEYS = ("rho", "period_s", "mu")
+_PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s")
 _NODE_KEYS = ("name", "gpu_type", "gpus", "power_w")
 _CLOUD_NODE_KEYS = ("name", "config")
 _CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
@@ -191,9 +192,14 @@ def parse_params(raw: Any, label: str = "snapshot") -> Params:
         return Params()
     f = Fields(raw, label, _PARAMS_KEYS, prefix="params.")
     d = Params()
+    progress = f.get("progress", d.progress)
+    if progress not in PROGRESS_KINDS:
+        _fail(label, "params.progress", f"must be one of {', '.join(PROGRESS_KINDS)}", progress)
     return Params(rho=f.number("rho", gt=0, default=d.rho),
                   period_s=f.number("period_s", gt=0, default=d.period_s),
-                  mu=f.number("mu", ge=0, default=d.mu))
+                  mu=f.number("mu", ge=0, default=d.mu), progress=progress,
+                  restart_overhead_s=f.number("restart_overhead_s", ge=0,
+                                              default=d.restart_overhead_s))
 
 
 def _label(kind: str, plural: str, index: int, raw: Any, key: str) -> str:
@@ -284,11 +290,13 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
     if progress and f.has("running"):
         r = Fields(f.get("running"), f.label, _RUNNING_KEYS, prefix="running.")
         running = Config(node=r.name("node"), gpus=r.integer("gpus", ge=1))
+    # fractional progress is allowed: a running job part-way through an epoch
+    done = f.number("epochs_done", ge=0, default=0) if progress else 0
+    if done > epochs:
+        _fail(f.label, "epochs_done", f"must be <= epochs ({epochs})", done)
     return Job(id=job_id, app=f.text("app"), submit_s=f.number("submit_s"),
                due_s=f.number("due_s"), weight=f.number("weight", ge=0), epochs=epochs,
-               epoch_time_s=times,
-               epochs_done=(f.integer("epochs_done", ge=0, le=epochs, le_what=f"epochs ({epochs})",
-                                      default=0) if progress else 0),
+               epoch_time_s=times, epochs_done=int(done) if float(done).is_integer() else done,
                running=running)
 
 
@@ -458,10 +466,13 @@ def energy_to_dict(e: Energy) -> dict[str, Any]:
 
 
 def params_to_dict(p: Params) -> dict[str, Any]:
-    """``mu`` only when set, so documents without it stay as the format shows them."""
+    """Optional keys only when they differ from the defaults, so documents stay as the format
+    shows them."""
     params: dict[str, Any] = {"rho": p.rho, "period_s": p.period_s}
-    if p.mu:
-        params["mu"] = p.mu
+    d = Params()
+    for key in ("mu", "progress", "restart_overhead_s"):
+        if getattr(p, key) != getattr(d, key):
+            params[key] = getattr(p, key)
     return params
 
 

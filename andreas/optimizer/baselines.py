@@ -111,13 +111,14 @@ def _candidates(snapshot: Snapshot, job: Job, free: list[tuple[int, Node]]):
         index, node = free[0]
         for entry in snapshot.catalog:
             for g in range(1, entry.gpus + 1):
-                t = job.remaining_s(entry.gpu_type, g)
+                t = job.time_s(entry.gpu_type, g, snapshot.params, continuing=False)
                 if t is not None:
                     yield index, node.name, g, entry.name, t, entry.cost_per_hour
         return
     for index, node in free:
         for g in range(1, node.gpus + 1):
-            t = job.remaining_s(node.gpu_type, g) if node.gpu_type else None
+            t = (job.time_s(node.gpu_type, g, snapshot.params, continuing=False)
+                 if node.gpu_type else None)
             if t is not None:
                 yield index, node.name, g, None, t, c_ng_per_hour(node.power_w[g], snapshot.energy)
 

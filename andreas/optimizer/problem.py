@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour
+from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour, job_time_s, node_classes
 from andreas.model import Job, Snapshot
 
 INF = np.inf
@@ -102,6 +102,7 @@ def compile_problem(snapshot: Snapshot) -> Problem:
         node_class = np.full(n, -1, dtype=np.int64)
         class_nodes = np.full((len(entries), max(n, 1)), -1, dtype=np.int64)
         class_count = np.full(len(entries), n, dtype=np.int64)
+        ordered = []
     else:
         keys: dict[tuple, int] = {}
         node_class = np.empty(n, dtype=np.int64)
@@ -127,10 +128,12 @@ def compile_problem(snapshot: Snapshot) -> Problem:
     jobs = snapshot.jobs
     nj, nc = len(jobs), len(cfg_class)
     t = np.full((nj, nc), INF)
+    classes = node_classes(snapshot)
+    class_keys = ([("vm", name) for name in class_name] if snapshot.cloud else ordered)
     for c in range(nc):
-        gtype, g = class_type[cfg_class[c]], int(cfg_g[c])
+        gtype, g, key = class_type[cfg_class[c]], int(cfg_g[c]), class_keys[cfg_class[c]]
         for i, job in enumerate(jobs):
-            r = job.remaining_s(gtype, g)
+            r = job_time_s(snapshot, job, key, gtype, g, classes)
             if r is not None:
                 t[i, c] = r
     runnable = np.isfinite(t)

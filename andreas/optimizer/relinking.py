@@ -1,6 +1,6 @@
 """Path relinking (path-relinking paper Algorithm 2, thesis §3) over an elite pool, maximising f_bar.
 
-1. The randomized construction (see greedy.DEFAULT_ALPHA) builds MaxIt_RG solutions; the sigma best
+1. The randomized construction (alpha 0.3, see greedy.py) builds MaxIt_RG solutions; the sigma best
    distinct ones (distinct job setups, the paper's notion of equivalence) form the pool.
 2. From the best elite, a path is walked towards every other elite. A move (j, n) gives
    job j the setup (class, g) it has in the target, on a node n of the source that fits
@@ -26,7 +26,7 @@ import numpy as np
 
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.greedy import DEFAULT_ALPHA, DEFAULT_ITERATIONS
+from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -276,7 +276,7 @@ def elite_pool(problem: Problem, batch, sigma: int) -> list[int]:
 
 
 def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
-              iterations: int = DEFAULT_ITERATIONS, alpha: float = DEFAULT_ALPHA,
+              iterations: int = DEFAULT_ITERATIONS, alpha: float = PR_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE,
               sigma: int = DEFAULT_SIGMA, max_steps: int | None = None,
               postprocess: bool = True, **_: object) -> Plan:

@@ -72,7 +72,10 @@ class Simulator:
                                   f"got {options.progress!r}")
         self.trace, self.policy, self.opt = trace, policy, options
         self.period = trace.params.period_s if options.period_s is None else options.period_s
-        self.params = replace(trace.params, period_s=self.period or trace.params.period_s)
+        # the optimizer learns what a restart costs here, so it prices moves and preemptions
+        self.params = replace(trace.params, period_s=self.period or trace.params.period_s,
+                              progress=options.progress,
+                              restart_overhead_s=options.restart_overhead_s)
         self.exact = options.progress == "exact"
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
@@ -234,7 +237,8 @@ class Simulator:
         jobs = []
         for run in [*self.running.values(), *self.waiting.values()]:
             cfg = Config(node=self.names[run.node], gpus=run.gpus) if run.node >= 0 else None
-            done = min(run.progress(t, self.exact), run.spec.epochs - EPS)
+            # true progress: a running job keeps its partial epoch only if it continues
+            done = min(run.progress(t, exact=True), run.spec.epochs - EPS)
             jobs.append(replace(run.spec, epochs_done=done, running=cfg))
         nodes = self.trace.nodes
         if self.trace.cloud:
