@@ -1,11 +1,9 @@
 """Reproducible synthetic snapshots in the ANDREAS scenarios, for tests and benchmarks.
 
 Scenario 1: half the nodes have 2 V100-class GPUs, half 1 T4-class GPU; scenario 2:
-4 and 2. Node power is host idle + every GPU's idle power + the busy-minus-idle power
-of each busy GPU, with the per-GPU figures of the example snapshot (V100 35 -> 245 W,
-T4 10 -> 70 W). Epoch times follow Amdahl's law, fitted to the example's 1- and 2-GPU
-V100 times. Due dates are submit + U[t_min, 3 t_min], weights U[0.003, 0.015] per
-second, as in the papers' generators.
+4 and 2. Node power curves and per-epoch times come from ``profiles/`` (each figure with
+its source); due dates are submit + U[t_min, 3 t_min], weights U[0.003, 0.015] per
+second, as in the papers' generators. Whole workloads are ``simulator.generate``'s job.
 """
 
 from __future__ import annotations
@@ -13,33 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from andreas.model import CatalogEntry, Config, Job, Node, Snapshot
+from andreas.profiles import load_profiles, node_power_w
 
-# app -> (fast-type 1-GPU epoch s, slow-type 1-GPU epoch s, Amdahl serial fraction);
-# V100 is the fast type on premise, M60 in the cloud catalog (path-relinking paper Table 2)
-APPS = {
-    "resnet50": (600.0, 1500.0, 0.1096),
-    "lstm": (150.0, 260.0, 0.3195),
-    "efficientnet": (700.0, 1600.0, 0.1487),
-    "deepspeech": (300.0, 800.0, 0.1892),
-}
-GPU_POWER_W = {"V100": (35.0, 245.0), "T4": (10.0, 70.0)}
-HOST_POWER_W = {"V100": 210.0, "T4": 150.0}
 SCENARIOS = {1: (2, 1), 2: (4, 2)}
-FAST_TYPES = {"V100", "M60"}
 PAPER_CATALOG = (
     ("NC6", "K80", 1, 0.56), ("NC12", "K80", 2, 1.13), ("NC24", "K80", 4, 2.25),
     ("NV6", "M60", 1, 0.62), ("NV12", "M60", 2, 1.24), ("NV24", "M60", 4, 2.48),
 )
-
-
-def node_power_w(gpu_type: str, gpus: int) -> tuple[float, ...]:
-    idle, busy = GPU_POWER_W[gpu_type]
-    base = HOST_POWER_W[gpu_type] + gpus * idle
-    return tuple(round(base + g * (busy - idle), 3) for g in range(gpus + 1))
-
-
-def amdahl(t1: float, serial: float, gpus: int) -> tuple[float, ...]:
-    return tuple(round(t1 * (serial + (1 - serial) / g), 3) for g in range(1, gpus + 1))
 
 
 def scenario_nodes(n_nodes: int, scenario: int = 1) -> tuple[Node, ...]:
@@ -65,16 +43,13 @@ def random_snapshot(rng: np.random.Generator, n_nodes: int, n_jobs: int, *, scen
         catalog = ()
         nodes = scenario_nodes(n_nodes, scenario)
         types = {"V100": SCENARIOS[scenario][0], "T4": SCENARIOS[scenario][1]}
-    names = list(APPS)
+    profiles = load_profiles()
+    names = sorted(profiles.apps)
     jobs = []
     free = {n.name: n.gpus for n in nodes}
     for i in range(n_jobs):
         app = names[int(rng.integers(len(names)))]
-        fast, slow, serial = APPS[app]
-        epoch_time = {}
-        for gpu_type, gpus in types.items():
-            t1 = fast if gpu_type in FAST_TYPES else slow
-            epoch_time[gpu_type] = amdahl(t1, serial, gpus)
+        epoch_time = {t: profiles.epoch_times(app, t, g) for t, g in types.items()}
         epochs = int(rng.integers(20, 200))
         submit = float(now_s - rng.uniform(0, 50_000))
         done = int(rng.integers(0, epochs // 2 + 1)) if rng.random() < 0.5 else 0
