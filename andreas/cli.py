@@ -294,3 +294,5 @@ from andreas.cli_sim import simulate_cmd  # noqa: E402
 main.add_command(simulate_cmd)
 from andreas.cli_trace import trace_group  # noqa: E402
 main.add_command(trace_group)
+from andreas.cli_db import db_group  # noqa: E402
+main.add_command(db_group)

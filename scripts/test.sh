@@ -20,9 +20,17 @@ fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
 # --- Services ------------------------------------------------------------------------
-# None yet. The store issue adds a throw-away MariaDB here (and exports its URL for the
-# store tests); the executor issue adds a Docker daemon check. Start them here, stop them
-# in an EXIT trap, and never let a test skip because one is missing.
+# Start them here, stop them in an EXIT trap, and never let a test skip because one is
+# missing. (The executor issue adds a Docker daemon check.)
+#
+# MariaDB: the store's contract suite runs on SQLite and on a real MariaDB. Installs the
+# Debian package mariadb-server if missing, starts a private throw-away server (data under
+# out/mariadb/run-PID/, own socket, free port on 127.0.0.1), exports ANDREAS_TEST_MARIADB_URL;
+# see scripts/mariadb-test-server.sh. The MariaDB tests fail without it.
+# shellcheck source=scripts/mariadb-test-server.sh
+source scripts/mariadb-test-server.sh
+trap mariadb_test_stop EXIT
+mariadb_test_start out/mariadb
 
 # --- Tests ---------------------------------------------------------------------------
 set +e

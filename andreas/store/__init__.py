@@ -1,0 +1,36 @@
+"""The store: one schema on SQLite (embedded default) and MariaDB, with Alembic migrations.
+
+Typical use::
+
+    from andreas.store import open_store, transition, JobState
+    store = open_store()                      # the configured URL; refuses an old schema
+    with store.session() as s:                # one transaction, committed on success
+        transition(s, "j42", JobState.RUNNING, expected=JobState.QUEUED)
+
+Modules: ``models`` (tables), ``engine`` (URLs, engines, ``open_store``), ``migrate``
+(``andreas db upgrade``), ``jobs`` (state machine), ``samples`` (inserts with 1-minute
+aggregates, power and energy queries), ``retention`` (raw samples kept N days),
+``accounts`` (MariaDB privileges).
+"""
+
+from andreas.store.engine import Store, make_engine, open_store, parse_url
+from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
+                                  StoreUnavailable, TransitionConflict)
+from andreas.store.jobs import ALLOWED, TERMINAL, transition
+from andreas.store.models import (AppProfile, Base, Decision, EpochEvent, Gpu, HostMinute,
+                                  HostSample, Job, JobAttempt, JobState, Node, NodeState,
+                                  PowerMinute, PowerSample)
+from andreas.store.retention import RetentionResult, downsample, rebuild_minutes
+from andreas.store.samples import (HostRow, NodePower, PowerRow, gpu_energy_mj, heartbeat,
+                                   insert_epoch_events, insert_host_samples,
+                                   insert_power_samples, mean_node_power, mean_power_table)
+
+__all__ = [
+    "ALLOWED", "TERMINAL", "AppProfile", "Base", "Decision", "EpochEvent", "Gpu", "HostMinute",
+    "HostRow", "HostSample", "InvalidTransition", "Job", "JobAttempt", "JobState", "Node",
+    "NodePower", "NodeState", "PowerMinute", "PowerRow", "PowerSample", "RetentionResult",
+    "SchemaError", "Store", "StoreError", "StoreUnavailable", "TransitionConflict",
+    "downsample", "gpu_energy_mj", "heartbeat", "insert_epoch_events", "insert_host_samples",
+    "insert_power_samples", "make_engine", "mean_node_power", "mean_power_table", "open_store",
+    "parse_url", "rebuild_minutes", "transition",
+]

@@ -1,0 +1,242 @@
+"""Database URLs, engines and sessions: one URL selects SQLite or MariaDB (PyMySQL).
+
+Accepted URLs: ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` and
+``mysql+pymysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE`` (``mariadb+pymysql``,
+``mysql://`` and ``mariadb://`` mean the same; ``?unix_socket=/path`` for a socket).
+A password may also come from a file (``password_file`` in the config,
+``ANDREAS_DB_PASSWORD_FILE``), so it appears neither in the URL nor on a command line.
+
+:func:`open_store` is how every component gets at the data: it connects (with retries and
+back-off when asked, for daemons), refuses a database that is not migrated to this
+version's head, and hands out sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from andreas.config import Settings, mask_url
+from andreas.errors import InputError
+from andreas.store.errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+_DRIVERS = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite",
+            "mysql": "mysql+pymysql", "mysql+pymysql": "mysql+pymysql",
+            "mariadb": "mariadb+pymysql", "mariadb+pymysql": "mariadb+pymysql"}
+# MySQL/MariaDB client error codes worth retrying at start: can't connect, server gone or
+# lost during the handshake, too many connections, server shutting down / starting.
+_RETRYABLE = {2002, 2003, 2006, 2013, 1040, 1053, 1205, 2005}
+
+
+def parse_url(url: str | URL, password_file: str | None = None) -> URL:
+    """A checked SQLAlchemy URL; InputError names the (masked) URL and what is wrong."""
+    shown = mask_url(url)
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as e:
+        raise InputError(f"database URL {shown!r} is not valid ({_first_line(e)}); expected "
+                         "sqlite:///PATH or mysql+pymysql://USER@HOST[:PORT]/DATABASE") from None
+    driver = _DRIVERS.get(parsed.drivername)
+    if driver is None:
+        raise InputError(f"database URL {shown!r}: unsupported backend {parsed.drivername!r} "
+                         "(use sqlite:///PATH or mysql+pymysql://USER@HOST[:PORT]/DATABASE)")
+    if "@" in (parsed.host or "") or "@" in (parsed.database or ""):
+        raise InputError(f"database URL {shown!r}: the user or password contains '@'; write it "
+                         "as %40, or keep the password in a password file")
+    parsed = parsed.set(drivername=driver)
+    if driver == "sqlite":
+        if parsed.host or parsed.username or parsed.password:
+            raise InputError(f"database URL {shown!r}: an SQLite URL has no host or user; "
+                             "write sqlite:////absolute/path.db")
+        return parsed
+    if not parsed.database:
+        raise InputError(f"database URL {shown!r}: names no database (…/DATABASE at the end)")
+    if not parsed.host and "unix_socket" not in parsed.query:
+        raise InputError(f"database URL {shown!r}: names no host (or ?unix_socket=PATH)")
+    if password_file:
+        try:
+            secret = Path(password_file).read_text().rstrip("\r\n")
+        except OSError as e:
+            raise InputError(f"database password file {password_file}: cannot read "
+                             f"({e.strerror})") from None
+        parsed = parsed.set(password=secret)
+    if "charset" not in parsed.query:
+        parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+    return parsed
+
+
+def is_sqlite(url: URL | Engine) -> bool:
+    return (url.url if isinstance(url, Engine) else url).get_backend_name() == "sqlite"
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The database file of an SQLite URL; None for an in-memory database."""
+    if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
+        return None
+    return Path(url.database)
+
+
+def make_engine(url: str | URL, *, password_file: str | None = None,
+                create_dir: bool = False) -> Engine:
+    """An engine for the URL; nothing is connected yet (see :func:`connect`).
+
+    SQLite: WAL journal (agents write while the manager reads), foreign keys on, 30 s busy
+    timeout. ``create_dir`` makes the database file's directory (``andreas db upgrade``);
+    otherwise a missing file is an error naming the command that creates it, rather than
+    a new empty database.
+    """
+    parsed = parse_url(url, password_file)
+    if is_sqlite(parsed):
+        path = sqlite_path(parsed)
+        if path is not None:
+            if create_dir:
+                try:
+                    path.expanduser().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise InputError(f"database URL {mask_url(parsed)!r}: cannot create "
+                                     f"directory {path.parent} ({e.strerror})") from None
+            elif not path.expanduser().exists():
+                raise StoreUnavailable(f"database {mask_url(parsed)}: file {path} does not "
+                                       "exist; create it with `andreas db upgrade`")
+            parsed = parsed.set(database=str(path.expanduser()))
+        engine = create_engine(parsed, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_on_connect)
+        return engine
+    return create_engine(parsed, pool_pre_ping=True, pool_recycle=3600,
+                         connect_args={"connect_timeout": 10})
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.close()
+    # Older SQLite builds lack the math functions the queries use.
+    dbapi_connection.create_function("floor", 1, _floor, deterministic=True)
+
+
+def _floor(x: float | None) -> float | None:
+    return None if x is None else float(math.floor(x))
+
+
+def describe_error(e: BaseException) -> str:
+    """The driver's message, one line, without SQLAlchemy's background links."""
+    orig = getattr(e, "orig", None) or e
+    args = getattr(orig, "args", ())
+    if len(args) == 2 and isinstance(args[0], int):
+        return f"({args[0]}) {args[1]}"
+    return _first_line(orig)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def error_code(e: BaseException) -> int | None:
+    args = getattr(getattr(e, "orig", None), "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def connect(engine: Engine, *, retries: int = 0, backoff_s: float = 1.0,
+            max_backoff_s: float = 30.0, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Check that the database answers; retry unreachable servers with exponential back-off.
+
+    Only "cannot reach / overloaded" errors are retried; a refused login or an unknown
+    database fails at once. Raises StoreUnavailable naming the masked URL.
+    """
+    shown = mask_url(engine.url)
+    delay = backoff_s
+    for attempt in range(retries + 1):
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            return
+        except DBAPIError as e:
+            code = error_code(e)
+            retry = attempt < retries and code in _RETRYABLE
+            if not retry:
+                hint = _hint(code)
+                raise StoreUnavailable(f"cannot use database {shown}: {describe_error(e)}"
+                                       f"{hint}") from None
+            log.warning("database %s not reachable (%s); retry %d/%d in %.1f s", shown,
+                        describe_error(e), attempt + 1, retries, delay)
+            sleep(delay)
+            delay = min(delay * 2, max_backoff_s)
+
+
+def _hint(code: int | None) -> str:
+    if code in (2002, 2003, 2005, 2006, 2013):
+        return " (is the server running and the host/port right?)"
+    if code == 1045:
+        return " (wrong user or password)"
+    if code == 1049:
+        return " (create the database first, see README 'Store')"
+    if code in (1044, 1142, 1143):
+        return " (this account lacks a privilege)"
+    return ""
+
+
+@dataclass(frozen=True)
+class Store:
+    """An open, migrated database: ``with store.session() as s:`` commits on success."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @property
+    def url(self) -> str:
+        """The URL with the password masked."""
+        return mask_url(self.engine.url)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        with self.sessions.begin() as s:
+            yield s
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(url: str | URL | None = None, *, settings: Settings | None = None,
+               retries: int | None = None, backoff_s: float = 1.0,
+               check_schema: bool = True,
+               sleep: Callable[[float], None] = time.sleep) -> Store:
+    """Connect to the configured (or given) database and check its schema revision.
+
+    ``retries`` (default: the config's ``connect_retries`` when a daemon passes settings,
+    else 0) retries an unreachable server with back-off. Raises StoreUnavailable or
+    SchemaError (which names `andreas db upgrade`).
+    """
+    password_file = None
+    if url is None:
+        if settings is None:
+            from andreas.config import load_settings
+
+            settings = load_settings()
+        url, password_file = settings.db_url, settings.db_password_file
+    if retries is None:
+        retries = settings.connect_retries if settings is not None else 0
+    engine = make_engine(url, password_file=password_file)
+    try:
+        connect(engine, retries=retries, backoff_s=backoff_s, sleep=sleep)
+        if check_schema:
+            from andreas.store.migrate import require_head
+
+            require_head(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))

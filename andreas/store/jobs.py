@@ -1,0 +1,105 @@
+"""The job state machine: the allowed transitions, in one place, and the one way to move.
+
+::
+
+    queued ──► running ──► preempting ──► preempted ──► running ...
+       │          │  ╲           │             │
+       ▼          ▼   ╲──────────┼──► completed / failed / cancelled (terminal)
+    cancelled   preempted        ▼
+                (killed,      completed / failed / cancelled
+                 resumable)
+
+:func:`transition` is an atomic conditional ``UPDATE jobs SET state = new WHERE id = :job
+AND state = :old``: of two writers that both saw ``queued``, exactly one moves the job
+to ``running``; the other gets :class:`TransitionConflict`. It runs in the caller's
+transaction (so the state change and, say, the new job attempt commit together); on
+MariaDB the updated row stays locked until that transaction ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from sqlalchemy import Connection, select, update
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
+
+from andreas.errors import InputError
+from andreas.store.errors import InvalidTransition, TransitionConflict
+from andreas.store.models import Job, JobState
+
+Q, R, PG, PD = JobState.QUEUED, JobState.RUNNING, JobState.PREEMPTING, JobState.PREEMPTED
+C, F, X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED
+
+ALLOWED: Mapping[JobState, frozenset[JobState]] = {
+    Q: frozenset({R, X}),
+    # running -> preempted: the container died resumably (e.g. exit 137 with a checkpoint)
+    # without a stop request; -> failed: a failure past the retry limit.
+    R: frozenset({PG, PD, C, F, X}),
+    # A job may finish, fail or be cancelled while its stop request is pending.
+    PG: frozenset({PD, C, F, X}),
+    PD: frozenset({R, F, X}),
+    C: frozenset(),
+    F: frozenset(),
+    X: frozenset(),
+}
+TERMINAL = frozenset(s for s, targets in ALLOWED.items() if not targets)
+
+
+def allowed(old: JobState, new: JobState) -> bool:
+    return new in ALLOWED[old]
+
+
+def check_transition(job_id: str, old: JobState, new: JobState) -> None:
+    """InvalidTransition naming the job, both states and what is allowed from ``old``."""
+    if not allowed(old, new):
+        targets = ", ".join(s.value for s in JobState if s in ALLOWED[old]) or "nothing (final)"
+        raise InvalidTransition(f"job {job_id}: cannot go from {old.value} to {new.value} "
+                                f"(allowed from {old.value}: {targets})")
+
+
+def as_state(value: JobState | str) -> JobState:
+    if isinstance(value, JobState):
+        return value
+    try:
+        return JobState(value)
+    except ValueError:
+        raise InputError(f"unknown job state {value!r} (known: "
+                         f"{', '.join(s.value for s in JobState)})") from None
+
+
+def transition(db: Session | Connection, job_id: str, new: JobState | str, *,
+               expected: JobState | str | None = None, now_s: float | None = None) -> JobState:
+    """Move a job to ``new``; returns the state it left.
+
+    ``expected``: the state the caller based its decision on (e.g. the scheduler started a
+    job it saw queued); if the job is elsewhere by now this is a TransitionConflict, not a
+    silent move from another state. Raises InputError (no such job), InvalidTransition
+    (not allowed from the current state) or TransitionConflict (another writer won).
+    """
+    new = as_state(new)
+    old = db.execute(select(Job.state).where(Job.id == job_id)).scalar_one_or_none()
+    if old is None:
+        raise InputError(f"job {job_id}: no such job")
+    if expected is not None and old is not as_state(expected):
+        raise TransitionConflict(f"job {job_id}: expected {as_state(expected).value}, found "
+                                 f"{old.value}; not moved to {new.value}")
+    check_transition(job_id, old, new)
+    stamp = time.time() if now_s is None else now_s
+    result = db.execute(update(Job).where(Job.id == job_id, Job.state == old)
+                        .values(state=new, state_changed_s=stamp)
+                        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        # A locking read sees the latest committed state (a plain read on MariaDB would
+        # still show this transaction's snapshot).
+        now = db.execute(select(Job.state).where(Job.id == job_id)
+                         .with_for_update()).scalar_one_or_none()
+        seen = now.value if now is not None else "deleted"
+        raise TransitionConflict(f"job {job_id}: another writer moved it from {old.value} to "
+                                 f"{seen} first; not moved to {new.value}")
+    if isinstance(db, Session):
+        job = db.identity_map.get(identity_key(Job, job_id))
+        if job is not None:
+            db.expire(job, ["state", "state_changed_s"])
+    return old

@@ -1,0 +1,1 @@
+"""Alembic migration environment of the store (package data; driven by andreas.store.migrate)."""

@@ -1,0 +1,109 @@
+"""Settings from the TOML file and the environment; URL masking."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from andreas import config
+from andreas.cli import main
+from andreas.config import Settings, default_sqlite_path, load_settings, mask_url
+from andreas.errors import InputError
+
+
+@pytest.fixture(autouse=True)
+def no_system_config(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "DEFAULT_CONFIG_PATH", tmp_path / "absent" / "andreas.toml")
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "andreas.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_defaults_are_an_sqlite_file_in_the_user_data_dir():
+    s = load_settings({"HOME": "/home/ops"})
+    assert s.db_url == "sqlite:////home/ops/.local/share/andreas/andreas.db"
+    assert (s.db_url_source, s.raw_retention_days, s.connect_retries) == ("default", 7.0, 5)
+    assert load_settings({"XDG_DATA_HOME": "/data"}).db_url == "sqlite:////data/andreas/andreas.db"
+    assert default_sqlite_path({"HOME": "/h"}) == Path("/h/.local/share/andreas/andreas.db")
+
+
+def test_file_then_environment(tmp_path):
+    path = write(tmp_path, '[store]\nurl = "mysql+pymysql://mgr:pw@db/andreas"\n'
+                           'password_file = "/etc/andreas/pw"\nraw_retention_days = 14\n'
+                           'connect_retries = 2\n')
+    s = load_settings({"ANDREAS_CONFIG": path})
+    assert s == Settings(db_url="mysql+pymysql://mgr:pw@db/andreas",
+                         db_url_source=f"{path} [store] url", db_password_file="/etc/andreas/pw",
+                         raw_retention_days=14.0, connect_retries=2, config_path=path)
+    s = load_settings({"ANDREAS_CONFIG": path, "ANDREAS_DB_URL": "sqlite:///x.db",
+                       "ANDREAS_DB_PASSWORD_FILE": "/run/pw"})
+    assert (s.db_url, s.db_url_source, s.db_password_file) == ("sqlite:///x.db",
+                                                               "ANDREAS_DB_URL", "/run/pw")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.db_url = "other"
+
+
+def test_the_default_config_file_is_read_when_present(tmp_path, monkeypatch):
+    path = write(tmp_path, '[store]\nurl = "sqlite:////srv/andreas.db"\n')
+    monkeypatch.setattr(config, "DEFAULT_CONFIG_PATH", Path(path))
+    assert load_settings({}).db_url == "sqlite:////srv/andreas.db"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[store\nurl = 1", "not valid TOML"),
+    ("[stor]\nurl = 'x'", r"unknown section \[stor\]"),
+    ("[store]\nulr = 'x'", "unknown key 'ulr'"),
+    ("[store]\nraw_retention_days = 'seven'", "raw_retention_days has the wrong type"),
+    ("[store]\nraw_retention_days = 0", "raw_retention_days must be > 0"),
+    ("[store]\nconnect_retries = -1", "connect_retries must be >= 0"),
+    ("[store]\nconnect_retries = true", "connect_retries has the wrong type"),
+    ("store = 3", "'store' must be a table"),
+])
+def test_bad_config_files_name_the_file_and_the_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(InputError, match=message) as err:
+        load_settings({"ANDREAS_CONFIG": path})
+    assert str(err.value).startswith(path)
+
+
+def test_a_wrong_url_type_does_not_print_it(tmp_path):
+    path = write(tmp_path, "[store]\nurl = ['mysql+pymysql://u:hunter2@db/a']\n")
+    with pytest.raises(InputError, match="url has the wrong type") as err:
+        load_settings({"ANDREAS_CONFIG": path})
+    assert "hunter2" not in str(err.value) and str(err.value).endswith("wrong type: a list")
+
+
+def test_missing_explicit_config_file(tmp_path):
+    with pytest.raises(InputError, match=r"ANDREAS_CONFIG=.*: config file not found"):
+        load_settings({"ANDREAS_CONFIG": str(tmp_path / "nope.toml")})
+
+
+@pytest.mark.parametrize("url, masked", [
+    ("mysql+pymysql://u:pw@db:3306/andreas", "mysql+pymysql://u:***@db:3306/andreas"),
+    ("mysql+pymysql://u@db/andreas", "mysql+pymysql://u@db/andreas"),
+    ("mysql+pymysql://u:p@ss@db/andreas", "mysql+pymysql://u:***@db/andreas"),
+    ("sqlite:////var/lib/andreas.db", "sqlite:////var/lib/andreas.db"),
+    ("junk:secret@", "junk:***@"),
+    ("u:secret@host", "u:***@host"),
+])
+def test_mask_url(url, masked):
+    assert mask_url(url) == masked
+
+
+def test_cli_reports_where_the_url_came_from(tmp_path):
+    db = tmp_path / "a.db"
+    path = write(tmp_path, f'[store]\nurl = "sqlite:///{db}"\n')
+    env = {"ANDREAS_CONFIG": path, "ANDREAS_DB_URL": None, "ANDREAS_DB_PASSWORD_FILE": None}
+    assert CliRunner().invoke(main, ["db", "upgrade"], env=env).exit_code == 0
+    result = CliRunner().invoke(main, ["db", "current"], env=env)
+    assert result.exit_code == 0
+    assert f"url: sqlite:///{db} (from {path} [store] url)" in result.output
+    bad = CliRunner().invoke(main, ["db", "current"], env={**env, "ANDREAS_CONFIG": "/nope"})
+    assert bad.exit_code == 2
+    assert bad.output == "andreas: error: ANDREAS_CONFIG=/nope: config file not found\n"

@@ -1,0 +1,282 @@
+"""Least-privilege accounts, proved against the real MariaDB server (MariaDB only: SQLite
+has no accounts)."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from sqlalchemy.engine import make_url
+
+from andreas.cli import main
+from andreas.store import (HostRow, JobState, PowerRow, downsample, heartbeat,
+                           insert_epoch_events, insert_host_samples, insert_power_samples,
+                           mean_node_power, migrate, open_store, transition)
+from andreas.store import accounts
+from andreas.store.engine import error_code, make_engine
+
+from .conftest import Backend, admin_engine
+from .helpers import add_job, add_node
+
+ROOT = Path(__file__).resolve().parents[2]
+DENIED = {1044, 1142, 1143, 1227, 1045}
+
+
+@pytest.fixture(scope="module")
+def mdb(tmp_path_factory) -> Iterator[dict]:
+    backend = Backend("mariadb", tmp_path_factory.mktemp("priv"), admin_engine())
+    prefix = f"t{secrets.token_hex(3)}_"
+    passwords = {role: secrets.token_urlsafe(12) for role in accounts.ROLES}
+    admin_url = backend.fresh_url()
+    engine = make_engine(admin_url)
+    try:
+        migrate.upgrade(engine)
+        accounts.apply(engine, make_url(admin_url).database, passwords, prefix)
+        urls = {role: make_url(admin_url).set(username=f"{prefix}{role}", password=pw)
+                .render_as_string(hide_password=False) for role, pw in passwords.items()}
+        yield {"admin": admin_url, "prefix": prefix, "passwords": passwords, **urls,
+               "backend": backend, "engine": engine}
+    finally:
+        for p in {prefix, f"{prefix}s_", f"{prefix}c_"}:
+            accounts.drop(engine, p)
+        engine.dispose()
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def stores(mdb) -> Iterator[dict]:
+    out = {role: open_store(mdb[role]) for role in accounts.ROLES}
+    out["admin"] = open_store(mdb["admin"])
+    try:
+        yield out
+    finally:
+        for s in out.values():
+            s.dispose()
+
+
+def denied(store, sql: str, params: dict | None = None) -> int:
+    with pytest.raises(sa.exc.DBAPIError) as err, store.session() as s:
+        s.execute(sa.text(sql), params or {})
+    code = error_code(err.value)
+    assert code in DENIED, f"{sql}: expected a privilege error, got {err.value.orig}"
+    return code
+
+
+def test_every_account_passes_the_schema_check(stores):
+    for role in accounts.ROLES:
+        assert stores[role].url.count("***") == 1
+
+
+def test_agent_inserts_samples_and_heartbeats_its_node(stores):
+    name, node_id, gpu_ids = add_node(stores["admin"], gpus=2)
+    job = add_job(stores["admin"])
+    agent = stores["agent"]
+    with agent.session() as s:
+        assert insert_power_samples(s, [PowerRow(g, 1e6 + k, node_id, 1, 150.0, 10)
+                                        for k in range(5) for g in gpu_ids]) == 10
+        assert insert_host_samples(s, [HostRow(node_id, 1e6, 1, 12.5, 2048, 90.0)]) == 1
+        insert_epoch_events(s, [dict(job_id=job, attempt=1, epoch=1, start_s=1.0, end_s=2.0,
+                                     node_id=node_id, gpu_type="V100", gpus=1)])
+        heartbeat(s, name, 1e6 + 5)
+    with agent.session() as s:   # a replayed spool: it may see which samples are stored
+        assert insert_power_samples(s, [PowerRow(g, 1e6 + k, node_id, 1, 150.0, 10)
+                                        for k in range(7) for g in gpu_ids],
+                                    skip_duplicates=True) == 4
+    with stores["admin"].session() as s:
+        assert mean_node_power(s, name, 1, 0, 2e6).samples == 14
+
+
+def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
+    name, node_id, gpu_ids = add_node(stores["admin"], gpus=1)
+    job = add_job(stores["admin"])
+    agent = stores["agent"]
+    denied(agent, "SELECT * FROM jobs")
+    denied(agent, "UPDATE jobs SET state = 'running' WHERE id = :j", {"j": job})
+    denied(agent, "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
+                  "due_s, weight, application, grace_s, state) VALUES ('x', 'i', '[]', '{}', "
+                  "1, 0, 0, 1, 1, 'a', 1, 'queued')")
+    denied(agent, "DELETE FROM jobs")
+    with pytest.raises(sa.exc.DBAPIError) as err, agent.session() as s:
+        transition(s, job, JobState.RUNNING)
+    assert error_code(err.value) == 1142
+    for table in ("job_attempts", "decisions", "app_profiles", "power_samples", "host_samples",
+                  "epoch_events", "power_minutes", "host_minutes"):
+        denied(agent, f"SELECT * FROM {table}")
+    denied(agent, "SELECT power_w FROM power_samples")
+    denied(agent, "SELECT host_power_w FROM host_samples")
+    denied(agent, "UPDATE power_minutes SET energy_mj = 0")
+    denied(agent, "DELETE FROM power_minutes")
+    denied(agent, "DELETE FROM power_samples")
+    denied(agent, "UPDATE power_samples SET power_w = 0")
+    denied(agent, "UPDATE nodes SET name = 'evil' WHERE id = :n", {"n": node_id})
+    denied(agent, "UPDATE nodes SET docker_endpoint = 'tcp://evil' WHERE id = :n", {"n": node_id})
+    denied(agent, "UPDATE gpus SET power_limit_w = 1")
+    denied(agent, "DELETE FROM nodes")
+    denied(agent, "DROP TABLE power_samples")
+    denied(agent, "CREATE TABLE x (a INT)")
+    denied(agent, "TRUNCATE TABLE power_samples")
+    with stores["admin"].session() as s:
+        from andreas.store import Job
+        assert s.get(Job, job).state is JobState.QUEUED
+
+
+def test_reporter_reads_everything_and_writes_nothing(stores):
+    _, node_id, gpu_ids = add_node(stores["admin"], gpus=1)
+    job = add_job(stores["admin"])
+    reporter = stores["reporter"]
+    with reporter.session() as s:
+        for table in accounts.data_tables():
+            s.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar()
+    denied(reporter, "UPDATE jobs SET weight = 2 WHERE id = :j", {"j": job})
+    denied(reporter, "DELETE FROM jobs WHERE id = :j", {"j": job})
+    denied(reporter, "INSERT INTO power_samples (gpu_id, t, node_id, busy_gpus, power_w) "
+                     "VALUES (:g, 1, :n, 0, 1)", {"g": gpu_ids[0], "n": node_id})
+    denied(reporter, "UPDATE alembic_version SET version_num = 'x'")
+    denied(reporter, "DROP TABLE decisions")
+
+
+def test_manager_has_all_data_access_and_no_ddl(stores):
+    name, node_id, gpu_ids = add_node(stores["manager"], gpus=2)   # manager registers nodes
+    job = add_job(stores["manager"])
+    manager = stores["manager"]
+    with manager.session() as s:
+        transition(s, job, JobState.RUNNING, expected=JobState.QUEUED)
+        insert_power_samples(s, [PowerRow(gpu_ids[0], 1.0, node_id, 1, 100.0, 5)])
+    downsample(manager, keep_days=1, now_s=10 * 86400.0)       # DELETE + INSERT ... SELECT
+    with manager.session() as s:
+        s.execute(sa.text("DELETE FROM decisions"))
+    for sql in ("CREATE TABLE x (a INT)", "ALTER TABLE jobs ADD COLUMN x INT",
+                "DROP TABLE decisions", "CREATE INDEX ix_x ON jobs (weight)",
+                "TRUNCATE TABLE decisions", "UPDATE alembic_version SET version_num = 'x'",
+                f"GRANT SELECT ON jobs TO '{stores['manager'].engine.url.username}'@'%'"):
+        denied(manager, sql)
+
+
+def test_migrator_owns_the_ddl(stores, mdb):
+    migrator = stores["migrator"]
+    with migrator.session() as s:
+        s.execute(sa.text("CREATE TABLE scratch (a INT)"))
+        s.execute(sa.text("ALTER TABLE scratch ADD COLUMN b INT"))
+        s.execute(sa.text("DROP TABLE scratch"))
+    engine = make_engine(mdb["migrator"])
+    try:
+        head = migrate.head_revision()
+        assert migrate.upgrade(engine) == (head, head)
+    finally:
+        engine.dispose()
+    denied(migrator, f"GRANT SELECT ON jobs TO '{mdb['prefix']}agent'@'%'")
+    denied(migrator, "SELECT * FROM mysql.global_priv")
+
+
+def test_migrator_can_create_the_schema_in_an_empty_database(mdb):
+    backend, engine = mdb["backend"], mdb["engine"]
+    url = make_url(backend.fresh_url())
+    prefix = f"{mdb['prefix']}c_"
+    accounts.apply(engine, url.database, {"migrator": "pw-migrator-1"}, prefix)
+    migrator = make_engine(url.set(username=f"{prefix}migrator", password="pw-migrator-1"))
+    try:
+        assert migrate.upgrade(migrator) == (None, migrate.head_revision())
+    finally:
+        migrator.dispose()
+
+
+def grants_of(engine: sa.Engine, user: str) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(f"SHOW GRANTS FOR '{user}'@'%%'").scalars().all()
+    return {r.replace(user, "USER") for r in rows if not r.startswith("GRANT USAGE")}
+
+
+def client() -> str:
+    found = shutil.which("mariadb") or shutil.which("mysql")
+    if not found:
+        pytest.fail("the mariadb client is missing: run `bash scripts/test.sh` (it installs "
+                    "mariadb-server, which brings the client)", pytrace=False)
+    return found
+
+
+def run_script(mdb, tmp_path: Path, script: str, passwords: dict[str, str] | None):
+    url = make_url(mdb["admin"])
+    cnf = tmp_path / "admin.cnf"
+    cnf.write_text(f"[client]\nuser={url.username}\npassword={url.password}\n"
+                   f"host={url.host}\nport={url.port}\n")
+    cnf.chmod(0o600)
+    sets = "".join(f"SET @{role}_password = '{pw}';\n" for role, pw in (passwords or {}).items())
+    return subprocess.run([client(), f"--defaults-extra-file={cnf}", url.database],
+                          input=sets + script, capture_output=True, text=True, timeout=60)
+
+
+def test_the_sql_script_is_the_generated_one():
+    assert (ROOT / "scripts" / "mariadb-setup.sql").read_text() == accounts.setup_script()
+    result = CliRunner().invoke(main, ["db", "create-users"], env={
+        "ANDREAS_DB_URL": "mysql+pymysql://root@db.example/andreas", "ANDREAS_CONFIG": None})
+    assert result.exit_code == 0
+    assert result.output == accounts.setup_script()
+
+
+def test_the_sql_script_grants_what_create_users_grants(mdb, tmp_path):
+    database = make_url(mdb["admin"]).database
+    prefix = f"{mdb['prefix']}s_"
+    script = accounts.setup_script(database, prefix)
+    refused = run_script(mdb, tmp_path, script, None)
+    assert refused.returncode != 0 and "set @agent_password" in refused.stderr
+    done = run_script(mdb, tmp_path, script, {r: f"pw-{r}-x" for r in accounts.ROLES})
+    assert done.returncode == 0, done.stderr
+    done = run_script(mdb, tmp_path, script, {r: f"pw-{r}-x" for r in accounts.ROLES})
+    assert done.returncode == 0, done.stderr       # idempotent
+    engine = mdb["engine"]
+    for role in accounts.ROLES:
+        assert grants_of(engine, f"{prefix}{role}") == grants_of(engine, f"{mdb['prefix']}{role}")
+    agent = make_engine(make_url(mdb["admin"]).set(username=f"{prefix}agent",
+                                                   password="pw-agent-x"))
+    try:
+        with agent.connect() as conn:
+            conn.exec_driver_sql("SELECT COUNT(*) FROM gpus")
+    finally:
+        agent.dispose()
+
+
+def test_cli_create_users_takes_passwords_from_files_only(mdb, tmp_path):
+    env = {"ANDREAS_DB_URL": mdb["admin"], "ANDREAS_CONFIG": None}
+    for role in accounts.ROLES:
+        env[f"ANDREAS_DB_{role.upper()}_PASSWORD"] = None
+        env[f"ANDREAS_DB_{role.upper()}_PASSWORD_FILE"] = None
+    prefix = f"{mdb['prefix']}c_"
+    missing = CliRunner().invoke(main, ["db", "create-users", "--apply", "--prefix", prefix],
+                                 env=env)
+    assert missing.exit_code == 2
+    assert "ANDREAS_DB_AGENT_PASSWORD or ANDREAS_DB_AGENT_PASSWORD_FILE" in missing.output
+    secret = "s3cr3t-" + secrets.token_hex(4)
+    for role in accounts.ROLES:
+        f = tmp_path / role
+        f.write_text(f"{secret}-{role}\n")
+        env[f"ANDREAS_DB_{role.upper()}_PASSWORD_FILE"] = str(f)
+    result = CliRunner().invoke(main, ["db", "create-users", "--apply", "--prefix", prefix],
+                                env=env)
+    assert result.exit_code == 0, result.output
+    assert f"account '{prefix}agent'@'%': agent privileges" in result.output
+    assert secret not in result.output
+    admin_password = make_url(mdb["admin"]).password
+    assert admin_password not in result.output
+    agent = make_engine(make_url(mdb["admin"]).set(username=f"{prefix}agent",
+                                                   password=f"{secret}-agent"))
+    try:
+        with agent.connect() as conn:      # the file's trailing newline is not the password
+            conn.exec_driver_sql("SELECT COUNT(*) FROM nodes")
+    finally:
+        agent.dispose()
+
+
+def test_cli_create_users_needs_the_schema(mdb):
+    url = mdb["backend"].fresh_url()
+    env = {"ANDREAS_DB_URL": url, "ANDREAS_CONFIG": None,
+           **{f"ANDREAS_DB_{r.upper()}_PASSWORD": "x" for r in accounts.ROLES}}
+    result = CliRunner().invoke(main, ["db", "create-users", "--apply"], env=env)
+    assert result.exit_code == 2
+    assert "not migrated" in result.output and "andreas db upgrade" in result.output
+
