@@ -1,0 +1,1 @@
+"""The andreas node agent (ANDREAS' profiler daemon): measures GPUs, host and epochs."""
