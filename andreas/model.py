@@ -137,10 +137,9 @@ def _job_from_state(state: dict) -> Job:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Snapshot:
-    """One rescheduling point: the cluster and the jobs submitted and not yet finished."""
+class Trace:
+    """A whole workload for the simulator: the cluster and every job with its submit time."""
 
-    now_s: float
     nodes: tuple[Node, ...]
     jobs: tuple[Job, ...]
     energy: Energy = field(default_factory=Energy)
@@ -151,6 +150,14 @@ class Snapshot:
     @property
     def cloud(self) -> bool:
         return bool(self.catalog)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot(Trace):
+    """One rescheduling point: a trace's keys plus the time, holding only the jobs that are
+    submitted and not finished (with their progress and where they run)."""
+
+    now_s: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,19 +236,3 @@ class Plan:
             return False
         current = next((n.config for n in snapshot.nodes if n.name == node_name), None)
         return current is not None and current != self.node_configs.get(node_name)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Trace:
-    """A whole workload for the simulator: the cluster and every job with its submit time."""
-
-    nodes: tuple[Node, ...]
-    jobs: tuple[Job, ...]
-    energy: Energy = field(default_factory=Energy)
-    params: Params = field(default_factory=Params)
-    catalog: tuple[CatalogEntry, ...] = ()
-    name: str = ""
-
-    @property
-    def cloud(self) -> bool:
-        return bool(self.catalog)
