@@ -134,7 +134,7 @@ class Fields:
             raise InputError(f"{label}:{where} must be a JSON object, got {_kind(raw)}")
         for key in raw:
             if key not in known:
-                raise InputError(f"{label}: unknown field '{prefix}{key}' "
+                raise InputError(f"{label}: unknown field {show(prefix + str(key))} "
                                  f"(known: {', '.join(known)})")
         self.raw = raw
 
