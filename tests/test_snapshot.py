@@ -263,7 +263,7 @@ def test_job_that_fits_no_node() -> None:
 
 def test_trace_jobs_have_no_progress_fields() -> None:
     raw = job(base_doc())
-    with pytest.raises(InputError, match="job j1: unknown field "epochs_done""):
+    with pytest.raises(InputError, match='job j1: unknown field "epochs_done"'):
         parse_job(raw, 0, progress=False)
     raw = {k: v for k, v in raw.items() if k not in ("epochs_done", "running")}
     assert parse_job(raw, 0, progress=False).epochs_done == 0
