@@ -20,17 +20,32 @@ fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
 # --- Services ------------------------------------------------------------------------
-# Start them here, stop them in an EXIT trap, and never let a test skip because one is
-# missing. (The executor issue adds a Docker daemon check.)
+# Start them here, stop them in one EXIT trap, and never let a test skip because one is
+# missing.
 #
 # MariaDB: the store's contract suite runs on SQLite and on a real MariaDB. Installs the
 # Debian package mariadb-server if missing, starts a private throw-away server (data under
 # out/mariadb/run-PID/, own socket, free port on 127.0.0.1), exports ANDREAS_TEST_MARIADB_URL;
 # see scripts/mariadb-test-server.sh. The MariaDB tests fail without it.
+#
+# Docker: the agent's epoch tracking (tests/agents_docker/) runs real containers. Uses the
+# daemon at $DOCKER_HOST or /var/run/docker.sock when one answers; otherwise installs the
+# Debian package docker.io if dockerd is missing and starts a private throw-away dockerd
+# (data under out/docker/run-PID/, own socket, no iptables, no bridge). Builds the test
+# image andreas-test/busybox:latest with `docker import` from Debian's busybox-static (no
+# registry) and exports DOCKER_HOST and ANDREAS_TEST_DOCKER_IMAGE; see
+# scripts/docker-test-daemon.sh. The Docker tests fail without them.
 # shellcheck source=scripts/mariadb-test-server.sh
 source scripts/mariadb-test-server.sh
-trap mariadb_test_stop EXIT
+# shellcheck source=scripts/docker-test-daemon.sh
+source scripts/docker-test-daemon.sh
+services_stop() {
+    docker_test_stop || true
+    mariadb_test_stop || true
+}
+trap services_stop EXIT
 mariadb_test_start out/mariadb
+docker_test_start out/docker
 
 # --- Tests ---------------------------------------------------------------------------
 set +e
