@@ -99,12 +99,16 @@ def policies_cmd() -> None:
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Iterations of a randomized policy (e.g. constructions of rg); "
                    "left out: the policy's own default.")
+@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
+              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
+                   "over remaining time) or pressure (the papers' order).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (plan, actions, objective, timing) instead of a table.")
 @click.option("--actions", "all_actions", is_flag=True,
               help="Table view: list every job's action, also waiting and preempted jobs "
                    "(default: only the jobs the plan runs).")
 def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | None,
+                 order: str | None,
                  as_json: bool, all_actions: bool) -> None:
     """Decide one rescheduling point: read SNAPSHOT.json (format andreas-snapshot/1),
     run a policy and print the plan and the actions that lead to it.
@@ -114,7 +118,7 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
     if iterations is not None:
         _check_accepts(policy, "iterations")
     snapshot = load_snapshot(snapshot_path)
-    plan, seconds = run_policy(snapshot, policy, seed, iterations)
+    plan, seconds = run_policy(snapshot, policy, seed, iterations, order)
     actions = plan.actions(snapshot)
     if as_json:
         click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
@@ -123,12 +127,14 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
         _print_table(snapshot, plan, actions, policy, seconds, all_actions)
 
 
-def run_policy(snapshot: Snapshot, policy: str, seed: int,
-               iterations: int | None) -> tuple[Plan, float]:
+def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | None,
+               order: str | None = None) -> tuple[Plan, float]:
     """Decide with a fresh seeded generator; the plan is checked before anyone sees it."""
     options: dict[str, Any] = {}
     if iterations is not None and _accepts(policy, "iterations"):
         options["iterations"] = iterations
+    if order is not None and _accepts(policy, "order"):
+        options["order"] = order
     start = time.perf_counter()
     plan = optimizer.decide(snapshot, np.random.default_rng(seed), policy, **options)
     seconds = time.perf_counter() - start
@@ -147,8 +153,12 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int,
               help="Seed of every policy's random generator.")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Iterations of the randomized policies (rg, pr); others ignore it.")
+@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
+              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
+                   "over remaining time) or pressure (the papers' order).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | None,
+                order: str | None,
                 as_json: bool) -> None:
     """Run several policies on one snapshot and score every plan on both proxies.
 
@@ -163,7 +173,7 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     snapshot = load_snapshot(snapshot_path)
     rows = []
     for name in names:
-        plan, seconds = run_policy(snapshot, name, seed, iterations)
+        plan, seconds = run_policy(snapshot, name, seed, iterations, order)
         ev = evaluate(snapshot, plan)
         kinds = [a.kind for a in plan.actions(snapshot)]
         rows.append({"policy": name, "objective_name": plan.objective_name,

@@ -39,6 +39,9 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="Seed of the policies' random generator (the simulation is reproducible).")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="MaxIt of rg and pr (default 1000).")
+@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
+              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight over "
+                   "remaining time) or pressure (the papers' order, most late first).")
 @click.option("--period-s", type=click.FloatRange(min=0), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
@@ -73,8 +76,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="With --sweep: use trace seeds 1..SEEDS.")
 @click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
-                 iterations: int | None, period_s: float | None, progress_mode: str,
-                 restart_overhead_s: float, power_off_idle: bool, workers: int | None,
+                 iterations: int | None, order: str | None, period_s: float | None,
+                 progress_mode: str, restart_overhead_s: float, power_off_idle: bool, workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -98,7 +101,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
     options = SimOptions(period_s=period_s, progress=progress_mode,
                          restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
-                         iterations=iterations, seed=seed)
+                         iterations=iterations, order=order, seed=seed)
     if sweep:
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)

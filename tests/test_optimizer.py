@@ -149,3 +149,19 @@ def test_cloud_job_on_a_node_whose_vm_type_changes_is_moved_not_continued() -> N
                            node_configs={"n1": vm})
     assert plan("NC6").actions(snap)[0].kind is ActionKind.MOVE
     assert plan("NC12").actions(snap)[0].kind is ActionKind.CONTINUE
+
+
+def test_queue_order_puts_late_jobs_first_by_weight_over_time() -> None:
+    from andreas.optimizer.problem import queue_order
+    # A can still be on time (pressure < 0); B and C are late. The papers' order serves the
+    # most late first (B, C, A); wspt-late serves C first: 0.01/100 s > 0.01/1000 s.
+    pressure = np.array([-100.0, 500.0, 50.0])
+    weight = np.array([0.02, 0.01, 0.01])
+    t_min = np.array([300.0, 1000.0, 100.0])
+    assert queue_order(pressure, weight, t_min, "pressure").tolist() == [1, 2, 0]
+    assert queue_order(pressure, weight, t_min, "wspt-late").tolist() == [2, 1, 0]
+    on_time = np.array([-5.0, -50.0, -1.0])   # nobody late: both orders agree
+    assert queue_order(on_time, weight, t_min, "wspt-late").tolist() == \
+        queue_order(on_time, weight, t_min, "pressure").tolist() == [2, 0, 1]
+    with pytest.raises(ValueError, match="order"):
+        queue_order(pressure, weight, t_min, "random")

@@ -39,7 +39,7 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
     """Build ``iterations`` schedules; row 0 is deterministic when ``randomize``."""
     b, nj = iterations, problem.n_jobs
     state = _State(problem, b)
-    order = np.tile(np.argsort(-problem.pressure, kind="stable"), (b, 1))
+    order = np.tile(problem.queue, (b, 1))
     rand_rows = np.ones(b, dtype=bool) if randomize else np.zeros(b, dtype=bool)
     rand_rows[0] = False
     best_cfg = problem.best_cfg()

@@ -6,7 +6,7 @@ import numpy as np
 
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.problem import compile_problem
+from andreas.optimizer.problem import DEFAULT_ORDER, compile_problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_ITERATIONS = 1000
@@ -21,9 +21,10 @@ DEFAULT_ALPHA = 0.05
 PR_ALPHA = 0.3
 
 
-def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, **_: object) -> Plan:
+def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
+                  order: str = DEFAULT_ORDER, **_: object) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
-    problem = compile_problem(snapshot)
+    problem = compile_problem(snapshot, order=order)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
                    objective=batch.f_obj[0], objective_name="f_obj",
@@ -32,9 +33,10 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, **_: object) -> 
 
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int = DEFAULT_ITERATIONS, alpha: float = DEFAULT_ALPHA,
-              swap_scale: float = DEFAULT_SWAP_SCALE, **_: object) -> Plan:
+              swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
+              **_: object) -> Plan:
     """Best f_obj over ``iterations`` randomized constructions (the first is the greedy)."""
-    problem = compile_problem(snapshot)
+    problem = compile_problem(snapshot, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale)
     best = int(np.argmin(batch.f_obj))
     stats = {"jobs": problem.n_jobs, "iterations": iterations, "best_iteration": best,

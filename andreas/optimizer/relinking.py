@@ -27,7 +27,7 @@ import numpy as np
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
-from andreas.optimizer.problem import Problem, compile_problem
+from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_SIGMA = 10
@@ -279,9 +279,9 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int = DEFAULT_ITERATIONS, alpha: float = PR_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE,
               sigma: int = DEFAULT_SIGMA, max_steps: int | None = None,
-              postprocess: bool = True, **_: object) -> Plan:
+              postprocess: bool = True, order: str = DEFAULT_ORDER, **_: object) -> Plan:
     """Randomized construction -> elite pool -> path relinking -> post-processing."""
-    problem = compile_problem(snapshot)
+    problem = compile_problem(snapshot, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale)
     pool = elite_pool(problem, batch, sigma)
     relinker = Relinker(problem, max_steps if max_steps is not None else problem.n_nodes)

@@ -211,7 +211,9 @@ class Simulator:
     def _reschedule(self, t: float) -> None:
         snapshot = self._snapshot(t)
         start = time.perf_counter()
-        opts = {} if self.opt.iterations is None else {"iterations": self.opt.iterations}
+        opts: dict = {} if self.opt.iterations is None else {"iterations": self.opt.iterations}
+        if self.opt.order is not None:
+            opts["order"] = self.opt.order
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)

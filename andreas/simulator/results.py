@@ -22,6 +22,7 @@ class SimOptions:
     restart_overhead_s: float = 0.0
     power_off_idle: bool = False
     iterations: int | None = None
+    order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     seed: int = 0
 
 
