@@ -4,6 +4,7 @@
 #   bash scripts/bench.sh             # optimizer (100 nodes, 50/200/450 jobs) + simulator (N=50)
 #   bash scripts/bench.sh optimizer   # only the optimizer; extra arguments go to it (--help)
 #   bash scripts/bench.sh simulator   # only the simulator; extra arguments go to it (--help)
+#   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh)
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,4 +20,13 @@ if [ "$which" = all ] || [ "$which" = optimizer ]; then
 fi
 if [ "$which" = all ] || [ "$which" = simulator ]; then
     .venv/bin/python tests/benchmarks/bench_simulator.py --json out/bench_simulator.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = agent ]; then
+    # 4 followed containers need Docker and the test image: the same daemon test.sh uses.
+    # Without them the benchmark still runs (and says that no container was followed).
+    # shellcheck source=scripts/docker-test-daemon.sh
+    source scripts/docker-test-daemon.sh
+    trap docker_test_stop EXIT
+    docker_test_start out/docker-bench || echo "bench.sh: no Docker; the agent benchmark runs without containers"
+    .venv/bin/python tests/benchmarks/bench_agent.py --json out/bench_agent.json "$@"
 fi

@@ -29,6 +29,8 @@ GRANT INSERT ON `andreas`.`power_minutes` TO 'andreas_agent'@'%';
 GRANT SELECT (node_id, t), INSERT ON `andreas`.`host_samples` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`host_minutes` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`epoch_events` TO 'andreas_agent'@'%';
+GRANT INSERT ON `andreas`.`gpu_gaps` TO 'andreas_agent'@'%';
+GRANT INSERT ON `andreas`.`job_energy` TO 'andreas_agent'@'%';
 GRANT SELECT, UPDATE (last_heartbeat_s, state) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
 GRANT SELECT ON `andreas`.`gpus` TO 'andreas_agent'@'%';
 
@@ -48,6 +50,8 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`gpus` TO 'andreas_manager'@'%
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`host_minutes` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`host_samples` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`job_attempts` TO 'andreas_manager'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`job_energy` TO 'andreas_manager'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`gpu_gaps` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`power_minutes` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`power_samples` TO 'andreas_manager'@'%';
 
@@ -67,6 +71,8 @@ GRANT SELECT ON `andreas`.`gpus` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`host_minutes` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`host_samples` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`job_attempts` TO 'andreas_reporter'@'%';
+GRANT SELECT ON `andreas`.`job_energy` TO 'andreas_reporter'@'%';
+GRANT SELECT ON `andreas`.`gpu_gaps` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`power_minutes` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`power_samples` TO 'andreas_reporter'@'%';
 

@@ -11,8 +11,13 @@
 #
 #     ANDREAS_TEST_MARIADB_URL=mysql+pymysql://andreas_admin:PASSWORD@127.0.0.1:PORT/andreas_test
 #
-# mariadb_test_stop shuts it down and deletes the data directory (logs stay). Servers left
-# by runs that were killed (their shell is gone) are stopped and removed at the next start.
+# and MARIADB_TEST_DIR (the run directory: mariadb.pid, error.log, and mariadbd.args, the
+# server's exact command line, NUL-separated, so a test can stop the server and start it
+# again on the same data, socket and port: tests/agents_daemon/mariadb_control.py).
+#
+# mariadb_test_stop shuts it down (the PID in mariadb.pid, so a server a test restarted is
+# found too) and deletes the data directory (logs stay). Servers left by runs that were
+# killed (their shell is gone) are stopped and removed at the next start.
 # Extra server options: MARIADB_TEST_OPTIONS (e.g. a bigger --innodb-buffer-pool-size).
 
 _mariadb_bin() {
@@ -80,14 +85,16 @@ mariadb_test_start() {
     fi
     local port
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    # shellcheck disable=SC2086  # MARIADB_TEST_OPTIONS is a list of options
-    "$server" --no-defaults --datadir="$base/data" --user="$user" \
-        --socket="$MARIADB_TEST_SOCKET" --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
-        --pid-file="$base/mariadb.pid" --log-error="$base/error.log" \
-        --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
-        --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --max-connections=500 \
-        --local-infile=1 --skip-log-bin ${MARIADB_TEST_OPTIONS:-} \
-        >/dev/null 2>&1 &
+    local -a args
+    # shellcheck disable=SC2206  # MARIADB_TEST_OPTIONS is a list of options
+    args=("$server" --no-defaults --datadir="$base/data" --user="$user"
+        --socket="$MARIADB_TEST_SOCKET" --port="$port" --bind-address=127.0.0.1 --skip-name-resolve
+        --pid-file="$base/mariadb.pid" --log-error="$base/error.log"
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci
+        --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --max-connections=500
+        --local-infile=1 --skip-log-bin ${MARIADB_TEST_OPTIONS:-})
+    printf '%s\0' "${args[@]}" >"$base/mariadbd.args"
+    "${args[@]}" >/dev/null 2>&1 &
     MARIADB_TEST_PID=$!
     local i
     for i in $(seq 1 120); do
@@ -117,13 +124,17 @@ GRANT ALL PRIVILEGES ON *.* TO 'andreas_admin'@'%' WITH GRANT OPTION;
 CREATE DATABASE andreas_test CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 SQL
     export ANDREAS_TEST_MARIADB_URL="mysql+pymysql://andreas_admin:$password@127.0.0.1:$port/andreas_test"
-    export MARIADB_TEST_SOCKET MARIADB_TEST_CLIENT
+    export MARIADB_TEST_SOCKET MARIADB_TEST_CLIENT MARIADB_TEST_ADMIN MARIADB_TEST_DIR
     echo "== MariaDB $("$server" --version | awk '{print $3}') on 127.0.0.1:$port" \
          "(socket $MARIADB_TEST_SOCKET, data $base/data)"
 }
 
 mariadb_test_stop() {
     [ -n "${MARIADB_TEST_PID:-}" ] || return 0
+    # A test may have stopped the server and started it again (a new PID in the pid file).
+    if [ -f "$MARIADB_TEST_DIR/mariadb.pid" ] && kill -0 "$(cat "$MARIADB_TEST_DIR/mariadb.pid")" 2>/dev/null; then
+        MARIADB_TEST_PID=$(cat "$MARIADB_TEST_DIR/mariadb.pid")
+    fi
     if kill -0 "$MARIADB_TEST_PID" 2>/dev/null; then
         "$MARIADB_TEST_ADMIN" --no-defaults --socket="$MARIADB_TEST_SOCKET" -uroot shutdown \
             >/dev/null 2>&1 || kill "$MARIADB_TEST_PID" 2>/dev/null || true

@@ -17,20 +17,24 @@ from andreas.store.engine import Store, make_engine, open_store, parse_url
 from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
                                   StoreUnavailable, TransitionConflict)
 from andreas.store.jobs import ALLOWED, TERMINAL, transition
-from andreas.store.models import (AppProfile, Base, Decision, EpochEvent, Gpu, HostMinute,
-                                  HostSample, Job, JobAttempt, JobState, Node, NodeState,
-                                  PowerMinute, PowerSample)
+from andreas.store.models import (AppProfile, Base, Decision, EnergySource, EpochEvent, Gpu,
+                                  GpuGap, HostMinute, HostSample, Job, JobAttempt, JobEnergy,
+                                  JobState, Node, NodeState, PowerMinute, PowerSample,
+                                  PowerSource)
 from andreas.store.retention import RetentionResult, downsample, rebuild_minutes
-from andreas.store.samples import (HostRow, NodePower, PowerRow, gpu_energy_mj, heartbeat,
-                                   insert_epoch_events, insert_host_samples,
+from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, NodePower, PowerRow,
+                                   gpu_energy_mj, heartbeat, insert_epoch_events,
+                                   insert_gpu_gaps, insert_host_samples, insert_job_energy,
                                    insert_power_samples, mean_node_power, mean_power_table)
 
 __all__ = [
-    "ALLOWED", "TERMINAL", "AppProfile", "Base", "Decision", "EpochEvent", "Gpu", "HostMinute",
-    "HostRow", "HostSample", "InvalidTransition", "Job", "JobAttempt", "JobState", "Node",
-    "NodePower", "NodeState", "PowerMinute", "PowerRow", "PowerSample", "RetentionResult",
-    "SchemaError", "Store", "StoreError", "StoreUnavailable", "TransitionConflict",
-    "downsample", "gpu_energy_mj", "heartbeat", "insert_epoch_events", "insert_host_samples",
-    "insert_power_samples", "make_engine", "mean_node_power", "mean_power_table", "open_store",
-    "parse_url", "rebuild_minutes", "transition",
+    "ALLOWED", "TERMINAL", "AppProfile", "Base", "Decision", "EnergySource", "EpochEvent",
+    "GapRow", "Gpu", "GpuGap", "HostMinute", "HostRow", "HostSample", "InvalidTransition", "Job",
+    "JobAttempt", "JobEnergy", "JobEnergyRow", "JobState", "Node", "NodePower", "NodeState",
+    "PowerMinute", "PowerRow", "PowerSample", "PowerSource", "RetentionResult", "SchemaError",
+    "Store", "StoreError", "StoreUnavailable", "TransitionConflict", "downsample",
+    "gpu_energy_mj", "heartbeat", "insert_epoch_events", "insert_gpu_gaps",
+    "insert_host_samples", "insert_job_energy", "insert_power_samples", "make_engine",
+    "mean_node_power", "mean_power_table", "open_store", "parse_url", "rebuild_minutes",
+    "transition",
 ]

@@ -1,8 +1,9 @@
 """Least-privilege MariaDB accounts: what each component may do, as GRANT statements.
 
 =========  =============================================================================
-agent      INSERT on power_samples, host_samples, their 1-minute aggregate tables and
-           epoch_events; SELECT on nodes and gpus (its own ids) and on the key columns of
+agent      INSERT on power_samples, host_samples, their 1-minute aggregate tables,
+           epoch_events, gpu_gaps and job_energy (the last three replayed with INSERT
+           IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and on the key columns of
            the sample tables (which samples are stored, for spool replays, not their
            values); UPDATE of nodes.last_heartbeat_s and nodes.state only. Nothing on
            jobs, attempts, decisions, profiles; no DDL, no DELETE.
@@ -39,7 +40,7 @@ DEFAULT_PREFIX = "andreas_"
 DEFAULT_HOST = "%"
 VERSION_TABLE = "alembic_version"
 AGENT_INSERT = ("power_samples", "power_minutes", "host_samples", "host_minutes",
-                "epoch_events")
+                "epoch_events", "gpu_gaps", "job_energy")
 AGENT_SELECT = ("nodes", "gpus")
 AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
 AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}

@@ -20,7 +20,7 @@ import enum
 from typing import Any
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Double, Enum, Float, ForeignKey, Index,
-                        Integer, MetaData, SmallInteger, String, UniqueConstraint)
+                        Integer, MetaData, SmallInteger, String, UniqueConstraint, false, true)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 # Deterministic constraint names on every backend, so later migrations can name them.
@@ -53,6 +53,24 @@ class NodeState(enum.Enum):
     UP = "up"
     DRAINING = "draining"
     DOWN = "down"
+
+
+class EnergySource(enum.Enum):
+    """How a sample's ``energy_mj`` was obtained (the agent says so on every sample)."""
+
+    COUNTER = "counter"        # difference of NVML's total-energy counter
+    INTEGRATED = "integrated"  # trapezoid of instant power over a monotonic interval
+    RAPL = "rapl"              # /sys/class/powercap package domains (host)
+    MODEL = "model"            # profiles/ power model: an estimate (host)
+
+
+class PowerSource(enum.Enum):
+    """Which reading a sample's power comes from."""
+
+    INSTANT = "instant"        # NVML instant-power field
+    AVERAGE = "average"        # nvmlDeviceGetPowerUsage (a 1-s average on Ampere and newer)
+    RAPL = "rapl"
+    MODEL = "model"
 
 
 def _enum(cls: type[enum.Enum], name: str) -> Enum:
@@ -95,6 +113,11 @@ class Gpu(Base):
     memory_mib: Mapped[int]
     power_limit_w: Mapped[float | None]
     has_energy_counter: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What the agent saw when it (re-)registered the GPU; while a GPU is lost, the agent
+    # writes ``gpu_gaps`` rows every interval (it may not update this table).
+    healthy: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # MIG gives no per-instance power: such a GPU is sampled whole, never per instance.
+    mig_enabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     node: Mapped[Node] = relationship(back_populates="gpus")
 
@@ -114,6 +137,13 @@ class PowerSample(Base):
     energy_mj: Mapped[int | None] = mapped_column(BigInteger)
     utilization: Mapped[float | None] = mapped_column(Float)  # percent
     memory_used_mib: Mapped[int | None]
+    # counter | integrated; NULL for rows written before the agent recorded it
+    energy_source: Mapped[EnergySource | None] = mapped_column(
+        _enum(EnergySource, "energy_source"))
+    # instant | average; NULL: power derived from the interval's energy (no power reading)
+    power_source: Mapped[PowerSource | None] = mapped_column(_enum(PowerSource, "power_source"))
+    # the energy counter went down in this interval (driver reload / GPU reset)
+    counter_reset: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class HostSample(Base):
@@ -129,6 +159,43 @@ class HostSample(Base):
     memory_used_mib: Mapped[int]
     host_power_w: Mapped[float | None] = mapped_column(Float)
     energy_mj: Mapped[int | None] = mapped_column(BigInteger)  # since the node's previous sample
+    power_source: Mapped[PowerSource | None] = mapped_column(   # rapl | model (estimated)
+        _enum(PowerSource, "power_source"))
+    energy_source: Mapped[EnergySource | None] = mapped_column(
+        _enum(EnergySource, "energy_source"))
+    agent_cpu_percent: Mapped[float | None] = mapped_column(Float)  # the agent's own use,
+    agent_rss_mib: Mapped[float | None] = mapped_column(Float)      # of one core / resident
+
+
+class GpuGap(Base):
+    """A GPU the agent could not read at ``t`` (lost from the bus, unknown NVML error):
+    a gap, never a zero sample. One row per sampling interval while it lasts."""
+
+    __tablename__ = "gpu_gaps"
+    __table_args__ = (MYSQL,)
+
+    gpu_id: Mapped[int] = mapped_column(ForeignKey("gpus.id"), primary_key=True)
+    t: Mapped[float] = mapped_column(primary_key=True)
+    reason: Mapped[str] = mapped_column(String(255))
+
+
+class JobEnergy(Base):
+    """Energy attributed to a job over a window ending at ``t``: its GPUs' energy plus its
+    share of the host's (by its share of the node's busy GPUs). ``interval_s``: the seconds
+    covered. NULL: no reading for that part (never 0 for "unknown"). Idle GPUs' energy is
+    not here: it stays with the node (``power_samples``)."""
+
+    __tablename__ = "job_energy"
+    __table_args__ = (MYSQL,)
+
+    job_id: Mapped[str] = mapped_column(String(64), ForeignKey("jobs.id"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    t: Mapped[float] = mapped_column(primary_key=True)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id"))
+    interval_s: Mapped[float]
+    gpus: Mapped[int] = mapped_column(SmallInteger)
+    gpu_energy_mj: Mapped[int | None] = mapped_column(BigInteger)
+    host_energy_mj: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class PowerMinute(Base):

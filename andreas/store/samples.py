@@ -9,6 +9,13 @@ the GPUs it names are checked first; a bad row fails the batch with a message in
 landing in a table. Raw samples are append-only: rows written by other means (a bulk
 load) need :func:`andreas.store.retention.rebuild_minutes` for their range.
 
+Every sample says how it was measured (``energy_source``: counter | integrated | rapl |
+model; ``power_source``: instant | average | rapl | model; ``counter_reset``), GPUs that
+could not be read get ``gpu_gaps`` rows instead of zeros, and the agent's attribution of
+energy to jobs goes to ``job_energy``. Every insert an agent makes can be repeated
+without effect (``skip_duplicates``): an agent replaying its spool after an outage may
+send rows that were committed just before the connection was lost.
+
 Queries read the aggregates (``power_minutes``, ``host_minutes``) through covering
 indexes, so their cost depends on the window (at most 1 440 rows per GPU and day), not on
 the number of raw samples; a window counts the minutes that start in it.
@@ -22,11 +29,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Select, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
-from andreas.store.models import (EpochEvent, Gpu, HostMinute, HostSample, Node, NodeState,
-                                  PowerMinute, PowerSample)
+from andreas.store.models import (EnergySource, EpochEvent, Gpu, HostMinute, HostSample, Node,
+                                  NodeState, PowerMinute, PowerSample, PowerSource)
 
 DEFAULT_BATCH = 2000
 POWER_MINUTE_COLUMNS = ("gpu_id", "minute_s", "busy_gpus", "node_id", "samples", "power_sum_w",
@@ -38,7 +46,11 @@ HOST_MINUTE_COLUMNS = ("node_id", "minute_s", "busy_gpus", "samples", "cpu_utili
 
 
 class PowerRow(NamedTuple):
-    """One GPU reading; ``energy_mj`` is the energy since the GPU's previous sample."""
+    """One GPU reading; ``energy_mj`` is the energy since the GPU's previous sample.
+
+    ``energy_source`` / ``power_source`` take the store's enums, their values, or any enum
+    with the same values (the agent's records); None when unknown.
+    """
 
     gpu_id: int
     t: float
@@ -48,6 +60,9 @@ class PowerRow(NamedTuple):
     energy_mj: int | None = None
     utilization: float | None = None
     memory_used_mib: int | None = None
+    energy_source: EnergySource | str | None = None
+    power_source: PowerSource | str | None = None
+    counter_reset: bool = False
 
 
 class HostRow(NamedTuple):
@@ -58,6 +73,35 @@ class HostRow(NamedTuple):
     memory_used_mib: int
     host_power_w: float | None = None
     energy_mj: int | None = None
+    power_source: PowerSource | str | None = None    # rapl | model (estimated)
+    energy_source: EnergySource | str | None = None
+    agent_cpu_percent: float | None = None           # the agent's own use of one core
+    agent_rss_mib: float | None = None
+
+
+class GapRow(NamedTuple):
+    """A GPU that could not be read at ``t``: a gap, not a zero sample."""
+
+    gpu_id: int
+    t: float
+    reason: str
+
+
+class JobEnergyRow(NamedTuple):
+    """Energy attributed to a job over a window ending at ``t`` (see models.JobEnergy)."""
+
+    job_id: str
+    attempt: int
+    t: float
+    node_id: int
+    interval_s: float
+    gpus: int
+    gpu_energy_mj: int | None = None
+    host_energy_mj: int | None = None
+
+
+_ENERGY_SOURCES = frozenset(e.value for e in EnergySource)
+_POWER_SOURCES = frozenset(e.value for e in PowerSource)
 
 
 def minute_of(t: float) -> float:
@@ -96,6 +140,20 @@ def _energy(value: Any, row: Any) -> None:
                          f"got {value!r}")
 
 
+def _source(value: Any, allowed: frozenset[str], what: str, row: Any) -> str | None:
+    """An enum member (of any enum class with the store's values) or its value, as the value."""
+    value = getattr(value, "value", value)
+    if value is not None and value not in allowed:
+        raise InputError(f"sample {row}: {what} must be one of {', '.join(sorted(allowed))} "
+                         f"or None, got {value!r}")
+    return value
+
+
+def _optional(value: Any, what: str, row: Any) -> None:
+    if value is not None:
+        _finite(value, what, row)
+
+
 def _busy(value: Any, gpus: int, row: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= gpus:
         raise InputError(f"sample {row}: busy_gpus must be 0..{gpus} (the node's GPUs), "
@@ -121,7 +179,7 @@ def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Map
     gpus = {g: (n, c) for g, n, c in conn.execute(
         select(Gpu.id, Gpu.node_id, Node.gpu_count).join(Node, Node.id == Gpu.node_id)
         .where(Gpu.id.in_(ids)))}
-    for r in data:
+    for i, r in enumerate(data):
         gpu_id, t, node_id, busy, power, energy = r[:6]
         where = gpus.get(gpu_id)
         if where is None:
@@ -133,8 +191,11 @@ def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Map
         _finite(power, "power_w", r)
         _busy(busy, where[1], r)
         _energy(energy, r)
-        if r[6] is not None:
-            _finite(r[6], "utilization", r)
+        _optional(r[6], "utilization", r)
+        if not isinstance(r[10], bool):
+            raise InputError(f"sample {r}: counter_reset must be true or false, got {r[10]!r}")
+        data[i] = (*r[:8], _source(r[8], _ENERGY_SOURCES, "energy_source", r),
+                   _source(r[9], _POWER_SOURCES, "power_source", r), r[10])
     if skip_duplicates:
         data = _new_rows(conn, PowerSample.gpu_id, PowerSample.t, data)
     written = 0
@@ -156,17 +217,20 @@ def insert_host_samples(db: Session | Connection, rows: Iterable[HostRow | Mappi
     conn = _connection(db)
     ids = sorted({r[0] for r in data})
     counts = dict(conn.execute(select(Node.id, Node.gpu_count).where(Node.id.in_(ids))).all())
-    for r in data:
-        node_id, t, busy, cpu, mem, power, energy = r
+    for i, r in enumerate(data):
+        node_id, t, busy, cpu, mem, power, energy = r[:7]
         if node_id not in counts:
             raise InputError(f"sample {r}: node_id {node_id} is not a known node")
         _finite(t, "t", r, None)
         _finite(cpu, "cpu_utilization", r)
         _finite(mem, "memory_used_mib", r)
-        if power is not None:
-            _finite(power, "host_power_w", r)
+        _optional(power, "host_power_w", r)
         _busy(busy, counts[node_id], r)
         _energy(energy, r)
+        _optional(r[9], "agent_cpu_percent", r)
+        _optional(r[10], "agent_rss_mib", r)
+        data[i] = (*r[:7], _source(r[7], _POWER_SOURCES, "power_source", r),
+                   _source(r[8], _ENERGY_SOURCES, "energy_source", r), *r[9:])
     if skip_duplicates:
         data = _new_rows(conn, HostSample.node_id, HostSample.t, data)
     written = 0
@@ -180,7 +244,7 @@ def insert_host_samples(db: Session | Connection, rows: Iterable[HostRow | Mappi
 def _power_minutes(rows: list[tuple]) -> list[tuple]:
     """Partial aggregates of a batch, one row per (GPU, minute, busy count)."""
     acc: dict[tuple, list] = {}
-    for gpu_id, t, node_id, busy, power, energy, util, mem in rows:
+    for gpu_id, t, node_id, busy, power, energy, util, mem, *_ in rows:
         key = (gpu_id, minute_of(t), busy)
         a = acc.get(key)
         if a is None:
@@ -201,7 +265,7 @@ def _power_minutes(rows: list[tuple]) -> list[tuple]:
 
 def _host_minutes(rows: list[tuple]) -> list[tuple]:
     acc: dict[tuple, list] = {}
-    for node_id, t, busy, cpu, mem, power, energy in rows:
+    for node_id, t, busy, cpu, mem, power, energy, *_ in rows:
         key = (node_id, minute_of(t), busy)
         a = acc.get(key)
         if a is None:
@@ -242,8 +306,16 @@ def _execute_many(conn: Connection, table: str, columns: Sequence[str], rows: li
     return len(rows) if result.rowcount < 0 else result.rowcount
 
 
-def insert_epoch_events(db: Session | Connection, events: Iterable[Mapping[str, Any]]) -> int:
-    """Insert finished epochs (job_id, attempt, epoch, start_s, end_s, node_id, gpu_type, gpus)."""
+EPOCH_COLUMNS = ("job_id", "attempt", "epoch", "start_s", "end_s", "node_id", "gpu_type", "gpus")
+
+
+def insert_epoch_events(db: Session | Connection, events: Iterable[Mapping[str, Any]], *,
+                        skip_duplicates: bool = False) -> int:
+    """Insert finished epochs (job_id, attempt, epoch, start_s, end_s, node_id, gpu_type, gpus).
+
+    An epoch already stored (same job, attempt, epoch) is an IntegrityError, or skipped with
+    ``skip_duplicates`` (a replayed spool); returns the rows written.
+    """
     rows = [dict(e) for e in events]
     for e in rows:
         if e.get("end_s") is not None and e.get("start_s") is not None \
@@ -251,8 +323,86 @@ def insert_epoch_events(db: Session | Connection, events: Iterable[Mapping[str, 
             raise InputError(f"epoch event {e}: end_s is before start_s")
     if not rows:
         return 0
+    if skip_duplicates:
+        unknown = sorted({k for e in rows for k in e} - set(EPOCH_COLUMNS))
+        if unknown:
+            raise InputError(f"epoch event {rows[0]}: unknown field(s) {', '.join(unknown)}")
+        return _insert_ignoring_duplicates(_connection(db), "epoch_events", EPOCH_COLUMNS,
+                                           [tuple(e.get(c) for c in EPOCH_COLUMNS) for e in rows])
     _connection(db).execute(insert(EpochEvent), rows)
     return len(rows)
+
+
+def insert_gpu_gaps(db: Session | Connection, rows: Iterable[GapRow | Mapping | Sequence], *,
+                    skip_duplicates: bool = False) -> int:
+    """Record GPUs that could not be read (one row per GPU and sampling time)."""
+    data = _rows(rows, GapRow)
+    for r in data:
+        _finite(r[1], "t", r, None)
+        if not isinstance(r[2], str) or not r[2]:
+            raise InputError(f"gap {r}: reason must be a non-empty string")
+    data = [(g, t, reason[:255]) for g, t, reason in data]
+    return _insert(_connection(db), "gpu_gaps", GapRow._fields, data, skip_duplicates)
+
+
+def insert_job_energy(db: Session | Connection,
+                      rows: Iterable[JobEnergyRow | Mapping | Sequence], *,
+                      skip_duplicates: bool = False) -> int:
+    """Record energy attributed to jobs (one row per job attempt and window end)."""
+    data = _rows(rows, JobEnergyRow)
+    for r in data:
+        _finite(r[2], "t", r, None)
+        _finite(r[4], "interval_s", r)
+        if not isinstance(r[5], int) or isinstance(r[5], bool) or r[5] < 0:
+            raise InputError(f"job energy {r}: gpus must be a whole number >= 0, got {r[5]!r}")
+        _energy(r[6], r)
+        _energy(r[7], r)
+    return _insert(_connection(db), "job_energy", JobEnergyRow._fields, data, skip_duplicates)
+
+
+def _insert(conn: Connection, table: str, columns: Sequence[str], rows: list[tuple],
+            skip_duplicates: bool) -> int:
+    if not rows:
+        return 0
+    if skip_duplicates:
+        return _insert_ignoring_duplicates(conn, table, columns, rows)
+    return _execute_many(conn, table, columns, rows)
+
+
+# MariaDB's INSERT IGNORE turns more than duplicates into warnings (a foreign key that
+# fails, a NULL in a NOT NULL column, truncation): any of those fails the statement here.
+_DUPLICATE_WARNING = 1062
+
+
+def _insert_ignoring_duplicates(conn: Connection, table: str, columns: Sequence[str],
+                                rows: list[tuple]) -> int:
+    """Insert rows, skipping those whose primary or unique key is already stored.
+
+    Needs only the INSERT privilege (the agent may not read these tables back): SQLite's
+    ``INSERT OR IGNORE`` skips only key conflicts (foreign keys still fail); on MariaDB,
+    ``INSERT IGNORE`` followed by ``SHOW WARNINGS``, where anything but a duplicate key
+    raises (the caller's transaction is then rolled back).
+    """
+    if not rows:
+        return 0
+    sqlite = conn.dialect.name == "sqlite"
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    verb = "INSERT OR IGNORE" if sqlite else "INSERT IGNORE"
+    sql = (f"{verb} INTO {table} ({', '.join(columns)}) "
+           f"VALUES ({', '.join([mark] * len(columns))})")
+    if not sqlite:   # list every warning of a batch, not just the first 64
+        conn.exec_driver_sql(f"SET SESSION max_error_count = {max(DEFAULT_BATCH, 64)}")
+    written = 0
+    for start in range(0, len(rows), DEFAULT_BATCH):
+        batch = rows[start:start + DEFAULT_BATCH]
+        result = conn.exec_driver_sql(sql, batch)
+        if not sqlite:
+            bad = [w for w in conn.exec_driver_sql("SHOW WARNINGS").all()
+                   if int(w[1]) != _DUPLICATE_WARNING]
+            if bad:
+                raise IntegrityError(sql, None, Exception(int(bad[0][1]), str(bad[0][2])))
+        written += result.rowcount if result.rowcount >= 0 else 0
+    return written
 
 
 def heartbeat(db: Session | Connection, node: str, t: float,

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from sqlalchemy.engine import make_url
 
 from andreas.cli import main
-from andreas.store import (HostRow, JobState, PowerRow, downsample, heartbeat,
-                           insert_epoch_events, insert_host_samples, insert_power_samples,
-                           mean_node_power, migrate, open_store, transition)
+from andreas.store import (GapRow, HostRow, JobEnergyRow, JobState, PowerRow, downsample,
+                           heartbeat, insert_epoch_events, insert_gpu_gaps, insert_host_samples,
+                           insert_job_energy, insert_power_samples, mean_node_power, migrate,
+                           open_store, transition)
 from andreas.store import accounts
 from andreas.store.engine import error_code, make_engine
 
@@ -90,6 +91,20 @@ def test_agent_inserts_samples_and_heartbeats_its_node(stores):
                                     skip_duplicates=True) == 4
     with stores["admin"].session() as s:
         assert mean_node_power(s, name, 1, 0, 2e6).samples == 14
+    gap = GapRow(gpu_ids[0], 1e6 + 9, "GPU is lost")
+    energy = JobEnergyRow(job, 1, 1e6 + 60, node_id, 60.0, 1, 9_000_000, 1_000_000)
+    epoch = dict(job_id=job, attempt=1, epoch=1, start_s=1.0, end_s=2.0, node_id=node_id,
+                 gpu_type="V100", gpus=1)
+    for _ in range(2):   # a replayed spool: INSERT IGNORE needs no read-back
+        with agent.session() as s:
+            insert_gpu_gaps(s, [gap], skip_duplicates=True)
+            insert_job_energy(s, [energy], skip_duplicates=True)
+            insert_epoch_events(s, [epoch], skip_duplicates=True)
+    with stores["admin"].session() as s:
+        assert s.execute(sa.text("SELECT COUNT(*) FROM gpu_gaps WHERE gpu_id = :g"),
+                         {"g": gpu_ids[0]}).scalar() == 1
+        assert s.execute(sa.text("SELECT COUNT(*) FROM job_energy WHERE job_id = :j"),
+                         {"j": job}).scalar() == 1
 
 
 def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
@@ -106,7 +121,7 @@ def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
         transition(s, job, JobState.RUNNING)
     assert error_code(err.value) == 1142
     for table in ("job_attempts", "decisions", "app_profiles", "power_samples", "host_samples",
-                  "epoch_events", "power_minutes", "host_minutes"):
+                  "epoch_events", "power_minutes", "host_minutes", "gpu_gaps", "job_energy"):
         denied(agent, f"SELECT * FROM {table}")
     denied(agent, "SELECT power_w FROM power_samples")
     denied(agent, "SELECT host_power_w FROM host_samples")
@@ -117,6 +132,9 @@ def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
     denied(agent, "UPDATE nodes SET name = 'evil' WHERE id = :n", {"n": node_id})
     denied(agent, "UPDATE nodes SET docker_endpoint = 'tcp://evil' WHERE id = :n", {"n": node_id})
     denied(agent, "UPDATE gpus SET power_limit_w = 1")
+    denied(agent, "UPDATE gpus SET healthy = 0")
+    denied(agent, "DELETE FROM gpu_gaps")
+    denied(agent, "UPDATE job_energy SET gpu_energy_mj = 0")
     denied(agent, "DELETE FROM nodes")
     denied(agent, "DROP TABLE power_samples")
     denied(agent, "CREATE TABLE x (a INT)")

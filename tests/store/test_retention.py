@@ -165,7 +165,9 @@ def test_rebuild_minutes_after_a_bulk_load(store, backend):
             for k in range(500)]
     mark = "?" if not backend.mariadb else "%s"
     with store.engine.begin() as conn:          # around insert_power_samples: no aggregates
-        conn.exec_driver_sql(f"INSERT INTO power_samples VALUES ({', '.join([mark] * 8)})", rows)
+        conn.exec_driver_sql("INSERT INTO power_samples (gpu_id, t, node_id, busy_gpus, power_w, "
+                             "energy_mj, utilization, memory_used_mib) "
+                             f"VALUES ({', '.join([mark] * 8)})", rows)
     with store.session() as s:
         assert gpu_energy_mj(s, gpu_ids=gpu_ids) == 0
     assert rebuild_minutes(store, t0, t0 + 500) > 0

@@ -1,0 +1,162 @@
+"""``andreas-agent``: the node agent's command (a systemd service in production).
+
+    andreas-agent [--config /etc/andreas/agent.toml] [--env-file FILE] [--fake-gpus 2xV100]
+                  [--interval-s 1] [--check | --once | --register]
+
+Exit codes: 0 done (a daemon stopped by SIGTERM/SIGINT after flushing everything; a
+``--check`` that found the agent usable), 1 the agent cannot work here (no NVML, the
+spool locked by another agent, a ``--check`` with problems), 2 bad configuration. Every
+error is one line; passwords never appear (URLs are masked).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import click
+
+from agents.config import LOG_LEVELS, load_config, read_env_file
+from andreas.errors import AndreasError, InputError
+
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+log = logging.getLogger("agents")
+
+
+def _one_line(message: str) -> str:
+    return " | ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
+def _error(message: str, code: int) -> None:
+    click.echo(f"andreas-agent: error: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
+def _setup_logging(level: str) -> None:
+    """To stderr, without timestamps (journald adds them)."""
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Agent config file (default /etc/andreas/agent.toml when present).")
+@click.option("--env-file", type=click.Path(dir_okay=False),
+              help="Read KEY=VALUE lines (the service's EnvironmentFile) before the config, "
+                   "e.g. for --check as the operator.")
+@click.option("--fake-gpus", metavar="SPEC",
+              help="Simulated GPUs instead of NVML, e.g. 2xV100 or 8xT4,2xV100 (machines "
+                   "without GPUs: CI, laptops). Never chosen automatically.")
+@click.option("--interval-s", type=float, help="Sampling interval in seconds (default 1).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), help="Default: the config's, info.")
+@click.option("--check", "check", is_flag=True,
+              help="Print what the agent can see (GPUs, energy counters, RAPL or model, "
+                   "Docker, database and schema, spool), then exit 0 if usable, else 1.")
+@click.option("--once", is_flag=True,
+              help="Take one interval of samples, deliver them, and exit.")
+@click.option("--register", is_flag=True,
+              help="Register this node and its GPUs in the store (run with the manager's "
+                   "database account) and exit.")
+def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
+         interval_s: float | None, log_level: str | None, check: bool, once: bool,
+         register: bool) -> None:
+    """The andreas node agent: samples GPUs (NVML) and the host, follows the node's
+    andreas containers, attributes energy to jobs, and writes it all to the store,
+    spooling locally while the database is unreachable."""
+    if sum((check, once, register)) > 1:
+        _error("--check, --once and --register exclude each other", EXIT_CONFIG)
+    try:
+        environ: dict[str, str] | None = None
+        if env_file:
+            environ = {**os.environ, **read_env_file(env_file)}
+        cfg = load_config(config_path, environ=environ,
+                          overrides={"fake_gpus": fake_gpus, "interval_s": interval_s,
+                                     "log_level": log_level})
+    except AndreasError as e:
+        _error(str(e), EXIT_CONFIG)
+    _setup_logging(cfg.log_level if not check else "error")
+    try:
+        if check:
+            from agents.diagnose import run_check
+
+            report = run_check(cfg)
+            click.echo(report.text(), nl=False)
+            sys.exit(0 if report.usable else EXIT_FAILED)
+        if register:
+            sys.exit(_register(cfg))
+        sys.exit(_run(cfg, once=once))
+    except InputError as e:
+        _error(str(e), EXIT_CONFIG)
+    except AndreasError as e:
+        _error(str(e), EXIT_FAILED)
+
+
+def _register(cfg: Any) -> int:
+    from agents.daemon import Agent
+    from agents.store_writer import StoreWriter, agent_engine
+
+    agent = Agent(cfg)
+    sampler = agent._make_gpu_sampler()
+    sampler.start()
+    agent.gpus = sampler
+    agent._refresh_spec()
+    writer = StoreWriter(agent_engine(cfg.db_url, cfg.db_password_file), spec=agent.node_spec,
+                         self_register=True)
+    try:
+        reg = writer.ensure_registered()
+    except Exception as e:  # noqa: BLE001 - one line for the operator
+        _error(f"registration in {cfg.db_url_masked} failed: {e}", EXIT_FAILED)
+    finally:
+        writer.close()
+        sampler.close()
+    what = "; ".join(reg.changed) if reg.changed else "already registered, nothing changed"
+    click.echo(f"node {cfg.node_name} (id {reg.node_id}) with {len(reg.gpu_ids)} GPU(s) in "
+               f"{cfg.db_url_masked}: {what}")
+    return 0
+
+
+def _run(cfg: Any, *, once: bool) -> int:
+    from agents.daemon import Agent
+    from agents.gpu import NvmlUnavailable
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("%s received: stopping (flushing what is queued)",
+                 signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    agent = Agent(cfg)
+    try:
+        agent.start()
+    except NvmlUnavailable as e:
+        agent.close()
+        _error(f"{e}; on a machine without NVIDIA GPUs run with --fake-gpus SPEC",
+               EXIT_FAILED)
+    except BaseException:
+        agent.close()
+        raise
+    log.info("andreas-agent running on node %s (interval %g s)", cfg.node_name,
+             cfg.interval_s)
+    try:
+        if once:
+            agent.run(stop, ticks=1)                  # baselines
+            stop.wait(max(cfg.interval_s, cfg.min_energy_interval_s) + 0.05)
+            agent.run(stop, ticks=1)                  # one interval of samples
+        else:
+            agent.run(stop)
+    finally:
+        agent.close()
+    log.info("andreas-agent stopped")
+    return 0
+
+
+if __name__ == "__main__":   # pragma: no cover
+    main()

@@ -1,0 +1,385 @@
+"""The node agent's daemon: one sampling loop, the container tracker, and delivery.
+
+Threads and why:
+
+- the **sampling loop** (the main thread, so SIGTERM/SIGINT handlers run promptly) ticks
+  every ``interval_s`` on the monotonic clock: GPU sampler, host sampler, attribution,
+  then hands entries to delivery. It never does I/O on the database and never blocks on
+  it, so a slow or absent database cannot disturb the measurements;
+- the **epoch tracker** (:class:`agents.epochs.EpochTracker`) follows the labelled
+  containers' logs in its own threads and reports epochs (straight to delivery) and
+  container starts and exits (to the sampling loop, which turns them into the GPU
+  ownership that attribution uses; an exit is kept for the interval it happened in, so
+  a short container still gets its energy);
+- the **delivery thread** (:class:`agents.delivery.Delivery`) batches to the store and
+  spools while it is unreachable.
+
+With fake GPUs (``--fake-gpus``, only when asked for) the loop also tells the fake which
+containers hold which GPUs, so the simulated utilization follows the real containers.
+
+Every OS input (samplers, Docker client, store writer, clocks) is a constructor argument
+with the production default, so tests run the same loop with stubs.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcContainers, attribute
+from agents.config import AgentConfig
+from agents.delivery import Delivery
+from agents.entries import heartbeat, to_entry
+from agents.records import GpuGap, GpuSample
+from agents.spool import Spool
+from agents.store_writer import NodeSpec, StoreWriter, agent_engine
+from andreas.store.engine import is_sqlite, parse_url
+
+log = logging.getLogger(__name__)
+
+RECONCILE_AFTER_S = 5.0      # a followed container the tracker no longer reads is gone
+# Ticks are on a grid (t0 + k * interval); each one wakes a little late, so two ticks can be
+# a few ms *less* than an interval apart. The GPU sampler emits energy only over windows of
+# at least its minimum: with exactly the interval, about every other window would miss it
+# and the GPU rows would come at 0.5 Hz. A 5 % tolerance keeps one row per tick and every
+# window still at least 0.95 of the minimum (1 s by default: counters tick every 10-100 ms).
+TICK_TOLERANCE = 0.05
+DOCKER_RETRY_S = (5.0, 300.0)
+
+
+@dataclass
+class _Running:
+    job: ContainerJob
+    since_mono: float
+
+
+@dataclass
+class AgentStats:
+    ticks: int = 0
+    overruns: int = 0          # ticks that started late by more than one interval
+    tick_errors: int = 0
+    findings: list[str] = field(default_factory=list)
+
+
+def node_gpu_type(models: list[str]) -> str:
+    """The profiles/ GPU type of the node ("V100"), else the most common NVML model name."""
+    from agents.host import profile_gpu_type
+
+    found = profile_gpu_type(models) if models else None
+    if found:
+        return found
+    return max(set(models), key=models.count) if models else "none"
+
+
+class Agent:
+    """The daemon; :meth:`start`, then :meth:`run` until the stop event, then :meth:`close`."""
+
+    def __init__(self, cfg: AgentConfig, *, gpu_sampler: Any = None, host_sampler: Any = None,
+                 fake: Any = None, writer: Any = None, spool: Spool | None = None,
+                 tracker_factory: Callable[..., Any] | None = None,
+                 docker_client_factory: Callable[[str], Any] | None = None,
+                 pid_container: Callable[[int], str | None] | None = None,
+                 mono: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.mono, self.wall = mono, wall
+        self.fake = fake
+        self.gpus = gpu_sampler
+        self.host = host_sampler
+        self.spool = spool
+        self.writer = writer
+        self._tracker_factory = tracker_factory
+        self._docker_client_factory = docker_client_factory
+        self.pid_container = pid_container if pid_container is not None else ProcContainers()
+        self.tracker: Any = None
+        self.delivery: Delivery | None = None
+        self.windows = JobEnergyWindows(window_s=cfg.job_energy_window_s)
+        self.stats = AgentStats()
+        self._events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._running: dict[str, _Running] = {}
+        self._spec: NodeSpec | None = None
+        self._spec_key: tuple | None = None
+        self._spec_sampled: tuple[str, ...] = ()
+        self._fake_busy: dict[str, tuple[int, ...]] = {}
+        self._pid_cache: dict[str, tuple[int, ...]] = {}
+        self._findings: set[tuple] = set()
+        self._next_heartbeat = 0.0
+        self._docker_retry_at = 0.0
+        self._docker_delay = DOCKER_RETRY_S[0]
+
+    # ------------------------------------------------------------------ life cycle
+
+    def start(self) -> None:
+        """Open the spool, the samplers (NVML must work: NvmlUnavailable otherwise) and
+        delivery, and start following containers. The database may be down: delivery
+        registers the node as soon as it answers and spools until then."""
+        cfg = self.cfg
+        if self.spool is None:
+            self.spool = Spool(cfg.spool_dir, max_bytes=cfg.spool_max_bytes)
+        if self.gpus is None:
+            self.gpus = self._make_gpu_sampler()
+        inventory = self.gpus.start()
+        log.info("node %s: %d GPU(s): %s", cfg.node_name, len(inventory),
+                 ", ".join(f"{g.uuid} ({g.model})" for g in inventory) or "none")
+        if self.host is None:
+            self.host = self._make_host_sampler(inventory)
+        self._refresh_spec()
+        if self.writer is None:
+            self_register = cfg.self_register
+            if self_register is None:
+                self_register = is_sqlite(parse_url(cfg.db_url))
+            self.writer = StoreWriter(agent_engine(cfg.db_url, cfg.db_password_file),
+                                      spec=self.node_spec, self_register=self_register)
+        self.delivery = Delivery(self.writer, self.spool, batch_rows=cfg.batch_rows,
+                                 batch_s=cfg.batch_s, shutdown_s=cfg.shutdown_s,
+                                 max_backoff_s=cfg.max_backoff_s)
+        self.delivery.start()
+        log.info("delivering to %s (spool %s, at most %d bytes)", cfg.db_url_masked,
+                 cfg.spool_dir, cfg.spool_max_bytes)
+        self._start_tracker()
+
+    def node_spec(self) -> NodeSpec:
+        """The inventory as last seen by the sampling thread (immutable; any thread)."""
+        assert self._spec is not None
+        return self._spec
+
+    def run(self, stop: threading.Event, *, ticks: int | None = None) -> None:
+        """Tick every interval until ``stop`` is set (or ``ticks`` ticks have run)."""
+        interval = self.cfg.interval_s
+        next_tick = self.mono()
+        done = 0
+        while not stop.is_set():
+            self.tick()
+            done += 1
+            if ticks is not None and done >= ticks:
+                return
+            next_tick += interval
+            now = self.mono()
+            if now > next_tick + interval:        # fell behind (suspend, overload): re-phase
+                self.stats.overruns += 1
+                next_tick = now
+            stop.wait(max(0.0, next_tick - self.mono()))
+
+    def close(self) -> None:
+        """Stop following containers, close the open job-energy windows, flush delivery
+        (database, else spool), mark the node down, release NVML."""
+        if self.tracker is not None:
+            try:
+                self.tracker.stop()
+            except Exception:  # noqa: BLE001
+                log.exception("stopping the epoch tracker")
+        if self.delivery is not None:
+            self.delivery.put_many([to_entry(r) for r in self.windows.flush()])
+            if not self.delivery.stop():
+                log.error("delivery did not finish within its shutdown time")
+            s = self.delivery.stats
+            log.info("delivery: %d written, %d spooled, %d replayed, %d rejected, %d refused "
+                     "(spool full); %d outage(s)", s.written, s.spooled, s.replayed,
+                     s.rejected, s.refused, s.outages)
+            if s.mode == "direct" and hasattr(self.writer, "mark_down"):
+                self.writer.mark_down()
+        elif self.spool is not None:          # start() failed before delivery took it over
+            self.spool.close()
+        if self.writer is not None and hasattr(self.writer, "close"):
+            self.writer.close()
+        if self.gpus is not None:
+            self.gpus.close()
+
+    # ------------------------------------------------------------------ one tick
+
+    def tick(self) -> None:
+        """One sampling interval; never raises (a failing tick is logged and counted)."""
+        now_mono, now_wall = self.mono(), self.wall()
+        try:
+            self._tick(now_mono, now_wall)
+        except Exception:  # noqa: BLE001 - the daemon outlives one bad interval
+            self.stats.tick_errors += 1
+            if self.stats.tick_errors <= 10 or self.stats.tick_errors % 100 == 0:
+                log.exception("sampling interval failed (%d so far)", self.stats.tick_errors)
+        self.stats.ticks += 1
+
+    def _tick(self, now_mono: float, now_wall: float) -> None:
+        assert self.delivery is not None
+        if self.tracker is None and self.cfg.docker_url and now_mono >= self._docker_retry_at:
+            self._start_tracker()
+        containers, current = self._containers(now_mono)
+        if self.fake is not None:
+            self._drive_fake(current)
+        readings = self.gpus.sample(now_mono, now_wall)
+        self._refresh_spec()
+        sampled = set(self._spec_sampled)
+        busy = {u for c in current for u in c.gpu_uuids if u in sampled}
+        host = self.host.sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))
+        entries = [to_entry(r, busy_gpus=len(busy)) for r in readings
+                   if isinstance(r, (GpuSample, GpuGap))]
+        if host is not None:
+            entries.append(to_entry(host, busy_gpus=len(busy)))
+            shares, findings = attribute(readings, host, containers, sampled,
+                                         pid_container=self.pid_container)
+            self._log_findings(findings)
+            entries += [to_entry(r) for r in self.windows.add(now_wall, host.interval_s,
+                                                              shares)]
+        if now_mono >= self._next_heartbeat:
+            entries.append(heartbeat(now_wall))
+            self._next_heartbeat = now_mono + self.cfg.heartbeat_s
+        self.delivery.put_many(entries)
+
+    # ------------------------------------------------------------------ containers
+
+    def _containers(self, now_mono: float) -> tuple[list[ContainerJob], list[ContainerJob]]:
+        """(containers to attribute this interval, containers running now): exits since
+        the last tick stay in the first list for this one interval."""
+        ended: list[ContainerJob] = []
+        while True:
+            try:
+                kind, item = self._events.get_nowait()
+            except queue.Empty:
+                break
+            job = ContainerJob(container_id=item.container_id, job_id=item.job_id,
+                               attempt=item.attempt, gpu_uuids=tuple(item.gpu_uuids))
+            if kind == "start":
+                self._running[item.container_id] = _Running(job, now_mono)
+            else:
+                gone = self._running.pop(item.container_id, None)
+                ended.append(gone.job if gone is not None else job)
+        if self.tracker is not None and self._running:
+            followed = {i.container_id for i in self.tracker.followed()}
+            for cid in [c for c, r in self._running.items()
+                        if c not in followed and now_mono - r.since_mono > RECONCILE_AFTER_S]:
+                ended.append(self._running.pop(cid).job)
+        current = [r.job for r in self._running.values()]
+        return current + ended, current
+
+    def _start_tracker(self) -> None:
+        if not self.cfg.docker_url:
+            log.info("docker_url is empty: containers are not followed (no epochs, no job "
+                     "energy)")
+            return
+        try:
+            client = (self._docker_client_factory or _docker_client)(self.cfg.docker_url)
+            factory = self._tracker_factory or _epoch_tracker
+            self.tracker = factory(on_epoch=self._on_epoch, on_start=self._on_start,
+                                   on_exit=self._on_exit, client=client)
+            self.tracker.start()
+            self._docker_delay = DOCKER_RETRY_S[0]
+            log.info("following andreas containers of Docker at %s", self.cfg.docker_url)
+        except Exception as e:  # noqa: BLE001 - Docker down: sample anyway, retry later
+            self.tracker = None
+            self._docker_retry_at = self.mono() + self._docker_delay
+            log.warning("Docker at %s not reachable (%s); containers not followed, retry in "
+                        "%.0f s", self.cfg.docker_url, e, self._docker_delay)
+            self._docker_delay = min(self._docker_delay * 2, DOCKER_RETRY_S[1])
+
+    def _on_epoch(self, record: Any) -> None:
+        assert self.delivery is not None
+        self.delivery.put(to_entry(record))
+
+    def _on_start(self, info: Any) -> None:
+        self._events.put(("start", info))
+
+    def _on_exit(self, info: Any) -> None:
+        self._events.put(("exit", info))
+
+    def _drive_fake(self, current: list[ContainerJob]) -> None:
+        """Fake GPUs run at 100 % while a container holds them, idle otherwise; the
+        container's main PID is the 'process' NVML lists (so the PID check works)."""
+        wanted: dict[str, tuple[int, ...]] = {}
+        for job in current:
+            for uuid in job.gpu_uuids:
+                wanted[uuid] = self._container_pids(job.container_id)
+        busy = self._fake_busy
+        for uuid in set(busy) | set(wanted):
+            if busy.get(uuid) == wanted.get(uuid):
+                continue
+            try:
+                if uuid in wanted:
+                    self.fake.set_busy(uuid, 100.0, wanted[uuid])
+                else:
+                    self.fake.set_idle(uuid)
+            except Exception as e:  # noqa: BLE001 - a label naming a GPU the fake lacks
+                log.debug("fake GPU %s: %s", uuid, e)
+        self._fake_busy = wanted
+
+    def _container_pids(self, container_id: str) -> tuple[int, ...]:
+        cache = self._pid_cache
+        if container_id not in cache:
+            pid = 0
+            try:
+                c = self.tracker.client.containers.get(container_id)
+                pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
+            except Exception as e:  # noqa: BLE001
+                log.debug("container %s: no PID (%s)", container_id[:12], e)
+            cache[container_id] = (pid,) if pid > 0 else ()
+            if len(cache) > 1000:
+                cache.clear()
+        return cache[container_id]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _refresh_spec(self) -> None:
+        inventory = tuple(self.gpus.inventory)
+        unhealthy = frozenset(self.gpus.unhealthy)
+        key = (inventory, unhealthy)
+        if key == self._spec_key:
+            return
+        self._spec_key = key
+        self._spec_sampled = tuple(g.uuid for g in inventory if not g.mig_enabled)
+        self._spec = NodeSpec(name=self.cfg.node_name,
+                              docker_endpoint=self.cfg.registered_docker_endpoint,
+                              gpu_type=node_gpu_type([g.model for g in inventory]),
+                              gpus=inventory, unhealthy=unhealthy)
+
+    def _log_findings(self, findings: list[Mismatch]) -> None:
+        keys = {f.key for f in findings}
+        for f in findings:
+            if f.key not in self._findings:
+                log.warning("attribution: %s", f.message)
+                self.stats.findings.append(f.message)
+        self._findings = keys
+
+    def _make_gpu_sampler(self) -> Any:
+        from agents.gpu import GpuSampler
+
+        nvml: Any
+        if self.cfg.fake_gpus:
+            from agents.nvml_fake import make_fake_nvml
+
+            self.fake = make_fake_nvml(self.cfg.fake_gpus, node=self.cfg.node_name)
+            nvml = self.fake
+            log.warning("FAKE GPUs (%s): simulated NVML, nothing real is measured",
+                        self.cfg.fake_gpus)
+        else:
+            import pynvml
+
+            nvml = pynvml
+        return GpuSampler(nvml, min_interval_s=self.cfg.min_energy_interval_s
+                          * (1.0 - TICK_TOLERANCE))
+
+    def _make_host_sampler(self, inventory: list[Any]) -> Any:
+        from agents.host import HostPowerModel, HostSampler
+
+        model = None
+        try:
+            model = HostPowerModel.for_gpu_models([g.model for g in inventory])
+        except Exception as e:  # noqa: BLE001 - no model: host power simply not estimated
+            log.warning("no host power model from profiles/: %s", e)
+        return HostSampler(self.cfg.powercap_root, fallback_model=model)
+
+
+def _docker_client(url: str) -> Any:
+    from agents.epochs import default_client
+
+    client = default_client(url)
+    client.ping()
+    return client
+
+
+def _epoch_tracker(**kwargs: Any) -> Any:
+    from agents.epochs import EpochTracker
+
+    return EpochTracker(**kwargs)

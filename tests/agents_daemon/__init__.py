@@ -1,0 +1,1 @@
+"""The node agent's daemon side: attribution, spool, delivery, store writer, CLI, install."""
