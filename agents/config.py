@@ -41,14 +41,13 @@ from __future__ import annotations
 import math
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
-from andreas.config import mask_url
+from andreas.config import mask_url, read_toml
 from andreas.errors import InputError
 
 DEFAULT_CONFIG = Path("/etc/andreas/agent.toml")
@@ -211,26 +210,4 @@ def _check(cfg: AgentConfig, where: str) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read config file: {e.strerror}") from None
-    for section, value in data.items():
-        keys = _KEYS.get(section)
-        if keys is None:
-            raise InputError(f"{path}: unknown section [{section}] "
-                             f"(known: {', '.join(sorted(_KEYS))})")
-        if not isinstance(value, dict):
-            raise InputError(f"{path}: '{section}' must be a table ([{section}])")
-        for key, item in value.items():
-            if key not in keys:
-                raise InputError(f"{path}: [{section}] unknown key '{key}' "
-                                 f"(known: {', '.join(sorted(keys))})")
-            kind = keys[key]
-            if (isinstance(item, bool) and kind is not bool) or not isinstance(item, kind):
-                shown = "a " + type(item).__name__ if key == "url" else repr(item)
-                raise InputError(f"{path}: [{section}] {key} has the wrong type: {shown}")
-    return data
+    return read_toml(path, _KEYS)

@@ -73,7 +73,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if explicit and not path.is_file():
         raise InputError(f"{ENV_CONFIG}={explicit}: config file not found")
     if path.is_file():
-        data = _read_toml(path)
+        data = read_toml(path, _SECTIONS)
     store = data.get("store", {})
 
     if env.get(ENV_DB_URL):
@@ -94,7 +94,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                     config_path=str(path) if path.is_file() else None)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, sections: Mapping[str, Mapping[str, type]]) -> dict[str, Any]:
+    """A config file checked against ``sections`` (section -> key -> type): unknown sections
+    or keys and wrong types are one-line errors; a bool is accepted only where a bool is
+    expected (TOML booleans are ints to Python)."""
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
@@ -103,17 +106,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise InputError(f"{path}: cannot read config file: {e.strerror}") from None
     for section, value in data.items():
-        if section not in _SECTIONS:
+        if section not in sections:
             raise InputError(f"{path}: unknown section [{section}] "
-                             f"(known: {', '.join(sorted(_SECTIONS))})")
+                             f"(known: {', '.join(sorted(sections))})")
         if not isinstance(value, dict):
             raise InputError(f"{path}: '{section}' must be a table ([{section}])")
-        keys = _SECTIONS[section]
+        keys = sections[section]
         for key, item in value.items():
             if key not in keys:
                 raise InputError(f"{path}: [{section}] unknown key '{key}' "
                                  f"(known: {', '.join(sorted(keys))})")
-            if isinstance(item, bool) or not isinstance(item, keys[key]):
+            kind = keys[key]
+            if (isinstance(item, bool) and kind is not bool) or not isinstance(item, kind):
                 # A URL may hold a password: name its type only.
                 shown = "a " + type(item).__name__ if key == "url" else repr(item)
                 raise InputError(f"{path}: [{section}] {key} has the wrong type: {shown}")
