@@ -17,7 +17,7 @@ from andreas.store.engine import Store, make_engine, open_store, parse_url
 from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
                                   StoreUnavailable, TransitionConflict)
 from andreas.store.jobs import ALLOWED, TERMINAL, transition
-from andreas.store.models import (AppProfile, Base, Decision, EnergySource, EpochEvent, Gpu,
+from andreas.store.models import (AppModel, AppProfile, Base, Decision, EnergySource, EpochEvent, Gpu,
                                   GpuGap, HostMinute, HostSample, Job, JobAttempt, JobEnergy,
                                   JobState, Node, NodeState, PowerMinute, PowerSample,
                                   PowerSource)
@@ -28,7 +28,7 @@ from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, NodePower, Pow
                                    insert_power_samples, mean_node_power, mean_power_table)
 
 __all__ = [
-    "ALLOWED", "TERMINAL", "AppProfile", "Base", "Decision", "EnergySource", "EpochEvent",
+    "ALLOWED", "TERMINAL", "AppModel", "AppProfile", "Base", "Decision", "EnergySource", "EpochEvent",
     "GapRow", "Gpu", "GpuGap", "HostMinute", "HostRow", "HostSample", "InvalidTransition", "Job",
     "JobAttempt", "JobEnergy", "JobEnergyRow", "JobState", "Node", "NodePower", "NodeState",
     "PowerMinute", "PowerRow", "PowerSample", "PowerSource", "RetentionResult", "SchemaError",

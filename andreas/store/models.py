@@ -97,6 +97,8 @@ class Node(Base):
     state: Mapped[NodeState] = mapped_column(_enum(NodeState, "node_state"),
                                              default=NodeState.DOWN)
     last_heartbeat_s: Mapped[float | None]
+    # Reserved for the Job Profiler: the manager schedules no production job here.
+    profiling: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     gpus: Mapped[list[Gpu]] = relationship(back_populates="node", order_by="Gpu.index")
 
@@ -269,6 +271,10 @@ class Job(Base):
     state: Mapped[JobState] = mapped_column(_enum(JobState, "job_state"),
                                             default=JobState.QUEUED)
     state_changed_s: Mapped[float | None]
+    max_gpus: Mapped[int | None]                             # the user's cap on g
+    failures: Mapped[int] = mapped_column(default=0, server_default="0")  # non-zero exits
+    reason: Mapped[str | None] = mapped_column(String(255))  # why failed / cancelled
+    predicted_cost: Mapped[float | None]                     # at submission (reports)
 
     attempts: Mapped[list[JobAttempt]] = relationship(back_populates="job",
                                                       order_by="JobAttempt.attempt")
@@ -290,6 +296,9 @@ class JobAttempt(Base):
     end_s: Mapped[float | None]
     exit_code: Mapped[int | None]
     reason: Mapped[str | None] = mapped_column(String(255))
+    decision_id: Mapped[int | None]                           # the decision that started it
+    stop_decision_id: Mapped[int | None]                      # ... and the one that stopped it
+    stop_requested_s: Mapped[float | None]                    # grace period runs from here
 
     job: Mapped[Job] = relationship(back_populates="attempts")
 
@@ -343,4 +352,25 @@ class AppProfile(Base):
     epoch_time_s: Mapped[float]
     source: Mapped[str] = mapped_column(String(32))
     samples: Mapped[int] = mapped_column(default=0)
+    updated_s: Mapped[float]
+
+
+class AppModel(Base):
+    """The Job Profiler's runtime model of an application on a GPU type (Amdahl's law):
+    ``epoch_time(g) = t1_s * (serial_fraction + (1 - serial_fraction) / g)``; ``mape``:
+    the fit's mean absolute percentage error on the measured points (None: one point);
+    ``gpu_counts``: the g values measured."""
+
+    __tablename__ = "app_models"
+    __table_args__ = (MYSQL,)
+
+    application: Mapped[str] = mapped_column(String(128), primary_key=True)
+    gpu_type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model: Mapped[str] = mapped_column(String(16))
+    t1_s: Mapped[float]
+    serial_fraction: Mapped[float]
+    mape: Mapped[float | None]
+    samples: Mapped[int]
+    gpu_counts: Mapped[list[Any]] = mapped_column(JSON)
+    source: Mapped[str] = mapped_column(String(32))
     updated_s: Mapped[float]
