@@ -16,6 +16,19 @@ The file::
     raw_retention_days = 7                        # raw samples kept, then 1-minute aggregates
     connect_retries = 5                           # daemons: tries at start, with back-off
 
+    [manager]                    # the Job Manager (`andreas manager run`)
+    policy = "rg"                # rg | pr | greedy | fifo | edf | priority (env ANDREAS_POLICY)
+    period_s = 3600              # rescheduling period H (env ANDREAS_PERIOD_S)
+    poll_s = 1.0                 # store and container polling
+    max_retries = 3              # non-zero exits retried from the checkpoint, then failed
+    lock = "wait"                # a second manager waits for the lock, or "exit"s
+
+    [executor]                   # how containers are run
+    checkpoint_root = "/var/lib/andreas/checkpoints"   # shared path, as the nodes see it
+    network = "bridge"           # "host" only with allow_host_network = true
+    image_allowlist = ["registry.example.org/ml/*"]    # empty: any image
+    tls_ca_cert = "/etc/andreas/docker-ca.pem"         # for tcp:// endpoints (TLS only)
+
 Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
 """
 
@@ -41,7 +54,57 @@ ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 # so that a typo does not silently fall back to a default.
 _STORE_KEYS = {"url": str, "password_file": str, "raw_retention_days": (int, float),
                "connect_retries": int}
-_SECTIONS: dict[str, dict[str, Any]] = {"store": _STORE_KEYS}
+_NUMBER = (int, float)
+_MANAGER_KEYS = {"policy": str, "period_s": _NUMBER, "poll_s": _NUMBER, "max_retries": int,
+                 "seed": int, "energy_pue": _NUMBER, "price_per_kwh": _NUMBER,
+                 "restart_overhead_s": _NUMBER, "lock": str, "min_power_samples": int}
+_EXECUTOR_KEYS = {"checkpoint_root": str, "checkpoint_mount": str, "network": str,
+                  "allow_host_network": bool, "image_allowlist": list, "extra_volumes": list,
+                  "tls_ca_cert": str, "tls_client_cert": str, "tls_client_key": str,
+                  "stop_grace_s": _NUMBER, "docker_timeout_s": _NUMBER}
+_SECTIONS: dict[str, dict[str, Any]] = {"store": _STORE_KEYS, "manager": _MANAGER_KEYS,
+                                        "executor": _EXECUTOR_KEYS}
+POLICY_CHOICES = ("rg", "pr", "greedy", "fifo", "edf", "priority")
+LOCK_CHOICES = ("wait", "exit")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutorSettings:
+    """How the manager runs containers (``[executor]``; see docs in the module header).
+
+    ``checkpoint_root`` is the shared directory *as the Docker hosts see it*: job j's
+    checkpoints live in ``<checkpoint_root>/<j>`` and are mounted at ``checkpoint_mount``
+    inside the container. ``extra_volumes`` ("host:container[:ro]") exists for laptops and
+    tests whose images bind-mount a runtime from the host; production images need none.
+    """
+
+    checkpoint_root: str = "/var/lib/andreas/checkpoints"
+    checkpoint_mount: str = "/andreas/checkpoint"
+    network: str = "bridge"
+    allow_host_network: bool = False
+    image_allowlist: tuple[str, ...] = ()       # fnmatch patterns; empty: every image
+    extra_volumes: tuple[str, ...] = ()
+    tls_ca_cert: str | None = None
+    tls_client_cert: str | None = None
+    tls_client_key: str | None = None
+    stop_grace_s: float = 120.0                 # default grace when a job has none
+    docker_timeout_s: float = 30.0              # API calls (not the stop grace period)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManagerSettings:
+    """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
+
+    policy: str = "rg"
+    period_s: float = 3600.0
+    poll_s: float = 1.0                         # how often the store / containers are read
+    max_retries: int = 3                        # non-zero exits before a job fails
+    seed: int | None = None                     # rg / pr randomness; None: from the clock
+    energy_pue: float = 1.33
+    price_per_kwh: float = 0.172
+    restart_overhead_s: float = 10.0
+    lock: str = "wait"                          # a second manager waits, or exits (2)
+    min_power_samples: int = 60                 # measured c_ng replaces profiles/ after this
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +117,8 @@ class Settings:
     raw_retention_days: float = DEFAULT_RAW_RETENTION_DAYS
     connect_retries: int = DEFAULT_CONNECT_RETRIES
     config_path: str | None = None
+    manager: ManagerSettings = ManagerSettings()
+    executor: ExecutorSettings = ExecutorSettings()
 
 
 def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -91,7 +156,59 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise InputError(f"{path}: [store] connect_retries must be >= 0, got {retries}")
     return Settings(db_url=url, db_url_source=source, db_password_file=password_file,
                     raw_retention_days=days, connect_retries=retries,
-                    config_path=str(path) if path.is_file() else None)
+                    config_path=str(path) if path.is_file() else None,
+                    manager=_manager(data.get("manager", {}), env, path),
+                    executor=_executor(data.get("executor", {}), path))
+
+
+def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> ManagerSettings:
+    """``[manager]`` plus ``ANDREAS_POLICY`` / ``ANDREAS_PERIOD_S`` (environment wins)."""
+    values = dict(raw)
+    where = {k: f"{path}: [manager] {k}" for k in values}
+    if env.get("ANDREAS_POLICY"):
+        values["policy"], where["policy"] = env["ANDREAS_POLICY"], "ANDREAS_POLICY"
+    if env.get("ANDREAS_PERIOD_S"):
+        try:
+            values["period_s"] = float(env["ANDREAS_PERIOD_S"])
+        except ValueError:
+            raise InputError(f"ANDREAS_PERIOD_S={env['ANDREAS_PERIOD_S']!r}: not a number") \
+                from None
+        where["period_s"] = "ANDREAS_PERIOD_S"
+    if "policy" in values and values["policy"] not in POLICY_CHOICES:
+        raise InputError(f"{where['policy']}: unknown policy {values['policy']!r} "
+                         f"(known: {', '.join(POLICY_CHOICES)})")
+    if "lock" in values and values["lock"] not in LOCK_CHOICES:
+        raise InputError(f"{where['lock']}: must be one of {', '.join(LOCK_CHOICES)}, "
+                         f"got {values['lock']!r}")
+    for key in ("period_s", "poll_s", "energy_pue", "price_per_kwh"):
+        if key in values and not values[key] > 0:
+            raise InputError(f"{where[key]} must be > 0, got {values[key]!r}")
+    for key in ("max_retries", "restart_overhead_s", "min_power_samples"):
+        if key in values and values[key] < 0:
+            raise InputError(f"{where[key]} must be >= 0, got {values[key]!r}")
+    return ManagerSettings(**values)
+
+
+def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
+    values = dict(raw)
+    for key in ("image_allowlist", "extra_volumes"):
+        if key in values:
+            items = values[key]
+            if not all(isinstance(i, str) and i for i in items):
+                raise InputError(f"{path}: [executor] {key} must be a list of non-empty "
+                                 f"strings, got {items!r}")
+            values[key] = tuple(items)
+    if values.get("network") == "host" and not values.get("allow_host_network", False):
+        raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
+                         "true (containers get no host network by default)")
+    for key in ("stop_grace_s", "docker_timeout_s"):
+        if key in values and not values[key] > 0:
+            raise InputError(f"{path}: [executor] {key} must be > 0, got {values[key]!r}")
+    for key in ("checkpoint_root", "checkpoint_mount"):
+        if key in values and not values[key].startswith("/"):
+            raise InputError(f"{path}: [executor] {key} must be an absolute path, got "
+                             f"{values[key]!r}")
+    return ExecutorSettings(**values)
 
 
 def read_toml(path: Path, sections: Mapping[str, Mapping[str, type]]) -> dict[str, Any]:
