@@ -1,0 +1,29 @@
+"""The executor's exceptions: Docker SDK errors are translated once, here, at the boundary.
+
+A failed container is not an exception of the manager: it is a stored outcome (the exit
+code and the tail of its log). These classes are for what the executor could not do.
+"""
+
+from __future__ import annotations
+
+from andreas.errors import AndreasError
+
+
+class ExecutorError(AndreasError):
+    """The executor could not do what was asked (the message names node and container)."""
+
+
+class NodeUnreachable(ExecutorError):
+    """The node's Docker endpoint does not answer: the node is down for the manager."""
+
+
+class ImageNotFound(ExecutorError):
+    """The image is neither on the node nor pullable: the job fails with this reason."""
+
+
+class ImageNotAllowed(ExecutorError):
+    """The image matches no pattern of ``[executor] image_allowlist``."""
+
+
+class ContainerConflict(ExecutorError):
+    """A container with the attempt's name exists already (started before a crash)."""
