@@ -306,3 +306,5 @@ from andreas.cli_trace import trace_group  # noqa: E402
 main.add_command(trace_group)
 from andreas.cli_db import db_group  # noqa: E402
 main.add_command(db_group)
+from andreas.cli_jobs import register_jobs  # noqa: E402
+register_jobs(main)

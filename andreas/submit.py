@@ -1,0 +1,477 @@
+"""What users do to jobs: submit one (from options or a job.yaml) and cancel one.
+
+Everything a user typed is checked before the store is touched, so a bad submission leaves
+nothing behind; each problem is one :class:`InputError` naming the field and the value as
+the user wrote it (``--due '+0h': not in the future``, ``job.yaml: epochs 0: must be >=
+1``). A submission is one transaction: the job row in state ``queued``; the manager picks
+it up at its next rescheduling point.
+
+Job ids become Docker container names (``andreas-<id>-<attempt>``) and checkpoint
+directories, so they are restricted to ``[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`` and are unique
+ignoring case (MariaDB compares them that way, and so do case-insensitive file systems).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+import secrets
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from andreas.errors import InputError
+from andreas.store.engine import Store
+from andreas.store.errors import TransitionConflict
+from andreas.store.jobs import TERMINAL, transition
+from andreas.store.models import Job, JobState
+from andreas.timefmt import stamp
+
+JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Set by the manager for every container (the job contract); a user value would lie to the
+# job or, for NVIDIA_VISIBLE_DEVICES, hand it GPUs that other jobs hold.
+RESERVED_ENV_PREFIX = "ANDREAS_"
+RESERVED_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES"})
+MAX_DUE_AHEAD_S = 10 * 365 * 86400.0
+MAX_REASON = 255
+FILE_KEYS = ("image", "epochs", "due", "weight", "app", "cmd", "env", "max_gpus", "grace_s",
+             "name")
+REQUIRED = ("image", "epochs", "due", "weight")
+
+# Docker image references (distribution/reference grammar, sha256 digests only).
+_PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_DOMAIN = re.compile(r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
+                     r"(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*"
+                     r"(?::[0-9]{1,5})?")
+_TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_RELATIVE = re.compile(r"\+((?:\d+(?:\.\d+)?[smhd])+)")
+_RELATIVE_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_NUMBER = re.compile(r"[+]?\d+(?:\.\d+)?")
+_DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """A checked submission. ``grace_s`` None: the configured default
+    (``[executor] stop_grace_s``); ``command`` empty: the image's own CMD."""
+
+    id: str
+    image: str
+    epochs: int
+    due_s: float
+    weight: float                       # tardiness penalty, currency per second late
+    application: str
+    command: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    max_gpus: int | None = None
+    grace_s: float | None = None
+
+    @property
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+
+class _Labels:
+    """How a field is named in messages: ``--due`` on the command line, ``FILE: due``."""
+
+    def __init__(self, file: str | None):
+        self.file = file
+
+    def __call__(self, field: str) -> str:
+        if self.file is not None:
+            return f"{self.file}: {field}"
+        return "IMAGE" if field == "image" else "--" + field.replace("_", "-")
+
+
+def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any = None,
+                     cmd: Any = None, env: Any = None, max_gpus: Any = None,
+                     grace_s: Any = None, name: Any = None, now_s: float,
+                     file: str | None = None,
+                     token_hex: Callable[[int], str] = secrets.token_hex) -> JobSpec:
+    """Check every field and build the JobSpec; values may be strings (command line) or
+    YAML scalars. ``file``: the job.yaml the values come from (named in messages).
+    ``token_hex``: the random part of a generated id (tests pass a fixed one)."""
+    label = _Labels(file)
+    ref = parse_image(image, label("image"))
+    job_id = (parse_job_id(name, label("name")) if name is not None
+              else generate_id(now_s, token_hex))
+    return JobSpec(
+        id=job_id, image=ref,
+        epochs=_int(epochs, label("epochs"), minimum=1),
+        due_s=parse_due(due, now_s, label("due")),
+        weight=_number(weight, label("weight"), minimum=0.0),
+        application=(_application(app, label("app")) if app is not None
+                     else default_application(ref)),
+        command=_command(cmd, label("cmd")),
+        env=_env(env, label("env")),
+        max_gpus=None if max_gpus is None else _int(max_gpus, label("max_gpus"), minimum=1),
+        grace_s=None if grace_s is None else _number(grace_s, label("grace_s"), minimum=0.0,
+                                                     open_min=True))
+
+
+def load_job_file(path: str | Path, *, now_s: float,
+                  token_hex: Callable[[int], str] = secrets.token_hex) -> JobSpec:
+    """A job.yaml: a mapping with the keys of :data:`FILE_KEYS` (the command line options'
+    names, ``max_gpus`` and ``grace_s`` with underscores); unknown or repeated keys are
+    errors, so a typo never falls back to a default silently."""
+    import yaml
+
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{shown}: cannot read job file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{shown}: not UTF-8 text") from None
+    try:
+        data = yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as e:
+        raise InputError(f"{shown}: {e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or "syntax error"
+        raise InputError(f"{shown}: not valid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{shown}: must be a mapping of job fields (image, epochs, due, "
+                         f"weight, ...), got {type(data).__name__}")
+    for key in data:
+        if key not in FILE_KEYS:
+            raise InputError(f"{shown}: unknown key {str(key)!r} (known: "
+                             f"{', '.join(FILE_KEYS)})")
+    for key in REQUIRED:
+        if data.get(key) is None:
+            raise InputError(f"{shown}: {key} is missing (required: {', '.join(REQUIRED)})")
+    return parse_submission(**data, now_s=now_s, file=shown, token_hex=token_hex)
+
+
+def submit(store: Store, spec: JobSpec, now_s: float, *, default_grace_s: float = 120.0) -> str:
+    """Store the job as ``queued`` in one transaction; returns its id. A job with the same
+    id (ignoring case) is an InputError, also when two submissions race."""
+    grace = spec.grace_s if spec.grace_s is not None else default_grace_s
+    try:
+        with store.session() as s:
+            existing = _find_id(s, spec.id)
+            if existing is not None:
+                raise _duplicate(spec.id, existing)
+            s.add(Job(id=spec.id, image=spec.image, command=list(spec.command),
+                      env=spec.env_dict, epochs=spec.epochs, epochs_done=0, submit_s=now_s,
+                      due_s=spec.due_s, weight=spec.weight, application=spec.application,
+                      grace_s=grace, state=JobState.QUEUED, state_changed_s=now_s,
+                      max_gpus=spec.max_gpus, failures=0))
+    except IntegrityError:
+        raise _duplicate(spec.id, spec.id) from None
+    return spec.id
+
+
+def cancel(store: Store, job_id: str, *, reason: str, now_s: float) -> tuple[str, JobState]:
+    """Move a job to ``cancelled`` with ``reason``; returns (id, the state it left).
+
+    The manager stops the container of a cancelled job. A finished job is an InputError
+    (nothing to cancel); if the manager moves the job at the same instant, the move is
+    retried from the new state."""
+    reason = " ".join(reason.split())
+    if not reason:
+        raise InputError("--reason '': must not be empty")
+    if len(reason) > MAX_REASON:
+        raise InputError(f"--reason {reason[:20]!r}...: at most {MAX_REASON} characters, got "
+                         f"{len(reason)}")
+    for _ in range(5):
+        try:
+            with store.session() as s:
+                stored = resolve_job_id(s, job_id)
+                state = s.execute(select(Job.state).where(Job.id == stored)).scalar_one()
+                if state in TERMINAL:
+                    raise InputError(f"job {stored}: already {state.value}; nothing to cancel")
+                transition(s, stored, JobState.CANCELLED, expected=state, now_s=now_s)
+                s.execute(update(Job).where(Job.id == stored).values(reason=reason)
+                          .execution_options(synchronize_session=False))
+                return stored, state
+        except TransitionConflict:
+            continue
+    raise TransitionConflict(f"job {job_id}: its state kept changing; try again")
+
+
+def resolve_job_id(s: Session, job_id: str) -> str:
+    """The stored id of ``job_id`` (exact, else ignoring case); InputError if none."""
+    found = _find_id(s, job_id)
+    if found is None:
+        raise InputError(f"job {job_id}: no such job (see `andreas queue --all`)")
+    return found
+
+
+def _find_id(s: Session, job_id: str) -> str | None:
+    exact = s.execute(select(Job.id).where(Job.id == job_id)).scalar_one_or_none()
+    if exact is not None:
+        return exact
+    return s.execute(select(Job.id).where(func.lower(Job.id) == job_id.lower())
+                     .limit(1)).scalar_one_or_none()
+
+
+def _duplicate(job_id: str, existing: str) -> InputError:
+    same = "" if existing == job_id else f" as {existing!r} (ids are compared ignoring case)"
+    return InputError(f"job id {job_id!r}: a job with this id exists already{same}; "
+                      "choose another name, or leave the name out for a generated id")
+
+
+def generate_id(now_s: float, token_hex: Callable[[int], str] = secrets.token_hex) -> str:
+    """``<UTC yyyymmdd-HHMMSS>-<6 hex>``: sorts by submission time, unique in practice."""
+    return datetime.fromtimestamp(now_s, UTC).strftime("%Y%m%d-%H%M%S") + "-" + token_hex(3)
+
+
+def parse_job_id(value: Any, label: str = "--name") -> str:
+    if not isinstance(value, str) or not JOB_ID_RE.fullmatch(value):
+        raise InputError(f"{label} {_shown(value)}: a job id is 1-64 characters of letters, "
+                         "digits, '_', '.', '-', starting with a letter or digit")
+    return value
+
+
+def parse_image(value: Any, label: str = "IMAGE") -> str:
+    """A Docker image reference ``[registry[:port]/]name[/...][:tag][@sha256:<64 hex>]``,
+    returned as given (no default registry or tag is added: Docker does that)."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{label} {_shown(value)}: must be a Docker image reference like "
+                         "registry.example.org/ml/train:1.0")
+    fail = lambda why: InputError(f"{label} {value!r}: {why}")  # noqa: E731
+    if len(value) > 512:
+        raise fail("longer than 512 characters")
+    rest, at, digest = value.partition("@")
+    if at and not _DIGEST.fullmatch(digest):
+        raise fail(f"digest {digest!r} must be sha256: and 64 lower-case hex digits")
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    tag = None
+    if colon > slash:
+        rest, tag = rest[:colon], rest[colon + 1:]
+        if not _TAG.fullmatch(tag):
+            raise fail(f"tag {tag!r} must be 1-128 letters, digits, '_', '.', '-', not "
+                       "starting with '.' or '-'")
+    parts = rest.split("/")
+    first = parts[0]
+    if len(parts) > 1 and ("." in first or ":" in first or first == "localhost"
+                           or first.lower() != first):
+        if not _DOMAIN.fullmatch(first):
+            raise fail(f"registry {first!r} is not a host name with an optional :port")
+        parts = parts[1:]
+    for part in parts:
+        if not part:
+            raise fail("has an empty name component (a '/' too many)")
+        if not _PATH_COMPONENT.fullmatch(part):
+            if _PATH_COMPONENT.fullmatch(part.lower()):
+                raise fail(f"name component {part!r} must be lower case")
+            raise fail(f"name component {part!r} may hold only lower-case letters and digits "
+                       "separated by '.', '_', '__' or '-'")
+    if len("/".join(parts)) > 255:
+        raise fail("repository name longer than 255 characters")
+    return value
+
+
+def default_application(image: str) -> str:
+    """The last path component of the image's name: ``ml/resnet50:2`` -> ``resnet50``."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        name = name[:colon]
+    return name.rsplit("/", 1)[-1][:128]
+
+
+def parse_due(value: Any, now_s: float, label: str = "--due") -> float:
+    """``+12h`` / ``+30m`` / ``+2d`` / ``+90s`` (also ``+1h30m``) from now, an ISO 8601
+    date-time (UTC unless it names an offset), or unix seconds; must be in the future."""
+    if isinstance(value, bool) or value is None:
+        raise InputError(f"{label} {_shown(value)}: give +12h, an ISO date-time or unix "
+                         "seconds")
+    if isinstance(value, datetime):
+        due = _aware(value).timestamp()
+    elif isinstance(value, date):
+        raise InputError(f"{label} {value.isoformat()!r}: a date alone is ambiguous; add a "
+                         "time, e.g. 2026-11-23T18:00Z")
+    elif isinstance(value, (int, float)):
+        due = float(value)
+    elif isinstance(value, str):
+        due = _due_text(value.strip(), now_s, label)
+    else:
+        raise InputError(f"{label} {_shown(value)}: give +12h, an ISO date-time or unix "
+                         "seconds")
+    if not math.isfinite(due):
+        raise InputError(f"{label} {_shown(value)}: not a finite time")
+    if due <= now_s:
+        raise InputError(f"{label} {_shown(value)}: {stamp(due)} is not in the future "
+                         f"(now {stamp(now_s)})")
+    if due > now_s + MAX_DUE_AHEAD_S:
+        raise InputError(f"{label} {_shown(value)}: more than 10 years ahead (unix "
+                         "milliseconds instead of seconds?)")
+    return due
+
+
+def _due_text(text: str, now_s: float, label: str) -> float:
+    if text.startswith("+"):
+        if not _RELATIVE.fullmatch(text):
+            raise InputError(f"{label} {text!r}: a relative due date is + and a number with a "
+                             "unit s, m, h or d (e.g. +12h, +1h30m)")
+        return now_s + sum(float(n) * _UNIT_S[u] for n, u in _RELATIVE_PART.findall(text))
+    if _NUMBER.fullmatch(text) and not _DATE_ONLY.fullmatch(text):
+        return float(text)
+    if _DATE_ONLY.fullmatch(text):
+        raise InputError(f"{label} {text!r}: a date alone is ambiguous; add a time, e.g. "
+                         f"{text}T18:00Z")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{label} {text!r}: not +<n><s|m|h|d>, an ISO 8601 date-time "
+                         "(e.g. 2026-11-23T18:00Z) or unix seconds") from None
+    return _aware(parsed).timestamp()
+
+
+def _aware(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def check_image_allowed(image: str, patterns: Iterable[str]) -> None:
+    """Early refusal of an image that ``[executor] image_allowlist`` (fnmatch patterns)
+    would refuse at start; an empty list allows every image."""
+    patterns = tuple(patterns)
+    if patterns and not any(fnmatch.fnmatchcase(image, p) for p in patterns):
+        raise InputError(f"IMAGE {image!r}: not allowed on this cluster (image_allowlist: "
+                         f"{', '.join(patterns)})")
+
+
+def _shown(value: Any) -> str:
+    return repr(value)
+
+
+def _int(value: Any, label: str, *, minimum: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        n = int(value)
+    else:
+        raise InputError(f"{label} {_shown(value)}: must be a whole number >= {minimum}")
+    if n < minimum:
+        raise InputError(f"{label} {_shown(value)}: must be >= {minimum}")
+    return n
+
+
+def _number(value: Any, label: str, *, minimum: float, open_min: bool = False) -> float:
+    x: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        x = float(value)
+    elif isinstance(value, str):
+        try:
+            x = float(value)
+        except ValueError:
+            x = None
+    op = ">" if open_min else ">="
+    if x is None or not math.isfinite(x):
+        raise InputError(f"{label} {_shown(value)}: must be a finite number {op} {minimum:g}")
+    if x < minimum or (open_min and x == minimum):
+        raise InputError(f"{label} {_shown(value)}: must be {op} {minimum:g}")
+    return x
+
+
+def _application(value: Any, label: str) -> str:
+    if not isinstance(value, str) or not APP_RE.fullmatch(value):
+        raise InputError(f"{label} {_shown(value)}: an application name is 1-128 letters, "
+                         "digits, '_', '.', '+', '-', starting with a letter or digit")
+    return value
+
+
+def _command(value: Any, label: str) -> tuple[str, ...]:
+    """A list of strings, or one shell-like string split as a POSIX shell would."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            items = shlex.split(value)
+        except ValueError as e:
+            raise InputError(f"{label} {value!r}: cannot split it like a shell ({e})") from None
+    elif isinstance(value, list):
+        items = value
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                raise InputError(f"{label}[{i}] {item!r}: must be a string (quote it, so it "
+                                 "is passed exactly as written)")
+    else:
+        raise InputError(f"{label} {_shown(value)}: must be a list of strings or one "
+                         "shell-like string")
+    for item in items:
+        if "\x00" in item:
+            raise InputError(f"{label} {item!r}: must not contain NUL characters")
+    return tuple(items)
+
+
+def _env(value: Any, label: str) -> tuple[tuple[str, str], ...]:
+    """``K=V`` strings (command line, or a YAML list) or a YAML mapping."""
+    if value is None:
+        return ()
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(value, Mapping):
+        pairs = [(k, v) for k, v in value.items()]
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if not isinstance(item, str) or "=" not in item:
+                raise InputError(f"{label} {_shown(item)}: must be NAME=VALUE")
+            k, _, v = item.partition("=")
+            pairs.append((k, v))
+    else:
+        raise InputError(f"{label} {_shown(value)}: must be a mapping or a list of NAME=VALUE")
+    seen: dict[str, str] = {}
+    for k, v in pairs:
+        if not isinstance(k, str) or not ENV_NAME_RE.fullmatch(k):
+            raise InputError(f"{label} {_shown(k)}: not a valid variable name (letters, digits, "
+                             "'_', not starting with a digit)")
+        if k.startswith(RESERVED_ENV_PREFIX) or k in RESERVED_ENV:
+            raise InputError(f"{label} {k!r}: set by andreas for every job (the job contract); "
+                             "choose another name")
+        if not isinstance(v, str):
+            raise InputError(f"{label} {k}={v!r}: the value must be a string (quote it, so it "
+                             "is passed exactly as written)")
+        if "\x00" in v:
+            raise InputError(f"{label} {k!r}: the value must not contain NUL characters")
+        if k in seen:
+            raise InputError(f"{label} {k!r}: given twice")
+        seen[k] = v
+    return tuple(seen.items())
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _strict_loader() -> type:
+    """A SafeLoader that refuses repeated mapping keys (PyYAML keeps the last silently)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                repeated = key in seen
+                seen.add(key)
+            except TypeError:
+                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: a key must be a "
+                                    "plain value") from None
+            if repeated:
+                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {str(key)!r} "
+                                    "appears twice")
+        return loader.construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return StrictLoader
