@@ -308,3 +308,5 @@ from andreas.cli_db import db_group  # noqa: E402
 main.add_command(db_group)
 from andreas.cli_jobs import register_jobs  # noqa: E402
 register_jobs(main)
+from andreas.cli_manager import register_manager  # noqa: E402
+register_manager(main)

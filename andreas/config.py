@@ -22,6 +22,7 @@ The file::
     poll_s = 1.0                 # store and container polling
     max_retries = 3              # non-zero exits retried from the checkpoint, then failed
     lock = "wait"                # a second manager waits for the lock, or "exit"s
+    unprofiled_epoch_s = 3600    # epoch time assumed for an application nobody measured
 
     [executor]                   # how containers are run
     checkpoint_root = "/var/lib/andreas/checkpoints"   # shared path, as the nodes see it
@@ -57,7 +58,8 @@ _STORE_KEYS = {"url": str, "password_file": str, "raw_retention_days": (int, flo
 _NUMBER = (int, float)
 _MANAGER_KEYS = {"policy": str, "period_s": _NUMBER, "poll_s": _NUMBER, "max_retries": int,
                  "seed": int, "energy_pue": _NUMBER, "price_per_kwh": _NUMBER,
-                 "restart_overhead_s": _NUMBER, "lock": str, "min_power_samples": int}
+                 "restart_overhead_s": _NUMBER, "lock": str, "min_power_samples": int,
+                 "unprofiled_epoch_s": _NUMBER}
 _EXECUTOR_KEYS = {"checkpoint_root": str, "checkpoint_mount": str, "network": str,
                   "allow_host_network": bool, "image_allowlist": list, "extra_volumes": list,
                   "tls_ca_cert": str, "tls_client_cert": str, "tls_client_key": str,
@@ -105,6 +107,7 @@ class ManagerSettings:
     restart_overhead_s: float = 10.0
     lock: str = "wait"                          # a second manager waits, or exits (2)
     min_power_samples: int = 60                 # measured c_ng replaces profiles/ after this
+    unprofiled_epoch_s: float = 3600.0          # epoch time guessed for an unknown application
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,7 +183,7 @@ def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> Mana
     if "lock" in values and values["lock"] not in LOCK_CHOICES:
         raise InputError(f"{where['lock']}: must be one of {', '.join(LOCK_CHOICES)}, "
                          f"got {values['lock']!r}")
-    for key in ("period_s", "poll_s", "energy_pue", "price_per_kwh"):
+    for key in ("period_s", "poll_s", "energy_pue", "price_per_kwh", "unprofiled_epoch_s"):
         if key in values and not values[key] > 0:
             raise InputError(f"{where[key]} must be > 0, got {values[key]!r}")
     for key in ("max_retries", "restart_overhead_s", "min_power_samples"):

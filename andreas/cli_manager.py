@@ -1,0 +1,115 @@
+"""``andreas manager run`` (the Job Manager daemon) and ``andreas costs`` (c_ng per node).
+
+Both read the configured store (``ANDREAS_DB_URL`` / ``[store] url``) and ``[manager]``
+settings; see ``andreas.config``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+import click
+
+from andreas.config import POLICY_CHOICES, load_settings
+from andreas.errors import InputError
+
+
+@click.group("manager")
+def manager_group() -> None:
+    """The Job Manager: plans at every submission, completion and period H, and starts and
+    stops the jobs' containers on the nodes to follow the plan."""
+
+
+@manager_group.command("run")
+@click.option("--dry-run", is_flag=True,
+              help="Touch no container: log the actions it would take (laptop demo with "
+                   "SQLite and fake-GPU nodes).")
+@click.option("--policy", type=click.Choice(POLICY_CHOICES), default=None,
+              help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
+@click.option("--period-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
+@click.option("--once", is_flag=True,
+              help="Reconcile, reschedule and apply once, then exit.")
+@click.pass_context
+def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: float | None,
+            once: bool) -> None:
+    """Run the Job Manager until SIGTERM / SIGINT (one manager per store: a lock).
+
+    Logs one INFO line per action (job, node, GPUs, decision, reason); the log level is
+    INFO unless --log-level / ANDREAS_LOG_LEVEL says otherwise.
+    """
+    from andreas.manager.daemon import run, with_overrides
+
+    root = ctx.find_root()
+    if root.get_parameter_source("log_level") is click.core.ParameterSource.DEFAULT:
+        logging.getLogger().setLevel(logging.INFO)
+
+    settings = with_overrides(load_settings(), policy=policy, period_s=period_s)
+    sys.exit(run(settings, dry_run=dry_run, once=once))
+
+
+@click.command("costs")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
+@click.option("--window-h", type=click.FloatRange(min=0, min_open=True), default=24.0,
+              show_default=True, help="Hours of measured power to average.")
+def costs_cmd(as_json: bool, window_h: float) -> None:
+    """Energy cost per hour c_ng of every node with g GPUs busy, and where the power comes
+    from: measured (mean of the 1-minute aggregates) or profiles/ (the power model)."""
+    from sqlalchemy import func, select
+
+    from andreas.costs import c_ng_per_hour
+    from andreas.manager.estimates import Estimator, NodeHardware
+    from andreas.manager.snapshot import settings_energy
+    from andreas.store.engine import open_store
+    from andreas.store.models import Gpu, Node
+
+    settings = load_settings()
+    energy = settings_energy(settings.manager)
+    store = open_store(settings=settings, retries=0)
+    try:
+        with store.session() as s:
+            counts = dict(s.execute(select(Gpu.node_id, func.count()).where(Gpu.index >= 0)
+                                    .group_by(Gpu.node_id)).all())
+            nodes = [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type,
+                                  gpus=counts.get(n.id, n.gpu_count))
+                     for n in s.execute(select(Node.id, Node.name, Node.gpu_type,
+                                               Node.gpu_count).order_by(Node.name))]
+            curves = Estimator(settings.manager).power_curves(s, nodes, time.time(),
+                                                              window_h * 3600.0)
+    finally:
+        store.dispose()
+    if not nodes:
+        raise InputError("costs: no node is registered in the store (start an agent, or "
+                         "`andreas-agent --register`)")
+    rows = []
+    for n in nodes:
+        curve = curves[n.name]
+        for g, watts in enumerate(curve.power_w):
+            rows.append({"node": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus, "g": g,
+                         "power_w": watts, "cost_per_hour": c_ng_per_hour(watts, energy),
+                         "source": curve.sources[g], "samples": curve.samples_per_g[g]})
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    from rich.table import Table
+
+    from andreas.console import console
+
+    table = Table(title=f"c_ng = P(g) x PUE {energy.pue:g} x {energy.price_per_kwh:g} per kWh "
+                        f"(measured: last {window_h:g} h, >= "
+                        f"{settings.manager.min_power_samples} samples)")
+    for title in ("node", "type", "g busy", "power W", "cost / h", "source", "samples"):
+        table.add_column(title, justify="left" if title in ("node", "type", "source")
+                         else "right")
+    for r in rows:
+        table.add_row(r["node"], r["gpu_type"], f"{r['g']}/{r['gpus']}", f"{r['power_w']:.1f}",
+                      f"{r['cost_per_hour']:.4f}", r["source"], str(r["samples"]))
+    console().print(table)
+
+
+def register_manager(main: click.Group) -> None:
+    main.add_command(manager_group)
+    main.add_command(costs_cmd)

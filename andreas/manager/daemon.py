@@ -1,0 +1,84 @@
+"""``andreas manager run``: store, lock, executor, signals, loop.
+
+SIGTERM / SIGINT set a stop event: the tick in progress finishes, the period timer stops,
+the lock is released and the process exits 0. Running containers are left running; the
+next manager adopts them (reconciliation at start).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from andreas.config import Settings
+from andreas.executor.base import Executor
+from andreas.manager.lock import acquire, make_lock
+from andreas.manager.loop import run_loop
+from andreas.manager.manager import Manager
+from andreas.store.engine import Store, open_store
+
+log = logging.getLogger("andreas.manager")
+
+
+def make_executor(settings: Settings, *, dry_run: bool) -> Executor:
+    """The Docker executor, or the dry-run one that only records (imported on use)."""
+    if dry_run:
+        from andreas.executor.dryrun import DryRunExecutor
+
+        return DryRunExecutor()
+    from andreas.executor.docker import DockerExecutor
+
+    return DockerExecutor(settings.executor)
+
+
+def with_overrides(settings: Settings, *, policy: str | None = None,
+                   period_s: float | None = None) -> Settings:
+    manager = settings.manager
+    if policy is not None:
+        manager = replace(manager, policy=policy)
+    if period_s is not None:
+        manager = replace(manager, period_s=period_s)
+    return replace(settings, manager=manager)
+
+
+def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
+        store: Store | None = None, executor: Executor | None = None,
+        stop: threading.Event | None = None, install_signals: bool = True,
+        clock: Callable[[], float] = time.time) -> int:
+    """The daemon's life; returns the exit code (0: stopped cleanly)."""
+    stop = stop or threading.Event()
+    if install_signals:
+        def on_signal(signum, _frame):
+            log.info("%s received: finishing the current tick, then stopping",
+                     signal.Signals(signum).name)
+            stop.set()
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    own_store = store is None
+    store = store or open_store(settings=settings)
+    lock = make_lock(store.engine)
+    manager = None
+    try:
+        if not acquire(lock, settings.manager.lock, stop=stop):
+            log.info("stopped while waiting for the manager lock")
+            return 0
+        executor = executor or make_executor(settings, dry_run=dry_run)
+        manager = Manager(store, executor, settings, clock=clock)
+        log.info("manager started: store %s, policy %s, period %.0f s, poll %.1f s%s",
+                 store.url, settings.manager.policy, settings.manager.period_s,
+                 settings.manager.poll_s, " (dry run: no container is touched)"
+                 if dry_run else "")
+        run_loop(manager, stop, once=once, lock=lock)
+        log.info("manager stopped; running containers are left running and will be "
+                 "adopted at the next start")
+        return 0
+    finally:
+        if manager is not None:
+            manager.close()
+        lock.release()
+        if own_store:
+            store.dispose()

@@ -1,0 +1,227 @@
+"""The Job Manager: rescheduling points turn the store into a plan; ticks make it real.
+
+``Manager.reschedule(trigger)`` builds a snapshot, asks the configured policy, checks the
+plan, and writes it as a ``decisions`` row (the plan document of ``plandoc.py``); the
+plan becomes the *target* that every :meth:`Manager.tick` reconciles the nodes towards.
+Triggers (``submit``, ``complete``, ``failed``, ``node-down``, ``node-up``, ``period``,
+``start``) are collected during a tick, from the reconciliation and from other threads
+(:meth:`Manager.request`, e.g. the period timer), and answered by one rescheduling.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import bindparam, select, update
+
+from andreas import optimizer
+from andreas.config import Settings
+from andreas.errors import AndreasError, InfeasiblePlan
+from andreas.executor.base import Executor
+from andreas.feasibility import check_plan
+from andreas.manager.estimates import Estimator
+from andreas.manager.plandoc import Target, plan_document
+from andreas.manager.reconcile import Reconciler
+from andreas.manager.snapshot import build_snapshot
+from andreas.manager.state import WAITING, StoreState, load_state
+from andreas.model import Plan
+from andreas.store.engine import Store
+from andreas.store.models import Decision, Job, Node, NodeState
+
+log = logging.getLogger("andreas.manager")
+
+TRIGGERS = ("submit", "complete", "failed", "node-down", "node-up", "period", "start")
+MAX_BACKOFF_S = 60.0
+POWER_REFRESH_S = 300.0          # the 24-h mean power is re-read at most this often
+
+
+@dataclass(frozen=True, kw_only=True)
+class TickReport:
+    """What one tick did: the triggers it saw and the decision it made (if any)."""
+
+    triggers: frozenset[str]
+    decision_id: int | None
+
+
+class Manager:
+    """One manager acting on one store through one executor (see the module docstring)."""
+
+    def __init__(self, store: Store, executor: Executor, settings: Settings, *,
+                 clock: Callable[[], float] = time.time,
+                 rng: np.random.Generator | None = None,
+                 estimator: Estimator | None = None, workers: int = 16) -> None:
+        self.store = store
+        self.executor = executor
+        self.settings = settings
+        self.clock = clock
+        self.rng = rng if rng is not None else np.random.default_rng(settings.manager.seed)
+        self.estimator = estimator or Estimator(settings.manager,
+                                                power_refresh_s=POWER_REFRESH_S)
+        self.policy = settings.manager.policy
+        self._pool = cf.ThreadPoolExecutor(max_workers=workers,
+                                           thread_name_prefix="andreas-engine")
+        self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
+        self.target = Target()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._schedulable: frozenset[str] | None = None
+        self._retry_after = 0.0
+        self._failures = 0
+        self._target_loaded = False
+
+    # ------------------------------------------------------------------ triggers
+
+    def request(self, *triggers: str) -> None:
+        """Ask for a rescheduling at the next tick (thread-safe; several become one)."""
+        with self._lock:
+            self._pending.update(triggers)
+
+    def _take_pending(self) -> set[str]:
+        with self._lock:
+            out, self._pending = self._pending, set()
+        return out
+
+    # ------------------------------------------------------------------ target
+
+    def load_target(self) -> Target:
+        """The latest decision's plan (after a restart: what the previous manager wanted)."""
+        with self.store.session() as s:
+            row = s.execute(select(Decision.id, Decision.plan)
+                            .order_by(Decision.id.desc()).limit(1)).one_or_none()
+            nodes = dict(s.execute(select(Node.name, Node.state)).all())
+        self.target = Target.from_doc(row.id, row.plan) if row is not None else Target()
+        self.reconciler.unreachable = {n for n in self.target.unreachable
+                                       if nodes.get(n) is NodeState.DOWN}
+        self._target_loaded = True
+        return self.target
+
+    # ------------------------------------------------------------------ decide
+
+    def reschedule(self, trigger: str, *, state: StoreState | None = None) -> int | None:
+        """Snapshot -> policy -> checked plan -> decision row (the new target); its id.
+
+        Fills ``jobs.predicted_cost`` where it is still NULL at a job's first assignment.
+        A policy error or an infeasible plan keeps the old target (logged) and returns None.
+        """
+        now = self.clock()
+        t0 = time.perf_counter()
+        with self.store.session() as s:
+            if state is None:
+                state = load_state(s)
+            build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
+                                   unreachable=self.reconciler.unreachable)
+        snap = build.snapshot
+        snapshot_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        if snap.nodes and snap.jobs:
+            try:
+                plan = optimizer.decide(snap, self.rng, self.policy)
+                check_plan(snap, plan)
+            except (AndreasError, ValueError) as e:
+                kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
+                log.error("rescheduling (%s): %s from policy %s: %s; keeping decision %s",
+                          trigger, kind, self.policy, e, self.target.decision_id)
+                return None
+        else:
+            plan = Plan(policy=self.policy, assignments=(),
+                        postponed=tuple(j.id for j in snap.jobs), objective=math.nan,
+                        objective_name="none", stats={"jobs": len(snap.jobs)})
+        decide_s = time.perf_counter() - t1
+        doc = plan_document(snap, plan, build.curves, extra_postponed=build.unrunnable,
+                            pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
+                            stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
+                                   "snapshot_s": snapshot_s, "decide_s": decide_s})
+        costs = [{"b_id": a["job"], "b_cost": a["predicted_cost"]} for a in doc["assignments"]
+                 if a["predicted_cost"] is not None
+                 and state.jobs.get(a["job"]) is not None
+                 and state.jobs[a["job"]].predicted_cost is None]
+        with self.store.session() as s:
+            row = Decision(t=now, trigger=trigger[:32], policy=self.policy[:32],
+                           objective=plan.objective if math.isfinite(plan.objective) else None,
+                           objective_name=plan.objective_name[:16], seconds=decide_s, plan=doc)
+            s.add(row)
+            s.flush()
+            decision_id = row.id
+            if costs:
+                s.connection().execute(
+                    update(Job).where(Job.id == bindparam("b_id"), Job.predicted_cost.is_(None))
+                    .values(predicted_cost=bindparam("b_cost")), costs)
+        self.target = Target.from_doc(decision_id, doc)
+        counts: dict[str, int] = {}
+        for a in doc["actions"]:
+            counts[a["kind"]] = counts.get(a["kind"], 0) + 1
+        log.info("decision %d (%s, %s): %d jobs on %d nodes, %s; %s %s in %.3f s",
+                 decision_id, trigger, self.policy, len(snap.jobs) + len(build.unrunnable),
+                 len(snap.nodes), ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+                 or "nothing to do", plan.objective_name,
+                 f"{plan.objective:.6g}" if math.isfinite(plan.objective) else "-", decide_s)
+        return decision_id
+
+    # ------------------------------------------------------------------ ticks
+
+    def start(self) -> TickReport:
+        """At daemon start: read the previous target, reconcile, reschedule, apply."""
+        self.load_target()
+        self.request("start")
+        return self.tick()
+
+    def tick(self) -> TickReport:
+        """One reconciliation pass, with at most one rescheduling (debounced triggers)."""
+        if not self._target_loaded:
+            self.load_target()
+        rec = self.reconciler
+        obs = rec.observe()
+        triggers = rec.settle(obs)
+        with self.store.session() as s:
+            state = load_state(s)
+        triggers |= self._take_pending()
+        if any(j.state in WAITING and not self.target.covers(j.id) for j in state.jobs.values()):
+            triggers.add("submit")
+        now_schedulable = frozenset(
+            n.name for n in state.nodes.values()
+            if n.state is NodeState.UP and not n.profiling and n.name not in rec.unreachable)
+        if self._schedulable is not None:
+            if self._schedulable - now_schedulable:
+                triggers.add("node-down")
+            if now_schedulable - self._schedulable:
+                triggers.add("node-up")
+        self._schedulable = now_schedulable
+        decision_id = None
+        if triggers:
+            decision_id = self._reschedule_debounced(triggers, state)
+        more = rec.apply(self.target, obs, state)
+        if more:
+            self.request(*more)
+        return TickReport(triggers=frozenset(triggers), decision_id=decision_id)
+
+    def _reschedule_debounced(self, triggers: set[str], state: StoreState) -> int | None:
+        now = self.clock()
+        if now < self._retry_after:
+            self.request(*triggers)
+            return None
+        label = "+".join(sorted(triggers))
+        try:
+            decision_id = self.reschedule(label[:32], state=state)
+        except Exception:
+            decision_id = None
+            log.exception("rescheduling (%s) failed", label)
+        if decision_id is None:
+            self._failures += 1
+            self._retry_after = now + min(MAX_BACKOFF_S, 2.0 ** self._failures)
+            self.request(*triggers)
+        else:
+            self._failures = 0
+            self._retry_after = 0.0
+        return decision_id
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.executor.close()
+

@@ -1,0 +1,186 @@
+"""The decision's plan document (``decisions.plan``, JSON) and the target read back from it.
+
+Schema (every key always present)::
+
+    {"format": "andreas-decision/1", "now_s": T,
+     "assignments": [{"job", "node", "gpus", "expected_end_s", "epoch_time_s",
+                      "predicted_cost"}],
+     "postponed": [job ids],
+     "actions": [{"job", "kind", "node", "gpus", "reason"}],   # kind: Plan.actions' kinds
+     "nodes": {name: {"busy_gpus", "power_w": [P0..PG], "power_source", "samples",
+                      "cost_per_hour"}},
+     "energy": {"pue", "price_per_kwh"},
+     "pinned": [job ids left running on nodes that take no new work],
+     "unreachable": [nodes the manager marked down itself],
+     "stats": {policy counters, "jobs", "nodes", "snapshot_s", "decide_s"}}
+
+``predicted_cost`` = energy cost of the planned configuration (t / 3600 * c_ng at the
+job's own g, as pi_j) + w * tardiness (seconds), i.e. the job's share of the objective.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour, job_time_s, node_classes
+from andreas.manager.estimates import PowerCurve
+from andreas.model import ActionKind, Config, Job, Plan, Snapshot
+
+FORMAT = "andreas-decision/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """The desired state: where each planned job should run, which jobs wait, and why."""
+
+    decision_id: int | None = None
+    assignments: Mapping[str, Config] = field(default_factory=dict)
+    postponed: frozenset[str] = frozenset()
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    unreachable: frozenset[str] = frozenset()
+    order: tuple[str, ...] = ()          # assignment order (starts follow it)
+
+    def covers(self, job_id: str) -> bool:
+        return job_id in self.assignments or job_id in self.postponed
+
+    @classmethod
+    def from_doc(cls, decision_id: int | None, doc: Mapping[str, Any] | None) -> Target:
+        doc = doc or {}
+        assignments = {a["job"]: Config(node=a["node"], gpus=int(a["gpus"]))
+                       for a in doc.get("assignments", ())}
+        return cls(decision_id=decision_id, assignments=MappingProxyType(assignments),
+                   postponed=frozenset(doc.get("postponed", ())),
+                   reasons=MappingProxyType({a["job"]: a.get("reason", "")
+                                             for a in doc.get("actions", ())}),
+                   unreachable=frozenset(doc.get("unreachable", ())),
+                   order=tuple(a["job"] for a in doc.get("assignments", ())))
+
+
+def _num(x: float | None) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def job_estimate(snapshot: Snapshot, job: Job, node_name: str, gpus: int, *,
+                 nodes: Mapping[str, Any] | None = None,
+                 classes: Mapping[str, tuple] | None = None
+                 ) -> tuple[float | None, float | None, float | None]:
+    """(remaining seconds, seconds per epoch, predicted cost) of ``job`` on (node, gpus)."""
+    nodes = nodes if nodes is not None else {n.name: n for n in snapshot.nodes}
+    classes = classes if classes is not None else node_classes(snapshot)
+    node = nodes[node_name]
+    t = job_time_s(snapshot, job, classes[node_name], node.gpu_type, gpus, classes)
+    times = job.epoch_time_s.get(node.gpu_type, ())
+    epoch = times[gpus - 1] if 0 < gpus <= len(times) else None
+    if t is None:
+        return None, epoch, None
+    energy = t / SECONDS_PER_HOUR * c_ng_per_hour(node.power_w[gpus], snapshot.energy)
+    tardiness = max(0.0, snapshot.now_s + t - job.due_s)
+    return t, epoch, energy + job.weight * tardiness
+
+
+def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
+    """A short human reason for every job's action."""
+    jobs = {j.id: j for j in snapshot.jobs}
+    nodes = {n.name: n for n in snapshot.nodes}
+    classes = node_classes(snapshot)
+    reps: dict[tuple, object] = {}
+    for n in nodes.values():
+        reps.setdefault(classes[n.name], n)
+    arrivals: dict[str, set[str]] = {}
+    for a in plan.assignments:
+        run = jobs[a.job].running
+        if run is None or run.node != a.node:
+            arrivals.setdefault(a.node, set()).add(a.job)
+    out = {}
+    for action in plan.actions(snapshot):
+        job = jobs[action.job]
+        kind = action.kind
+        if kind is ActionKind.WAIT:
+            out[job.id] = "wait: no free GPUs"
+            continue
+        if kind is ActionKind.PREEMPT:
+            taken = arrivals.get(job.running.node) if job.running else None
+            out[job.id] = ("preempt: GPUs given to more urgent job" if taken
+                           else "preempt: postponed by the policy")
+            continue
+        if kind is ActionKind.CONTINUE:
+            out[job.id] = "continue"
+            continue
+        options = []
+        for cls, n in reps.items():      # identical nodes have identical options
+            for g in range(1, n.gpus + 1):
+                t = job_time_s(snapshot, job, cls, n.gpu_type, g, classes)
+                if t is not None:
+                    cost = t / SECONDS_PER_HOUR * c_ng_per_hour(n.power_w[g], snapshot.energy)
+                    options.append((cls, g, t, cost))
+        on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
+        mine = next((o for o in options
+                     if o[0] == classes[action.node] and o[1] == action.gpus), None)
+        if mine is None:
+            why = "placed by the policy"
+        elif on_time:
+            best = min(o[3] for o in on_time)
+            why = ("cheapest config meeting due" if mine in on_time and mine[3] <= best + 1e-9
+                   else "meets due, cheaper configs are taken" if mine in on_time
+                   else "late, configs meeting due are taken")
+        else:
+            fastest = min(o[2] for o in options)
+            why = ("fastest config, due cannot be met" if mine[2] <= fastest + 1e-9
+                   else "due cannot be met, faster configs are taken")
+        if kind is ActionKind.START:
+            out[job.id] = f"start: {why}"
+        elif kind is ActionKind.MOVE:
+            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"
+        else:
+            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"
+    return out
+
+
+def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurve], *,
+                  extra_postponed: tuple[str, ...] = (), pinned: tuple[str, ...] = (),
+                  unreachable: tuple[str, ...] = (), stats: Mapping[str, float] | None = None
+                  ) -> dict[str, Any]:
+    """The JSON stored in ``decisions.plan`` (see the module docstring)."""
+    jobs = {j.id: j for j in snapshot.jobs}
+    reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
+    assignments = []
+    busy: dict[str, int] = {}
+    by_name = {n.name: n for n in snapshot.nodes}
+    classes = node_classes(snapshot)
+    for a in plan.assignments:
+        t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
+                                      classes=classes)
+        busy[a.node] = busy.get(a.node, 0) + a.gpus
+        assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
+                            "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
+                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost)})
+    actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
+                "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
+    for job_id in extra_postponed:
+        actions.append({"job": job_id, "kind": ActionKind.WAIT.value, "node": None, "gpus": 0,
+                        "reason": "wait: no epoch time for any schedulable node"})
+    nodes = {}
+    for n in snapshot.nodes:
+        curve = curves[n.name]
+        g = busy.get(n.name, 0)
+        nodes[n.name] = {"busy_gpus": g, "power_w": list(n.power_w),
+                         "power_source": curve.source, "samples": curve.samples,
+                         "cost_per_hour": c_ng_per_hour(n.power_w[g], snapshot.energy)}
+    return {
+        "format": FORMAT,
+        "now_s": snapshot.now_s,
+        "assignments": assignments,
+        "postponed": list(plan.postponed) + list(extra_postponed),
+        "actions": actions,
+        "nodes": nodes,
+        "energy": {"pue": snapshot.energy.pue, "price_per_kwh": snapshot.energy.price_per_kwh},
+        "pinned": list(pinned),
+        "unreachable": sorted(unreachable),
+        "stats": {k: _num(float(v)) for k, v in {**plan.stats, **(stats or {})}.items()},
+    }

@@ -1,0 +1,556 @@
+"""Desired-state reconciliation: make the containers on the nodes match the latest plan.
+
+One pass (a *tick*) has three phases; each reads what is there and acts on the
+difference, so running it twice in a row changes nothing the second time:
+
+- :meth:`Reconciler.observe`: the store (nodes, jobs, attempts) and, in a thread pool, the
+  labelled containers of every node that matters (up or draining, or with an open attempt).
+  Nodes the manager marked down itself are probed in the background with back-off.
+- :meth:`Reconciler.settle`: (a) a node that does not answer is marked down (once) and
+  its open attempts end ("node unreachable"), their jobs preempted so they are planned
+  elsewhere from their checkpoints; one that answers again is marked up. (b) Exits are
+  recorded: 0 completes the job, 143/137 or any exit after a stop request preempts it,
+  anything else is a failure (retried from the checkpoint, failed once failures exceed
+  ``max_retries``, with the exit code and the tail of the log as reason). Containers of
+  earlier attempts are removed (the latest stays for ``andreas logs``). (c) A running
+  container of a job's open latest attempt is adopted; any other running container
+  (unknown job, stale attempt) is stopped, as is the container of a cancelled job; an
+  open attempt whose container vanished from a reachable engine ends and its job is
+  preempted (this also repairs a crash between the attempt's transaction and the start).
+- :meth:`Reconciler.apply`: a running job whose target differs (another node, another g,
+  postponed) gets a stop request: recorded first (``stop_requested_s``, running ->
+  preempting), then SIGTERM; SIGKILL once its grace period has passed since the recorded
+  request (the deadline survives a manager restart). A waiting job with a target starts
+  when the target node has enough free usable GPUs: the attempt row and running state in
+  one transaction, then the container, then its id.
+
+Free GPUs of a node = usable GPUs held neither by an open attempt nor by a running
+labelled container, so a node is never over capacity, even while a stale container stops.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+
+from andreas.config import Settings
+from andreas.executor.base import ContainerState, Executor, StartRequest
+from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
+                                     ImageNotFound, NodeUnreachable)
+from andreas.manager.plandoc import Target
+from andreas.manager.snapshot import schedulable
+from andreas.manager.state import (LIVE, WAITING, AttemptView, GpuView, JobView, NodeView,
+                                   StoreState, load_jobs, load_state)
+from andreas.store.errors import TransitionConflict
+from andreas.store.jobs import TERMINAL, transition
+from andreas.store.models import Job, JobAttempt, JobState, Node, NodeState
+from andreas.store.engine import Store
+
+log = logging.getLogger("andreas.manager")
+
+PROBE_BACKOFF_S = 30.0            # a node marked down is probed at most this often
+REASON_LEN = 255
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """One tick's reading: the store and the containers of the nodes that answered."""
+
+    now_s: float
+    state: StoreState
+    containers: Mapping[str, list[ContainerState]]
+    failed: Mapping[str, str]                      # node -> why it did not answer
+    others: Mapping[str, JobView] = field(default_factory=dict)  # jobs only containers name
+    recovered: tuple[str, ...] = ()                # nodes marked down that answer again
+
+    def job(self, job_id: str) -> JobView | None:
+        return self.state.jobs.get(job_id) or self.others.get(job_id)
+
+    def running_jobs(self) -> set[str]:
+        return {c.job_id for cs in self.containers.values() for c in cs if c.running}
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= REASON_LEN else text[:REASON_LEN - 3] + "..."
+
+
+def _tail(text: str, limit: int = 180) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    joined = " | ".join(lines)
+    return joined if len(joined) <= limit else "..." + joined[-limit:]
+
+
+class Reconciler:
+    """Compares the store, the containers and the target; acts on the difference."""
+
+    def __init__(self, store: Store, executor: Executor, settings: Settings, *,
+                 clock: Callable[[], float] = time.time,
+                 pool: cf.ThreadPoolExecutor | None = None,
+                 probe_backoff_s: float = PROBE_BACKOFF_S) -> None:
+        self.store = store
+        self.executor = executor
+        self.settings = settings
+        self.clock = clock
+        self.pool = pool or cf.ThreadPoolExecutor(max_workers=16,
+                                                  thread_name_prefix="andreas-engine")
+        self.probe_backoff_s = probe_backoff_s
+        self.unreachable: set[str] = set()        # nodes this manager marked down
+        self._signalled: set[tuple[str, int | str]] = set()
+        self._killed: set[tuple[str, int | str]] = set()
+        self._orphans: dict[tuple[str, str], float] = {}
+        self._probes: dict[str, cf.Future] = {}
+        self._probe_after: dict[str, float] = {}
+
+    @property
+    def max_retries(self) -> int:
+        return self.settings.manager.max_retries
+
+    # ------------------------------------------------------------------ observe
+
+    def observe(self) -> Observation:
+        now = self.clock()
+        with self.store.session() as s:
+            state = load_state(s)
+        open_nodes = {a.node_id for j in state.jobs.values() for a in j.open_attempts}
+        polled, probe, forced_down = [], [], []
+        for n in state.nodes.values():
+            if n.name in self.unreachable and n.state is not NodeState.DOWN:
+                self.unreachable.discard(n.name)     # someone else set its state since
+            if n.name in self.unreachable and n.id in open_nodes:
+                forced_down.append(n.name)   # attempts left open there: close them now
+            elif n.name in self.unreachable:
+                probe.append(n)
+            elif n.id in open_nodes or (n.state in (NodeState.UP, NodeState.DRAINING)
+                                        and not n.profiling):
+                polled.append(n)
+        futures = {self.pool.submit(self.executor.containers, n.ref): n.name for n in polled}
+        for n in probe:
+            if n.name not in self._probes and now >= self._probe_after.get(n.name, 0.0):
+                self._probes[n.name] = self.pool.submit(self.executor.containers, n.ref)
+        containers: dict[str, list[ContainerState]] = {}
+        failed: dict[str, str] = {name: "marked down" for name in forced_down}
+        for future in cf.as_completed(futures):
+            name = futures[future]
+            try:
+                containers[name] = list(future.result())
+            except Exception as e:  # noqa: BLE001 - any engine error: the node is unreachable
+                failed[name] = str(e) or type(e).__name__
+        if self._probes:
+            cf.wait(list(self._probes.values()), timeout=self.settings.manager.poll_s)
+        recovered = []
+        for name, future in list(self._probes.items()):
+            if not future.done():
+                continue
+            del self._probes[name]
+            if future.exception() is None:
+                recovered.append(name)
+            else:
+                self._probe_after[name] = now + self.probe_backoff_s
+        known = set(state.jobs)
+        wanted = {c.job_id for cs in containers.values() for c in cs} - known
+        others = {}
+        if wanted:
+            with self.store.session() as s:
+                others = load_jobs(s, ids=wanted)
+        return Observation(now_s=now, state=state, containers=containers, failed=failed,
+                           others=others, recovered=tuple(recovered))
+
+    # ------------------------------------------------------------------ settle
+
+    def settle(self, obs: Observation) -> set[str]:
+        """Nodes down/up, exits, adoption, orphans, vanished containers; returns triggers."""
+        triggers: set[str] = set()
+        state = obs.state
+        for name in obs.recovered:
+            node = state.nodes[name]
+            with self.store.session() as s:
+                s.execute(update(Node).where(Node.id == node.id, Node.state == NodeState.DOWN)
+                          .values(state=NodeState.UP))
+            self.unreachable.discard(name)
+            self._probe_after.pop(name, None)
+            log.info("node %s: engine answers again; marked up", name)
+            triggers.add("node-up")
+        for name, why in obs.failed.items():
+            triggers |= self._node_unreachable(obs, state.nodes[name], why)
+        for name, containers in obs.containers.items():
+            triggers |= self._settle_node(obs, state.nodes[name], containers)
+        for job in state.jobs.values():
+            if job.state in LIVE and not job.open_attempts:
+                try:             # inconsistent (edited by hand?): no attempt runs it
+                    with self.store.session() as s:
+                        transition(s, job.id, JobState.PREEMPTED, expected=job.state,
+                                   now_s=obs.now_s)
+                    log.warning("job %s was %s without an open attempt; preempted", job.id,
+                                job.state.value)
+                except TransitionConflict:
+                    pass
+        return triggers
+
+    def _node_unreachable(self, obs: Observation, node: NodeView, why: str) -> set[str]:
+        triggers = set()
+        if node.state is NodeState.UP:
+            with self.store.session() as s:
+                s.execute(update(Node).where(Node.id == node.id, Node.state == NodeState.UP)
+                          .values(state=NodeState.DOWN))
+            self.unreachable.add(node.name)
+            self._probe_after[node.name] = obs.now_s + self.probe_backoff_s
+            log.warning("node %s: engine unreachable (%s); marked down, its jobs will be "
+                        "planned elsewhere", node.name, why)
+            triggers.add("node-down")
+        for job, a in self._open_on(obs.state, node):
+            self._end(job, a, obs.now_s, reason="node unreachable",
+                      new=JobState.PREEMPTED if job.state in LIVE else None)
+            log.info("preempted job=%s attempt=%d node=%s: node unreachable", job.id,
+                     a.attempt, node.name)
+            triggers.add("node-down")
+        return triggers
+
+    @staticmethod
+    def _open_on(state: StoreState, node: NodeView) -> list[tuple[JobView, AttemptView]]:
+        return [(j, a) for j in state.jobs.values() for a in j.open_attempts
+                if a.node_id == node.id]
+
+    def _settle_node(self, obs: Observation, node: NodeView,
+                     containers: list[ContainerState]) -> set[str]:
+        triggers: set[str] = set()
+        now = obs.now_s
+        by_key = {(c.job_id, c.attempt): c for c in containers}
+        mine: set[tuple[str, int]] = set()
+        for job, a in self._open_on(obs.state, node):
+            mine.add((job.id, a.attempt))
+            c = by_key.get((job.id, a.attempt))
+            if c is None:
+                never = a.container_id is None and a.start_s is None
+                reason = "container never started" if never else "container vanished"
+                self._end(job, a, now, reason=reason,
+                          new=JobState.PREEMPTED if job.state in LIVE else None)
+                log.warning("job=%s attempt=%d node=%s: %s; %s", job.id, a.attempt, node.name,
+                            reason, "preempted" if job.state in LIVE else "attempt closed")
+                triggers.add("failed")
+            elif c.running:
+                if a.container_id != c.container_id or a.start_s is None:
+                    self._adopt(job, a, c, now)
+                if job.state in TERMINAL:
+                    self._stop_terminal(job, a, node, c, now)
+            elif c.started_s is None and c.finished_s is None and not c.exit_code:
+                self._safe_remove(node, c)
+                self._end(job, a, now, reason="container never started",
+                          new=JobState.PREEMPTED if job.state in LIVE else None)
+                log.warning("job=%s attempt=%d node=%s: container created but never started; "
+                            "removed", job.id, a.attempt, node.name)
+            else:
+                triggers |= self._record_exit(job, a, node, c, now)
+        for c in containers:
+            if (c.job_id, c.attempt) in mine:
+                continue
+            job = obs.job(c.job_id)
+            latest = job.latest.attempt if job is not None and job.latest else 0
+            if c.running:
+                if node.profiling:
+                    continue          # the Job Profiler's containers are not ours to stop
+                why = ("unknown job" if job is None
+                       else f"job is {job.state.value}" if job.state in TERMINAL
+                       else f"stale attempt {c.attempt} (latest {latest})")
+                self._stop_orphan(node, c, job, why, now)
+            elif job is not None and c.attempt < latest:
+                self._safe_remove(node, c)
+                log.info("removed container %s (job=%s attempt=%d, superseded by attempt %d)",
+                         c.name, c.job_id, c.attempt, latest)
+        live = {(n, c.container_id) for n, cs in obs.containers.items() for c in cs
+                if c.running}
+        for key in [k for k in self._orphans if k[0] == node.name and k not in live]:
+            del self._orphans[key]
+        return triggers
+
+    def _adopt(self, job: JobView, a: AttemptView, c: ContainerState, now: float) -> None:
+        with self.store.session() as s:
+            s.execute(update(JobAttempt).where(JobAttempt.id == a.id)
+                      .values(container_id=c.container_id,
+                              start_s=a.start_s if a.start_s is not None
+                              else (c.started_s if c.started_s is not None else now)))
+        log.info("adopted container %s (job=%s attempt=%d)", c.container_id[:12], job.id,
+                 a.attempt)
+
+    def _record_exit(self, job: JobView, a: AttemptView, node: NodeView, c: ContainerState,
+                     now: float) -> set[str]:
+        code = c.exit_code if c.exit_code is not None else -1
+        end_s = c.finished_s if c.finished_s is not None else now
+        where = f"job={job.id} attempt={a.attempt} node={node.name}"
+        if job.state not in LIVE:
+            self._end(job, a, end_s, exit_code=code, reason=f"exit {code} ({job.state.value})")
+            log.info("%s: exited %d (job %s)", where, code, job.state.value)
+            return set()
+        if code == 0:
+            self._end(job, a, end_s, exit_code=0, reason="completed", new=JobState.COMPLETED,
+                      epochs_done=job.epochs)
+            log.info("completed %s", where)
+            return {"complete"}
+        requested = a.stop_requested_s is not None
+        if requested or (code in (143, 137) and not c.oom_killed):
+            why = "stopped on request" if requested else "stopped by a signal"
+            self._end(job, a, end_s, exit_code=code, reason=f"{why} (exit {code})",
+                      new=JobState.PREEMPTED)
+            log.info("preempted %s: %s (exit %d)", where, why, code)
+            return set() if requested else {"failed"}
+        failures = job.failures + 1
+        detail = " (out of memory)" if c.oom_killed else ""
+        tail = _tail(self.executor.log_tail(node.ref, c.container_id, 20))
+        reason = _clip(f"exit {code}{detail}: {tail}" if tail else f"exit {code}{detail}")
+        final = failures > self.max_retries
+        self._end(job, a, end_s, exit_code=code, reason=reason,
+                  new=JobState.FAILED if final else JobState.PREEMPTED, failures=failures,
+                  job_reason=reason if final else None)
+        if final:
+            log.warning("failed %s after %d failures: %s", where, failures, reason)
+        else:
+            log.warning("%s: %s; retry %d of %d from the checkpoint", where, reason, failures,
+                        self.max_retries)
+        return {"failed"}
+
+    def _end(self, job: JobView, a: AttemptView, end_s: float, *, reason: str,
+             exit_code: int | None = None, new: JobState | None = None,
+             failures: int | None = None, job_reason: str | None = None,
+             epochs_done: int | None = None) -> bool:
+        """Close an attempt and (optionally) move its job, in one transaction."""
+        try:
+            with self.store.session() as s:
+                s.execute(update(JobAttempt)
+                          .where(JobAttempt.id == a.id, JobAttempt.end_s.is_(None))
+                          .values(end_s=end_s, exit_code=exit_code, reason=_clip(reason)))
+                if new is not None:
+                    transition(s, job.id, new, expected=job.state, now_s=self.clock())
+                values: dict[str, Any] = {}
+                if failures is not None:
+                    values["failures"] = failures
+                if job_reason is not None:
+                    values["reason"] = _clip(job_reason)
+                if epochs_done is not None:
+                    values["epochs_done"] = epochs_done
+                if values:
+                    s.execute(update(Job).where(Job.id == job.id).values(**values))
+            return True
+        except TransitionConflict as e:
+            log.info("job %s changed meanwhile (%s); will look again", job.id, e)
+            return False
+
+    # ------------------------------------------------------------------ stopping
+
+    def _signal(self, node: NodeView, cid: str, key: tuple[str, int | str], since_s: float,
+                grace_s: float, now: float, what: str) -> None:
+        """SIGTERM once (per manager process), SIGKILL once the grace period has passed."""
+        try:
+            if key not in self._signalled:
+                self.executor.signal(node.ref, cid, "SIGTERM")
+                self._signalled.add(key)
+                log.info("SIGTERM %s node=%s container=%s (kill after %.0f s)", what,
+                         node.name, cid[:12], grace_s)
+            if now >= since_s + grace_s and key not in self._killed:
+                self.executor.kill(node.ref, cid)
+                self._killed.add(key)
+                log.warning("SIGKILL %s node=%s container=%s: grace period of %.0f s over",
+                            what, node.name, cid[:12], grace_s)
+        except NodeUnreachable as e:
+            log.warning("could not signal %s on node %s: %s", what, node.name, e)
+
+    def _stop_terminal(self, job: JobView, a: AttemptView, node: NodeView, c: ContainerState,
+                       now: float) -> None:
+        since = a.stop_requested_s
+        if since is None:
+            with self.store.session() as s:
+                s.execute(update(JobAttempt).where(JobAttempt.id == a.id,
+                                                   JobAttempt.stop_requested_s.is_(None))
+                          .values(stop_requested_s=now))
+            since = now
+        self._signal(node, c.container_id, (job.id, a.attempt), since, job.grace_s, now,
+                     f"job={job.id} attempt={a.attempt} ({job.state.value})")
+
+    def _stop_orphan(self, node: NodeView, c: ContainerState, job: JobView | None, why: str,
+                     now: float) -> None:
+        since = self._orphans.setdefault((node.name, c.container_id), now)
+        grace = job.grace_s if job is not None else self.settings.executor.stop_grace_s
+        if (c.container_id, "orphan") not in self._signalled:
+            log.warning("container %s on node %s (job=%s attempt=%d) is not wanted: %s; "
+                        "stopping it", c.name, node.name, c.job_id, c.attempt, why)
+        self._signal(node, c.container_id, (c.container_id, "orphan"), since, grace, now,
+                     f"orphan {c.name}")
+
+    def _safe_remove(self, node: NodeView, c: ContainerState) -> None:
+        try:
+            self.executor.remove(node.ref, c.container_id)
+        except ExecutorError as e:
+            log.warning("could not remove container %s on node %s: %s", c.name, node.name, e)
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, target: Target, obs: Observation, state: StoreState) -> set[str]:
+        """Stop what runs against the target, kill what outstayed its grace, start what
+        the target places on free GPUs. ``state``: the store after :meth:`settle`."""
+        now = self.clock()
+        triggers: set[str] = set()
+        in_use: dict[str, set[int]] = {n: set() for n in state.nodes}
+        for job in state.jobs.values():
+            for a in job.open_attempts:
+                node = state.node_of(a)
+                if node is not None:
+                    in_use[node.name].update(a.gpu_ids)
+        for name, cs in obs.containers.items():
+            node = state.nodes.get(name)
+            for c in cs:
+                if c.running and node is not None:
+                    in_use[name].update(i for u in c.gpu_uuids
+                                        if (i := node.index_of(u)) is not None)
+        found = {(c.job_id, c.attempt): c.container_id for cs in obs.containers.values()
+                 for c in cs}
+        polled = set(obs.containers)
+
+        for job in list(state.jobs.values()):
+            a = job.latest
+            if a is None or not a.open:
+                continue
+            node = state.node_of(a)
+            if node is None or node.name not in polled:
+                continue
+            if job.state is JobState.RUNNING and schedulable(node, self.unreachable):
+                why = self._stop_reason(target, job, a, node)
+                if why is not None and self._request_stop(job, a, target, now):
+                    log.info("stop job=%s attempt=%d node=%s gpus=%s decision=%s: %s",
+                             job.id, a.attempt, node.name, _gpus(a.gpu_ids),
+                             target.decision_id, why)
+                    self._signal_preempting(job, a, node, found, now, since_s=now)
+            elif job.state is JobState.PREEMPTING:
+                self._signal_preempting(job, a, node, found, now, since_s=a.stop_requested_s)
+
+        running = obs.running_jobs()
+        for job_id in target.order:
+            job = state.jobs.get(job_id)
+            if job is None or job.state not in WAITING or job_id in running:
+                continue
+            want = target.assignments[job_id]
+            node = state.nodes.get(want.node)
+            if node is None or node.name not in polled or not schedulable(node, self.unreachable):
+                continue
+            free = [g for g in node.usable if g.index not in in_use[node.name]]
+            if len(free) < want.gpus:
+                continue
+            chosen = free[:want.gpus]
+            in_use[node.name].update(g.index for g in chosen)
+            triggers |= self._start(job, node, chosen, target, now)
+        return triggers
+
+    @staticmethod
+    def _stop_reason(target: Target, job: JobView, a: AttemptView, node: NodeView) -> str | None:
+        if job.id in target.postponed:
+            return target.reasons.get(job.id) or "preempt: postponed by the policy"
+        want = target.assignments.get(job.id)
+        if want is None or (want.node == node.name and want.gpus == len(a.gpu_ids)):
+            return None
+        return target.reasons.get(job.id) or (f"move to {want.node}" if want.node != node.name
+                                              else f"resize to {want.gpus} GPUs")
+
+    def _request_stop(self, job: JobView, a: AttemptView, target: Target, now: float) -> bool:
+        """Record the stop request (deadline) and running -> preempting, before any signal."""
+        try:
+            with self.store.session() as s:
+                s.execute(update(JobAttempt).where(JobAttempt.id == a.id)
+                          .values(stop_requested_s=now, stop_decision_id=target.decision_id))
+                transition(s, job.id, JobState.PREEMPTING, expected=JobState.RUNNING,
+                           now_s=now)
+            return True
+        except TransitionConflict as e:
+            log.info("job %s changed meanwhile (%s); not stopped", job.id, e)
+            return False
+
+    def _signal_preempting(self, job: JobView, a: AttemptView, node: NodeView,
+                           found: Mapping[tuple[str, int], str], now: float,
+                           since_s: float | None) -> None:
+        cid = a.container_id or found.get((job.id, a.attempt))
+        if cid is None:
+            return                       # not started yet: adopted (or vanished) next tick
+        self._signal(node, cid, (job.id, a.attempt), since_s if since_s is not None else now,
+                     job.grace_s, now, f"job={job.id} attempt={a.attempt}")
+
+    def _start(self, job: JobView, node: NodeView, gpus: list[GpuView], target: Target,
+               now: float) -> set[str]:
+        previous = job.latest.attempt if job.latest is not None else 0
+        number = previous + 1
+        try:
+            with self.store.session() as s:
+                row = JobAttempt(job_id=job.id, attempt=number, node_id=node.id,
+                                 gpu_ids=[g.index for g in gpus],
+                                 decision_id=target.decision_id)
+                s.add(row)
+                s.flush()
+                attempt_id = row.id
+                transition(s, job.id, JobState.RUNNING, expected=job.state, now_s=now)
+        except (TransitionConflict, IntegrityError) as e:
+            log.info("job %s: not started, it changed meanwhile (%s)", job.id,
+                     str(e).splitlines()[0])
+            return set()
+        log.info("start job=%s attempt=%d node=%s gpus=%s decision=%s: %s", job.id, number,
+                 node.name, _gpus(g.index for g in gpus), target.decision_id,
+                 target.reasons.get(job.id, "planned"))
+        request = StartRequest(job_id=job.id, attempt=number, image=job.image,
+                               command=job.command, env=dict(job.env), epochs=job.epochs,
+                               gpu_uuids=tuple(g.uuid for g in gpus), fake_gpus=node.fake,
+                               grace_s=job.grace_s, restart_count=previous)
+        attempt = AttemptView(id=attempt_id, job_id=job.id, attempt=number, node_id=node.id,
+                              gpu_ids=tuple(g.index for g in gpus), container_id=None,
+                              start_s=None, end_s=None, exit_code=None,
+                              decision_id=target.decision_id, stop_decision_id=None,
+                              stop_requested_s=None)
+        running = _replace_state(job, JobState.RUNNING)
+        try:
+            cid = self.executor.start(node.ref, request)
+        except ContainerConflict:
+            cid = self._find_existing(node, job.id, number)
+            if cid is None:
+                return set()             # the next tick adopts it or sees it vanished
+            log.info("job=%s attempt=%d: container exists already; adopted", job.id, number)
+        except (ImageNotFound, ImageNotAllowed) as e:
+            reason = _clip(str(e))
+            self._end(running, attempt, now, reason=reason, new=JobState.FAILED,
+                      job_reason=reason)
+            log.warning("failed job=%s: %s", job.id, reason)
+            return {"failed"}
+        except NodeUnreachable as e:
+            self._end(running, attempt, now, reason="node unreachable", new=JobState.PREEMPTED)
+            log.warning("job=%s: node %s unreachable at start (%s); the next tick looks "
+                        "at the node", job.id, node.name, e)
+            return set()
+        except ExecutorError as e:
+            failures = job.failures + 1
+            final = failures > self.max_retries
+            reason = _clip(f"start failed: {e}")
+            self._end(running, attempt, now, reason=reason,
+                      new=JobState.FAILED if final else JobState.PREEMPTED, failures=failures,
+                      job_reason=reason if final else None)
+            log.warning("job=%s: %s (%d of %d)", job.id, reason, failures, self.max_retries)
+            return {"failed"}
+        with self.store.session() as s:
+            s.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+                      .values(container_id=cid, start_s=now))
+        return set()
+
+    def _find_existing(self, node: NodeView, job_id: str, attempt: int) -> str | None:
+        try:
+            for c in self.executor.containers(node.ref):
+                if c.job_id == job_id and c.attempt == attempt:
+                    return c.container_id
+        except ExecutorError:
+            pass
+        return None
+
+
+def _gpus(indexes) -> str:
+    return ",".join(str(i) for i in indexes)
+
+
+def _replace_state(job: JobView, state: JobState) -> JobView:
+    return replace(job, state=state)

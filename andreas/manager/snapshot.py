@@ -1,0 +1,135 @@
+"""The store at ``now_s`` as an optimizer :class:`~andreas.model.Snapshot`.
+
+- Nodes: ``up``, not reserved for profiling, reachable in the manager's own view, with at
+  least one usable GPU (healthy, not MIG); capacity = usable GPUs, power curve truncated
+  to it.
+- Jobs: queued, preempted and preempting ones wait (``running=None``: a preempting job is
+  being stopped and will restart from its checkpoint); running ones run on
+  ``Config(node, g)``. A job running on a node that is not schedulable (draining, down
+  while its engine still answers, profiling) is *pinned*: left out of the snapshot and
+  left alone until it ends. A waiting job that can run on no schedulable node (no epoch
+  time for any type there) is left out too and reported as postponed by the manager,
+  because the policies must only see jobs they can place.
+- Progress: ``epochs_done`` = the highest epoch of the job's epoch events (written back to
+  ``jobs.epochs_done`` where it grew).
+- Epoch times per GPU type for g = 1 .. min(job.max_gpus, largest schedulable node of the
+  type), from :class:`~andreas.manager.estimates.Estimator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.orm import Session
+
+from andreas.config import ManagerSettings
+from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
+from andreas.manager.state import NodeView, StoreState, WAITING
+from andreas.model import Config, Energy, Job, Node, Params, Snapshot
+from andreas.store.models import EpochEvent, JobState, NodeState
+from andreas.store.models import Job as JobRow
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotBuild:
+    """A snapshot and what went into it: power curves of the schedulable nodes, epoch
+    estimates (with sources), jobs left out as pinned or as unrunnable."""
+
+    snapshot: Snapshot
+    curves: Mapping[str, PowerCurve]
+    epochs: Mapping[tuple[str, str], tuple[EpochEstimate, ...]] = field(default_factory=dict)
+    pinned: tuple[str, ...] = ()
+    unrunnable: tuple[str, ...] = ()
+
+
+def schedulable(node: NodeView, unreachable: Collection[str] = ()) -> bool:
+    """Whether the optimizer may place jobs on the node."""
+    return (node.state is NodeState.UP and not node.profiling and node.name not in unreachable
+            and len(node.usable) > 0)
+
+
+def settings_energy(settings: ManagerSettings) -> Energy:
+    return Energy(pue=settings.energy_pue, price_per_kwh=settings.price_per_kwh)
+
+
+def settings_params(settings: ManagerSettings) -> Params:
+    return Params(period_s=settings.period_s, restart_overhead_s=settings.restart_overhead_s)
+
+
+def epochs_done(s: Session, job_ids: Collection[str]) -> dict[str, int]:
+    """The highest epoch each job reported (jobs without events are absent)."""
+    ids = sorted(job_ids)
+    out: dict[str, int] = {}
+    for start in range(0, len(ids), 1000):
+        out.update((j, int(e)) for j, e in s.execute(
+            select(EpochEvent.job_id, func.max(EpochEvent.epoch))
+            .where(EpochEvent.job_id.in_(ids[start:start + 1000]))
+            .group_by(EpochEvent.job_id)))
+    return out
+
+
+def write_epochs_done(s: Session, done: Mapping[str, int], stored: Mapping[str, int]) -> int:
+    """``jobs.epochs_done`` = the reported epochs where they grew; one statement for all."""
+    rows = [{"b_id": j, "b_done": e} for j, e in done.items() if e > stored.get(j, 0)]
+    if rows:
+        s.connection().execute(
+            update(JobRow).where(JobRow.id == bindparam("b_id"),
+                                 JobRow.epochs_done < bindparam("b_done"))
+            .values(epochs_done=bindparam("b_done")), rows)
+    return len(rows)
+
+
+def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
+                   settings: ManagerSettings, now_s: float, *,
+                   unreachable: Collection[str] = ()) -> SnapshotBuild:
+    """The optimizer's view of the store (see the module docstring)."""
+    nodes = [n for n in state.nodes.values() if schedulable(n, unreachable)]
+    names = {n.name for n in nodes}
+    curves = estimator.power_curves(
+        s, [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type, gpus=len(n.gpus))
+            for n in nodes], now_s)
+    model_nodes = tuple(Node(name=n.name, gpu_type=n.gpu_type, gpus=len(n.usable),
+                             power_w=curves[n.name].power_w[:len(n.usable) + 1])
+                        for n in nodes)
+    largest: dict[str, int] = {}
+    for n in model_nodes:
+        largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)
+
+    pinned, planned = [], []
+    for job in state.jobs.values():
+        if job.state in WAITING or job.state is JobState.PREEMPTING:
+            planned.append((job, None))
+        elif job.state is JobState.RUNNING:
+            a = job.latest
+            node = state.node_of(a) if a is not None and a.open else None
+            if node is not None and node.name in names:
+                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids))))
+            else:
+                pinned.append(job.id)
+    done = epochs_done(s, [j.id for j, _ in planned])
+    write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
+    tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
+
+    jobs, unrunnable = [], []
+    for job, running in sorted(planned, key=lambda p: (p[0].submit_s, p[0].id)):
+        cap = job.max_gpus if job.max_gpus and job.max_gpus > 0 else None
+        times = {}
+        for gpu_type, g_max in largest.items():
+            est = tables.get((job.application, gpu_type))
+            limit = min(g_max, cap) if cap else g_max
+            if est and limit >= 1:
+                times[gpu_type] = tuple(e.seconds for e in est[:limit])
+        if not times and running is None:
+            unrunnable.append(job.id)
+            continue
+        progress = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
+        jobs.append(Job(id=job.id, submit_s=job.submit_s, due_s=job.due_s, weight=job.weight,
+                        epochs=job.epochs, epoch_time_s=times, app=job.application,
+                        epochs_done=progress, running=running))
+    snapshot = Snapshot(nodes=model_nodes, jobs=tuple(jobs), now_s=now_s,
+                        energy=settings_energy(settings), params=settings_params(settings),
+                        name=f"store@{now_s:.0f}")
+    return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
+                         pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable))
