@@ -5,6 +5,7 @@
 #   bash scripts/bench.sh optimizer   # only the optimizer; extra arguments go to it (--help)
 #   bash scripts/bench.sh simulator   # only the simulator; extra arguments go to it (--help)
 #   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh)
+#   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +21,9 @@ if [ "$which" = all ] || [ "$which" = optimizer ]; then
 fi
 if [ "$which" = all ] || [ "$which" = simulator ]; then
     .venv/bin/python tests/benchmarks/bench_simulator.py --json out/bench_simulator.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = manager ]; then
+    .venv/bin/python tests/benchmarks/bench_manager.py --json out/bench_manager.json "$@"
 fi
 if [ "$which" = all ] || [ "$which" = agent ]; then
     # 4 followed containers need Docker and the test image: the same daemon test.sh uses.
