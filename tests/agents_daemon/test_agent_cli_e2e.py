@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from agents.cli import main
 from andreas.profiles import load_profiles
 from andreas.store.engine import make_engine
+from andreas.store.migrate import head_revision
 
 from .helpers_agent import sqlite_store
 
@@ -105,7 +106,7 @@ def test_check_prints_what_the_agent_sees(tmp_path):
     for expected in ("FAKE NVML", "GPUs: 3 found, 3 sampled",
                      "energy counter: yes (nvmlDeviceGetTotalEnergyConsumption)",
                      "energy counter: no (energy integrated from power)", "Host power:",
-                     "Docker: not followed", "schema at revision 0002 (head)",
+                     "Docker: not followed", f"schema at revision {head_revision()} (head)",
                      "node e2e-node: not registered yet or changed; the agent registers it",
                      "Spool: spool ", "0 record(s) waiting", "andreas-agent --check: usable"):
         assert expected in text, (expected, text)
