@@ -6,6 +6,7 @@
 #   bash scripts/bench.sh simulator   # only the simulator; extra arguments go to it (--help)
 #   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh)
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
+#   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,4 +34,12 @@ if [ "$which" = all ] || [ "$which" = agent ]; then
     trap docker_test_stop EXIT
     docker_test_start out/docker-bench || echo "bench.sh: no Docker; the agent benchmark runs without containers"
     .venv/bin/python tests/benchmarks/bench_agent.py --json out/bench_agent.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = submit ]; then
+    # A real daemon and the busybox test image, as test.sh provides them.
+    # shellcheck source=scripts/docker-test-daemon.sh
+    source scripts/docker-test-daemon.sh
+    trap docker_test_stop EXIT
+    docker_test_start out/docker-bench
+    .venv/bin/python tests/benchmarks/bench_submit.py --json out/bench_submit.json "$@"
 fi

@@ -11,8 +11,8 @@ every GPU. Measured, median of ``--repeat`` runs:
 - tick: a reconciliation pass that finds nothing to do (the steady state, every poll_s);
 - baseline: the policy alone on the same snapshot, measured in the same run.
 
-Prints times and ratios to the baseline; target (issue 6): a rescheduling in well under
-1 s. Times are printed, never asserted. SQLite by default; ``--mariadb`` uses a fresh
+Prints times and ratios to the baseline; target (issue 6): snapshot + decision + diff
+(reschedule + tick) under 2 s. Times are printed, never asserted. SQLite by default; ``--mariadb`` uses a fresh
 database on ANDREAS_TEST_MARIADB_URL (an administrator's URL of a throw-away server).
 Run: ``python tests/benchmarks/bench_manager.py [--policy rg] [--mariadb]``.
 """
@@ -163,7 +163,9 @@ def main() -> None:
     print(f"{len(snap.nodes)} nodes, {len(snap.jobs)} jobs, policy {args.policy}")
     for key, value in results.items():
         print(f"  {key:18} {value * 1000:8.1f} ms   {value / base:6.2f} x policy alone")
-    print(f"target: reschedule < 1000 ms -> {'met' if results['reschedule_s'] < 1 else 'MISSED'}")
+    total = results["reschedule_s"] + results["tick_s"]
+    print(f"target: reschedule + tick = {total * 1000:.0f} ms < 2000 ms -> "
+          f"{'met' if total < 2 else 'MISSED'}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     m.close()
