@@ -1,0 +1,265 @@
+"""A tiny CPU training job that follows the andreas job contract exactly.
+
+It exists so that andreas can be tried and tested end to end without GPUs or big
+images: a 1-hidden-layer MLP (numpy only) learns a synthetic binary task made by a fixed
+random "teacher" network, with minibatch SGD. Everything the contract asks for is here:
+
+- reads ``ANDREAS_JOB_ID``, ``ANDREAS_CHECKPOINT_DIR``, ``ANDREAS_EPOCHS`` and
+  ``ANDREAS_RESTART_COUNT`` (``job.JobEnv``);
+- resumes from the newest complete checkpoint (``job.latest_checkpoint``);
+- prints the ``ANDREAS-PROGRESS v1`` start/end line of every epoch with ``loss``,
+  ``acc`` and ``steps`` (``job.EpochReporter``);
+- after every epoch writes the checkpoint atomically and then the manifest
+  (``job.save_checkpoint``);
+- on SIGTERM stops at once: the partial epoch is discarded (no end line, no
+  checkpoint), the last complete epoch's checkpoint stays, exit code 143;
+- exit code 0 once all epochs are done.
+
+The checkpoint (``epoch-NNNNNN.npz``, a few tens of KiB) carries the weights, the global
+step and the *epoch history*: ``[{"epoch": n, "restart_count": r, "t": unix_s}, ...]``
+for every completed epoch across restarts, so a test can check that a job that was
+preempted and moved ran epochs 1..N exactly once each (``history.py`` prints it).
+
+Work per epoch: ``ANDREAS_EXAMPLE_STEPS`` minibatch steps when set, else as many steps
+as fit in ``ANDREAS_EXAMPLE_EPOCH_S`` seconds (default 2). ``ANDREAS_EXAMPLE_SEED``
+(default 1234) fixes the data and the initial weights; the minibatch order of epoch n is
+drawn from (seed, n), so a resumed run samples what an uninterrupted one would.
+
+In the image this file sits next to a copy of ``andreas/job.py`` (imported as ``job``);
+in the repository it falls back to ``andreas.job``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":
+    # Small matrices: BLAS threads only add overhead (and take the node's other cores).
+    # Only as a program: an importer's environment (and its children's) stays its own.
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402  (after the thread settings, which it reads at import)
+
+try:  # noqa: E402                      # the image: /app/job.py next to this file
+    import job
+except ImportError:                     # the repository
+    from andreas import job
+
+ENV_EPOCH_S = "ANDREAS_EXAMPLE_EPOCH_S"
+ENV_STEPS = "ANDREAS_EXAMPLE_STEPS"
+ENV_SEED = "ANDREAS_EXAMPLE_SEED"
+DEFAULT_EPOCH_S = 2.0
+DEFAULT_SEED = 1234
+DEFAULT_EPOCHS = 3                      # outside andreas, without ANDREAS_EPOCHS
+FORMAT = "andreas-example/1"
+SUFFIX = ".npz"
+
+SAMPLES, FEATURES, HIDDEN, TEACHER_HIDDEN = 4096, 32, 64, 16
+BATCH = 128
+LR0, LR_DECAY_STEPS = 0.05, 2000.0
+
+
+@dataclass
+class State:
+    """Everything a checkpoint holds: weights, global step, completed-epoch history."""
+
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: np.ndarray
+    step: int = 0
+    epoch: int = 0
+    seed: int = DEFAULT_SEED
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def make_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic task: labels from a random tanh teacher, so the student can fit it
+    and the loss keeps falling for many epochs."""
+    rng = np.random.default_rng([seed, 0])
+    x = rng.standard_normal((SAMPLES, FEATURES))
+    t1 = rng.standard_normal((FEATURES, TEACHER_HIDDEN)) / math.sqrt(FEATURES)
+    t2 = rng.standard_normal(TEACHER_HIDDEN)
+    y = (np.tanh(x @ t1) @ t2 > 0).astype(np.float64)
+    return x, y
+
+
+def initial_state(seed: int) -> State:
+    rng = np.random.default_rng([seed, 1])
+    return State(w1=rng.standard_normal((FEATURES, HIDDEN)) / math.sqrt(FEATURES),
+                 b1=np.zeros(HIDDEN), w2=rng.standard_normal(HIDDEN) / math.sqrt(HIDDEN),
+                 b2=np.zeros(1), seed=seed)
+
+
+def _forward(s: State, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    h = np.tanh(x @ s.w1 + s.b1)
+    return h, h @ s.w2 + s.b2[0]
+
+
+def evaluate(s: State, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Mean binary cross-entropy and accuracy on the whole training set."""
+    _, z = _forward(s, x)
+    loss = np.mean(np.logaddexp(0.0, z) - y * z)
+    return float(loss), float(np.mean((z > 0) == (y > 0.5)))
+
+
+def sgd_step(s: State, xb: np.ndarray, yb: np.ndarray) -> None:
+    h, z = _forward(s, xb)
+    g = (1.0 / (1.0 + np.exp(-z)) - yb) / len(yb)           # d loss / d z
+    gh = np.outer(g, s.w2) * (1.0 - h * h)
+    lr = LR0 / math.sqrt(1.0 + s.step / LR_DECAY_STEPS)
+    s.w2 -= lr * (h.T @ g)
+    s.b2 -= lr * g.sum()
+    s.w1 -= lr * (xb.T @ gh)
+    s.b1 -= lr * gh.sum(axis=0)
+    s.step += 1
+
+
+class Stopped(Exception):
+    """SIGTERM arrived during an epoch: that epoch is abandoned."""
+
+
+def train_epoch(s: State, x: np.ndarray, y: np.ndarray, epoch: int, *,
+                steps: int | None, seconds: float, stop: job.GracefulStop) -> int:
+    """Run one epoch's minibatch steps (a fixed count, or until ``seconds`` passed);
+    raise Stopped as soon as a stop is requested. Returns the steps taken."""
+    rng = np.random.default_rng([s.seed, 2, epoch])
+    deadline = time.monotonic() + seconds
+    done = 0
+    order = rng.permutation(SAMPLES)
+    cursor = 0
+    while True:
+        if stop.requested:
+            raise Stopped
+        if steps is not None and done >= steps:
+            break
+        if steps is None and done > 0 and time.monotonic() >= deadline:
+            break
+        if cursor + BATCH > SAMPLES:
+            order, cursor = rng.permutation(SAMPLES), 0
+        idx = order[cursor:cursor + BATCH]
+        cursor += BATCH
+        sgd_step(s, x[idx], y[idx])
+        done += 1
+    return done
+
+
+# --- checkpoints ---------------------------------------------------------------------
+
+def save_state(s: State, path: Path) -> None:
+    """Write the npz to ``path`` (a temporary name chosen by job.atomic_write; a file
+    object keeps np.savez from appending ".npz")."""
+    meta = {"format": FORMAT, "epoch": s.epoch, "step": s.step, "seed": s.seed,
+            "shape": [FEATURES, HIDDEN]}
+    with open(path, "wb") as f:
+        np.savez(f, w1=s.w1, b1=s.b1, w2=s.w2, b2=s.b2, meta=np.array(json.dumps(meta)),
+                 history=np.array(json.dumps(s.history)))
+
+
+def load_state(path: str | Path) -> State:
+    """Read a checkpoint written by :func:`save_state`; ValueError if it is not one."""
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"].item()))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: not an {FORMAT} checkpoint: {meta.get('format')!r}")
+        if meta.get("shape") != [FEATURES, HIDDEN]:
+            raise ValueError(f"{path}: model shape {meta.get('shape')} is not "
+                             f"{[FEATURES, HIDDEN]}")
+        return State(w1=data["w1"].copy(), b1=data["b1"].copy(), w2=data["w2"].copy(),
+                     b2=data["b2"].copy(), step=int(meta["step"]), epoch=int(meta["epoch"]),
+                     seed=int(meta["seed"]),
+                     history=json.loads(str(data["history"].item())))
+
+
+def read_history(checkpoint_dir: str | Path) -> list[dict[str, Any]]:
+    """The epoch history of the newest complete checkpoint ([] without one)."""
+    latest = job.latest_checkpoint(checkpoint_dir)
+    return [] if latest is None else load_state(latest.path).history
+
+
+# --- main ----------------------------------------------------------------------------
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = float(raw)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: must be a number > 0, got {raw!r}")
+    return value
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = int(raw)
+    if value < 1:
+        raise ValueError(f"{name}: must be a whole number >= 1, got {raw!r}")
+    return value
+
+
+def _log(message: str) -> None:
+    print(f"train: {message}", file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    stop = job.GracefulStop().install()           # first, so no SIGTERM is lost
+    try:
+        env = job.JobEnv.from_environ()
+        epoch_s = _env_float(ENV_EPOCH_S, DEFAULT_EPOCH_S)
+        steps = _env_int(ENV_STEPS, None)
+        seed = _env_int(ENV_SEED, DEFAULT_SEED)
+    except ValueError as e:
+        _log(str(e))
+        return 2
+    assert seed is not None
+    epochs = env.epochs or DEFAULT_EPOCHS
+    reporter = job.EpochReporter(epochs=epochs)
+    directory = env.checkpoint_dir
+    if directory is None:
+        _log(f"{job.ENV_CHECKPOINT_DIR} is not set: training without checkpoints")
+
+    latest = job.latest_checkpoint(directory)
+    if latest is not None:
+        state = load_state(latest.path)
+        if state.epoch != latest.epoch:
+            raise ValueError(f"{latest.path}: holds epoch {state.epoch}, named {latest.epoch}")
+        _log(f"resuming after epoch {state.epoch} from {latest.path.name} "
+             f"(restart {env.restart_count})")
+    else:
+        state = initial_state(seed)
+    x, y = make_data(state.seed)
+
+    for epoch in range(state.epoch + 1, epochs + 1):
+        stop.exit_if_requested()
+        try:
+            with reporter.epoch(epoch) as ep:
+                done = train_epoch(state, x, y, epoch, steps=steps, seconds=epoch_s,
+                                   stop=stop)
+                loss, acc = evaluate(state, x, y)
+                state.epoch = epoch
+                state.history.append({"epoch": epoch, "restart_count": env.restart_count,
+                                      "t": time.time()})
+                if directory is not None:
+                    job.save_checkpoint(directory, epoch, lambda p: save_state(state, p),
+                                        suffix=SUFFIX)
+                ep.metrics.update(loss=loss, acc=acc, steps=done)
+        except Stopped:
+            _log(f"stopped during epoch {epoch}: discarded it, epoch {epoch - 1} is the "
+                 f"last checkpoint; exiting with {job.EXIT_PREEMPTED}")
+            return job.EXIT_PREEMPTED
+    stop.exit_if_requested()       # a SIGTERM during the last save: still "stopped"
+    return job.EXIT_DONE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
