@@ -20,8 +20,8 @@ step and the *epoch history*: ``[{"epoch": n, "restart_count": r, "t": unix_s}, 
 for every completed epoch across restarts, so a test can check that a job that was
 preempted and moved ran epochs 1..N exactly once each (``history.py`` prints it).
 
-Work per epoch: ``ANDREAS_EXAMPLE_STEPS`` minibatch steps when set, else as many steps
-as fit in ``ANDREAS_EXAMPLE_EPOCH_S`` seconds (default 2). ``ANDREAS_EXAMPLE_SEED``
+Work per epoch: ``EXAMPLE_STEPS`` minibatch steps when set, else as many steps
+as fit in ``EXAMPLE_EPOCH_S`` seconds (default 2). ``EXAMPLE_SEED``
 (default 1234) fixes the data and the initial weights; the minibatch order of epoch n is
 drawn from (seed, n), so a resumed run samples what an uninterrupted one would.
 
@@ -53,9 +53,9 @@ try:  # noqa: E402                      # the image: /app/job.py next to this fi
 except ImportError:                     # the repository
     from andreas import job
 
-ENV_EPOCH_S = "ANDREAS_EXAMPLE_EPOCH_S"
-ENV_STEPS = "ANDREAS_EXAMPLE_STEPS"
-ENV_SEED = "ANDREAS_EXAMPLE_SEED"
+ENV_EPOCH_S = "EXAMPLE_EPOCH_S"
+ENV_STEPS = "EXAMPLE_STEPS"
+ENV_SEED = "EXAMPLE_SEED"
 DEFAULT_EPOCH_S = 2.0
 DEFAULT_SEED = 1234
 DEFAULT_EPOCHS = 3                      # outside andreas, without ANDREAS_EPOCHS

@@ -62,7 +62,7 @@ def job_env(checkpoint_dir: Path | str, epochs: int, restart: int = 0, *,
     env["PYTHONPATH"] = str(REPO)          # the repo fallback: ``from andreas import job``
     env.update(job.job_environment(job_id or f"ex-{uuid.uuid4().hex[:8]}", checkpoint_dir,
                                    epochs, restart))
-    env["ANDREAS_EXAMPLE_EPOCH_S"] = str(epoch_s)
+    env["EXAMPLE_EPOCH_S"] = str(epoch_s)
     return env
 
 
