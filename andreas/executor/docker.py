@@ -1,0 +1,418 @@
+"""The Docker executor: every node's engine through the Docker SDK, one client per endpoint.
+
+Endpoints: ``unix://`` as given; ``ssh://[user@]host[:port]`` through the SDK's paramiko
+transport (needs ``paramiko``, i.e. ``docker[ssh]``; host keys must be known, unknown
+ones are rejected, ``~/.ssh/config`` is read); ``tcp://`` only with TLS, the server
+verified against ``[executor] tls_ca_cert`` and the client certificate sent when
+configured. A plain ``tcp://`` (root on the node for anyone on the network) or any other
+scheme is refused.
+
+Clients are created on first use, cached per endpoint and shared by the manager's
+threads (the SDK's session pools its connections); a client whose engine stopped
+answering is dropped so the next call builds a fresh one. Docker SDK and transport
+errors are translated here, once, into :mod:`andreas.executor.errors`.
+
+Cost of :meth:`DockerExecutor.containers`, called every tick for every node: one list
+call; a container is inspected only when it is first seen and when its state changes
+(exited containers are immutable), so a steady node costs one API call per tick.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from andreas.config import ExecutorSettings
+from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
+                                   container_name)
+from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
+                                     ImageNotFound, NodeUnreachable)
+from andreas.job import LABEL_JOB, container_labels, job_environment, job_labels
+
+log = logging.getLogger("andreas.executor")
+
+ClientFactory = Callable[[str], Any]       # endpoint -> docker.DockerClient
+_RUNNING = ("running", "paused", "restarting")
+_ZERO_TIME = "0001-01-01T00:00:00Z"
+_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+# --------------------------------------------------------------------- pure parts
+
+def image_allowed(image: str, patterns: tuple[str, ...]) -> bool:
+    """fnmatch (case-sensitive) against ``[executor] image_allowlist``; empty: any image."""
+    return not patterns or any(fnmatch.fnmatchcase(image, p) for p in patterns)
+
+
+def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]:
+    """The checkpoint directory (read-write) and ``extra_volumes``, as Docker binds."""
+    root = settings.checkpoint_root.rstrip("/")
+    binds = [f"{root}/{request.job_id}:{settings.checkpoint_mount}:rw"]
+    for spec in settings.extra_volumes:
+        parts = spec.split(":")
+        if len(parts) == 2:
+            parts.append("rw")
+        if len(parts) != 3 or not parts[0] or not parts[1] or parts[2] not in ("ro", "rw"):
+            raise ExecutorError(f"[executor] extra_volumes: {spec!r} is not "
+                                "host:container[:ro|rw]")
+        binds.append(":".join(parts))
+    return binds
+
+
+def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, Any]:
+    """The keyword arguments of ``client.containers.run`` for one attempt (pure)."""
+    if settings.network == "host" and not settings.allow_host_network:
+        raise ExecutorError("[executor] network = 'host' needs allow_host_network = true")
+    try:
+        contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
+                                   request.restart_count)
+        labels = container_labels(request.job_id, request.attempt, request.gpu_uuids)
+    except ValueError as e:
+        raise ExecutorError(f"job {request.job_id!r} attempt {request.attempt}: {e}") from e
+    options: dict[str, Any] = {
+        "image": request.image,
+        "name": container_name(request.job_id, request.attempt),
+        "detach": True,
+        "labels": labels,
+        "environment": {**request.env, **contract},     # the contract's names win
+        "volumes": volume_binds(request, settings),
+        "network_mode": settings.network,
+        "privileged": False,
+        "auto_remove": False,                            # the log must outlive the exit
+        "security_opt": ["no-new-privileges"],
+    }
+    if request.command:
+        options["command"] = list(request.command)
+    if request.gpu_uuids and not request.fake_gpus:
+        import docker.types
+
+        options["device_requests"] = [docker.types.DeviceRequest(
+            device_ids=list(request.gpu_uuids), capabilities=[["gpu"]])]
+    return options
+
+
+def docker_time(value: str | None) -> float | None:
+    """Docker's RFC 3339 time (nanoseconds) as UTC seconds; its zero time is None."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    m = _TIME.match(value.strip())
+    if m is None:
+        return None
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    base = datetime.fromisoformat(m.group(1) + zone).astimezone(UTC)
+    return base.timestamp() + float(f"0.{m.group(2) or 0}")
+
+
+def container_state(info: dict[str, Any]) -> ContainerState | None:
+    """An inspected container as the manager sees it (None: not andreas-labelled).
+    Raises ValueError for a labelled container with unreadable labels."""
+    labels = job_labels((info.get("Config") or {}).get("Labels"))
+    if labels is None:
+        return None
+    st = info.get("State") or {}
+    status = st.get("Status", "")
+    running = status in _RUNNING or (not status and bool(st.get("Running")))
+    never = status == "created"
+    return ContainerState(
+        container_id=info["Id"], name=(info.get("Name") or "").lstrip("/"),
+        job_id=labels.job_id, attempt=labels.attempt, gpu_uuids=labels.gpu_uuids,
+        running=running,
+        exit_code=None if running or never else int(st.get("ExitCode", -1)),
+        oom_killed=bool(st.get("OOMKilled")), error=st.get("Error") or "",
+        started_s=docker_time(st.get("StartedAt")),
+        finished_s=None if running else docker_time(st.get("FinishedAt")))
+
+
+# --------------------------------------------------------------------- errors
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(getattr(e, "explanation", None) or e).split())
+    return (text or type(e).__name__)[:400]
+
+
+def _unreachable(e: BaseException) -> bool:
+    """Transport trouble anywhere in the chain (the SDK wraps it in DockerException)."""
+    import docker.errors
+    import requests.exceptions
+    import urllib3.exceptions
+
+    seen = 0
+    cur: BaseException | None = e
+    while cur is not None and seen < 10:
+        if isinstance(cur, docker.errors.APIError):
+            return False                          # the engine answered
+        if isinstance(cur, (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
+                            urllib3.exceptions.HTTPError, OSError)):
+            return True
+        if type(cur).__module__.startswith("paramiko"):
+            return True
+        cur, seen = cur.__cause__ or cur.__context__, seen + 1
+    return False
+
+
+@dataclass(eq=False)
+class _Engine:
+    """One endpoint: its client (created once, under ``lock``) and what was inspected."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    client: Any = None
+    seen: dict[str, tuple[str, ContainerState | None]] = field(default_factory=dict)
+
+
+class DockerExecutor(Executor):
+    """The cluster's Docker engines. ``client_factory(endpoint)``: for tests; by default a
+    ``docker.DockerClient`` with the settings' timeout (and TLS for ``tcp://``)."""
+
+    def __init__(self, settings: ExecutorSettings, *,
+                 client_factory: ClientFactory | None = None) -> None:
+        self.settings = settings
+        self._factory = client_factory or self._default_client
+        self._lock = threading.Lock()
+        self._engines: dict[str, _Engine] = {}
+
+    # ------------------------------------------------------------ clients
+
+    def _check_endpoint(self, node: NodeRef) -> str:
+        """The endpoint if its scheme is allowed; a one-line ExecutorError if not."""
+        endpoint = node.docker_endpoint.strip()
+        scheme = endpoint.split("://", 1)[0].lower() if "://" in endpoint else ""
+        where = f"node {node.name}: endpoint {endpoint}"
+        if scheme == "tcp":
+            s = self.settings
+            if not s.tls_ca_cert:
+                raise ExecutorError(f"{where}: plain tcp:// is refused; set [executor] "
+                                    "tls_ca_cert (and tls_client_cert, tls_client_key)")
+            if bool(s.tls_client_cert) != bool(s.tls_client_key):
+                raise ExecutorError(f"{where}: [executor] tls_client_cert and "
+                                    "tls_client_key go together")
+        elif scheme not in ("unix", "ssh"):
+            raise ExecutorError(f"{where}: refused, not unix://, ssh:// or tcp:// with TLS")
+        return endpoint
+
+    def _default_client(self, endpoint: str) -> Any:
+        import docker
+        import docker.tls
+
+        s = self.settings
+        tls: Any = False
+        if endpoint.lower().startswith("tcp://"):        # checked: a CA is configured
+            cert = (s.tls_client_cert, s.tls_client_key) if s.tls_client_cert else None
+            tls = docker.tls.TLSConfig(client_cert=cert, ca_cert=s.tls_ca_cert, verify=True)
+        return docker.DockerClient(base_url=endpoint, version="auto", tls=tls,
+                                   timeout=s.docker_timeout_s, use_ssh_client=False)
+
+    def _client(self, node: NodeRef) -> tuple[_Engine, Any]:
+        endpoint = self._check_endpoint(node)
+        with self._lock:
+            engine = self._engines.setdefault(endpoint, _Engine())
+        with engine.lock:                 # a slow endpoint blocks only its own callers
+            if engine.client is None:
+                try:
+                    engine.client = self._factory(endpoint)
+                except ExecutorError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - translated
+                    raise self._translate(e, node, "connect") from e
+            return engine, engine.client
+
+    def _drop(self, node: NodeRef, client: Any) -> None:
+        with self._lock:
+            engine = self._engines.get(node.docker_endpoint.strip())
+        if engine is None:
+            return
+        with engine.lock:
+            if engine.client is not client:
+                return
+            engine.client = None
+            engine.seen.clear()
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing a broken client is best effort
+            pass
+
+    def _translate(self, e: BaseException, node: NodeRef, what: str) -> ExecutorError:
+        if _unreachable(e):
+            return NodeUnreachable(f"node {node.name} ({node.docker_endpoint}): engine "
+                                   f"unreachable: {what}: {_one_line(e)}")
+        return ExecutorError(f"node {node.name}: {what}: {_one_line(e)}")
+
+    def _call(self, node: NodeRef, what: str, fn: Callable[[Any], Any]) -> Any:
+        _, client = self._client(node)
+        try:
+            return fn(client)
+        except ExecutorError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at this boundary
+            err = self._translate(e, node, what)
+            if isinstance(err, NodeUnreachable):
+                self._drop(node, client)
+            raise err from e
+
+    # ------------------------------------------------------------ Executor
+
+    def ping(self, node: NodeRef) -> None:
+        self._call(node, "ping", lambda c: c.ping())
+
+    def start(self, node: NodeRef, request: StartRequest) -> str:
+        import docker.errors
+
+        name = container_name(request.job_id, request.attempt)
+        if not image_allowed(request.image, self.settings.image_allowlist):
+            raise ImageNotAllowed(f"image {request.image}: not in the image allowlist "
+                                  f"({', '.join(self.settings.image_allowlist)})")
+        options = run_options(request, self.settings)
+        self._ensure_image(node, request.image)
+        _, client = self._client(node)
+        try:
+            container = client.containers.run(**options)
+        except docker.errors.ImageNotFound as e:
+            raise ImageNotFound(f"image {request.image}: not found on node {node.name}: "
+                                f"{_one_line(e)}") from e
+        except docker.errors.APIError as e:
+            if e.status_code == 409:
+                raise ContainerConflict(f"container {name} exists on node {node.name}: "
+                                        f"{_one_line(e)}") from e
+            self._remove_unstarted(client, name)
+            raise ExecutorError(f"node {node.name}: start container {name}: "
+                                f"{_one_line(e)}") from e
+        except Exception as e:  # noqa: BLE001 - translated at this boundary
+            err = self._translate(e, node, f"start container {name}")
+            if isinstance(err, NodeUnreachable):
+                self._drop(node, client)
+            raise err from e
+        log.info("started container %s (%s) on node %s", name, container.id[:12], node.name)
+        return container.id
+
+    def _ensure_image(self, node: NodeRef, image: str) -> None:
+        """Inspect the image; pull it when the node lacks it. A pull that fails in any
+        way (unknown image, registry refused or unreachable) is ImageNotFound."""
+        import docker.errors
+
+        def present(c: Any) -> bool:
+            try:
+                c.api.inspect_image(image)
+                return True
+            except docker.errors.NotFound:
+                return False
+
+        if self._call(node, f"inspect image {image}", present):
+            return
+        log.info("node %s: pulling image %s", node.name, image)
+
+        def pull(c: Any) -> str | None:
+            try:
+                for line in c.api.pull(image, stream=True, decode=True):
+                    if isinstance(line, dict) and line.get("error"):
+                        return str(line["error"])
+            except docker.errors.APIError as e:
+                return _one_line(e)
+            return None
+
+        why = self._call(node, f"pull image {image}", pull)
+        if why is not None:
+            raise ImageNotFound(f"image {image}: not on node {node.name} and the pull "
+                                f"failed: {' '.join(why.split())[:400]}")
+
+    @staticmethod
+    def _remove_unstarted(client: Any, name: str) -> None:
+        """A start that failed after create leaves a 'created' container: remove it
+        (without force, so a running container is never touched)."""
+        try:
+            client.api.remove_container(name)
+        except Exception:  # noqa: BLE001 - best effort; the manager removes it later
+            pass
+
+    def signal(self, node: NodeRef, container_id: str, signal: str = "SIGTERM") -> None:
+        self._gone_is_fine(node, f"{signal} container {container_id[:12]}",
+                           lambda c: c.api.kill(container_id, signal=signal))
+
+    def kill(self, node: NodeRef, container_id: str) -> None:
+        self._gone_is_fine(node, f"SIGKILL container {container_id[:12]}",
+                           lambda c: c.api.kill(container_id, signal="SIGKILL"))
+
+    def remove(self, node: NodeRef, container_id: str) -> None:
+        import docker.errors
+
+        def rm(c: Any) -> None:
+            try:
+                c.api.remove_container(container_id)
+            except docker.errors.NotFound:
+                pass
+
+        self._call(node, f"remove container {container_id[:12]}", rm)
+
+    def _gone_is_fine(self, node: NodeRef, what: str, fn: Callable[[Any], Any]) -> None:
+        """Signals to a removed (404) or already exited (409 not running) container."""
+        import docker.errors
+
+        def call(c: Any) -> None:
+            try:
+                fn(c)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:
+                if e.status_code != 409:
+                    raise
+
+        self._call(node, what, call)
+
+    def containers(self, node: NodeRef) -> list[ContainerState]:
+        import docker.errors
+
+        engine, _ = self._client(node)
+        rows = self._call(node, "list containers", lambda c: c.api.containers(
+            all=True, filters={"label": LABEL_JOB}))
+        seen: dict[str, tuple[str, ContainerState | None]] = {}
+        for row in rows:
+            cid = row["Id"]
+            status = row.get("State") or row.get("Status") or ""
+            cached = engine.seen.get(cid)
+            if cached is None or cached[0] != status:
+                try:
+                    info = self._call(node, f"inspect container {cid[:12]}",
+                                      lambda c, cid=cid: c.api.inspect_container(cid))
+                except ExecutorError as e:
+                    if isinstance(e.__cause__, docker.errors.NotFound):
+                        continue             # removed between the list and the inspect
+                    raise
+                try:
+                    state = container_state(info)
+                except ValueError as e:
+                    log.warning("node %s: container %s ignored: %s", node.name, cid[:12], e)
+                    state = None
+                cached = (status, state)
+            seen[cid] = cached
+        with engine.lock:
+            engine.seen = seen
+        return [state for _, state in seen.values() if state is not None]
+
+    def logs(self, node: NodeRef, container_id: str, *, follow: bool = False,
+             tail: int | None = None) -> Iterator[bytes]:
+        what = f"logs of container {container_id[:12]}"
+        stream = self._call(node, what, lambda c: c.api.logs(
+            container_id, stdout=True, stderr=True, stream=True, follow=follow,
+            tail="all" if tail is None else tail))
+        try:
+            yield from stream
+        except ExecutorError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at this boundary
+            raise self._translate(e, node, what) from e
+
+    def close(self) -> None:
+        with self._lock:
+            engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            with engine.lock:
+                client, engine.client = engine.client, None
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
