@@ -310,3 +310,5 @@ from andreas.cli_jobs import register_jobs  # noqa: E402
 register_jobs(main)
 from andreas.cli_manager import register_manager  # noqa: E402
 register_manager(main)
+from andreas.cli_profile import register_profile  # noqa: E402
+register_profile(main)

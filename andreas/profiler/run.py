@@ -1,0 +1,325 @@
+"""Profiling runs: a new application for a few epochs on the profiling node(s), per g.
+
+Nodes: the ones named (marked ``profiling`` for the run, restored afterwards, also on
+Ctrl-C and errors), else the up nodes already marked ``profiling``, one per GPU type
+(the one with most usable GPUs). While a node is marked, the manager's snapshot leaves it
+out (``andreas.manager.snapshot.schedulable``), its production jobs are pinned (left to
+finish on their GPUs, which the profiler does not use) and the reconciler leaves unknown
+containers there alone, so the node is marked *before* the first container starts.
+
+Per node and g: one container through the :class:`~andreas.executor.base.Executor`
+(job id ``profile-<app>-<node>-g<g>-<6 hex>``, attempt 1, the first g usable free GPUs),
+its progress lines read from ``executor.logs(follow=True)`` with
+:func:`andreas.job.parse_progress` (independent of the node agent), epoch durations from
+the container's own ``t=`` stamps. With >= 3 epochs the first is dropped (warm-up: data
+loading, cuDNN autotuning); the median of the rest is the g's epoch time. Then the fit
+(:mod:`andreas.profiler.fit`) and, in one transaction per node, ``app_profiles`` rows
+(source ``profiler``) and the ``app_models`` row. Containers are removed.
+"""
+
+from __future__ import annotations
+
+import queue
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from andreas.errors import InputError
+from andreas.executor.base import Executor, NodeRef, StartRequest
+from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFound,
+                                     NodeUnreachable)
+from andreas.job import parse_progress
+from andreas.profiler.fit import AmdahlFit, fit_amdahl, prior_serial_fraction
+from andreas.profiler.nodes import (Target, check_app, free_gpus, mark, profile_job_id, restore,
+                                    select_targets)
+from andreas.profiler.store import write_model, write_profiles
+from andreas.store.engine import Store
+
+DEFAULT_EPOCHS = 3
+DEFAULT_TIMEOUT_S = 3600.0
+EXIT_WAIT_S = 30.0            # after the log ends, for the engine to report the exit
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOutcome:
+    """One container: epoch durations in epoch order, those kept, their median, and how it
+    ended (``status``: ok | timeout | failed | skipped; ``error``: why, '' when ok)."""
+
+    node: str
+    g: int
+    job_id: str
+    epoch_s: tuple[float, ...] = ()
+    kept_s: tuple[float, ...] = ()
+    median_s: float | None = None
+    exit_code: int | None = None
+    status: str = "ok"
+    error: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeProfile:
+    """A node's runs and the fit over their kept epochs (None: nothing measured)."""
+
+    node: str
+    gpu_type: str
+    max_gpus: int
+    runs: tuple[RunOutcome, ...]
+    fit: AmdahlFit | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileEvent:
+    """Progress for a display: ``plan`` (once: ``runs`` containers of ``epochs`` epochs),
+    ``start`` / ``epoch`` (an epoch ended) / ``done`` of one run."""
+
+    kind: str
+    node: str
+    g: int
+    job_id: str
+    epoch: int = 0
+    epochs: int = 0
+    seconds: float | None = None
+    outcome: RunOutcome | None = None
+    runs: int = 0
+
+
+# ----------------------------------------------------------------- one container
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        yield from done
+    if buf:
+        yield buf
+
+
+def _follow(executor: Executor, node: NodeRef, cid: str, job_id: str, out: queue.Queue) -> None:
+    """Reader thread: the job's progress events, then None (or the exception)."""
+    try:
+        for line in _lines(executor.logs(node, cid, follow=True)):
+            event = parse_progress(line)
+            if event is not None and event.job_id == job_id:
+                out.put(event)
+        out.put(None)
+    except BaseException as e:  # noqa: BLE001 - handed to the main thread
+        out.put(e)
+
+
+def _exit_state(executor: Executor, node: NodeRef, cid: str, wait_s: float,
+                sleep: Callable[[float], None]):
+    deadline = time.monotonic() + wait_s
+    while True:
+        state = next((c for c in executor.containers(node) if c.container_id == cid), None)
+        if state is None or not state.running or time.monotonic() >= deadline:
+            return state
+        sleep(0.2)
+
+
+def durations(events: Sequence, *, drop_warmup: bool = True) -> tuple[tuple[float, ...], ...]:
+    """(all epoch seconds in epoch order, kept ones): end - start of the same epoch, else
+    end - the previous epoch's end; the first dropped when there are >= 3."""
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for e in events:
+        (starts if e.is_start else ends)[e.epoch] = e.t
+    out, prev_end = [], None
+    for epoch in sorted(ends):
+        begin = starts.get(epoch, prev_end)
+        if begin is not None and ends[epoch] > begin:
+            out.append(ends[epoch] - begin)
+        prev_end = ends[epoch]
+    kept = out[1:] if drop_warmup and len(out) >= 3 else out
+    return tuple(out), tuple(kept)
+
+
+def run_one(executor: Executor, target: Target, g: int, gpus: Sequence[str], *, job_id: str,
+            image: str, command: Sequence[str], env: Mapping[str, str], epochs: int,
+            timeout_s: float, on_event: Callable[[ProfileEvent], None],
+            live: set[str], sleep: Callable[[float], None] = time.sleep) -> RunOutcome:
+    """Start, follow, wait, remove. ``live`` holds the container id while it exists (the
+    caller's cleanup on interruption). Image errors propagate: every g would fail."""
+    request = StartRequest(job_id=job_id, attempt=1, image=image, command=tuple(command),
+                           env=dict(env), epochs=epochs, gpu_uuids=tuple(gpus),
+                           fake_gpus=target.fake_gpus, grace_s=30.0)
+    on_event(ProfileEvent(kind="start", node=target.name, g=g, job_id=job_id, epochs=epochs))
+    try:
+        cid = executor.start(target.ref, request)
+    except (ImageNotFound, ImageNotAllowed, NodeUnreachable):
+        raise
+    except ExecutorError as e:
+        return RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+                          error=f"start: {e}")
+    live.add(cid)
+    events: list = []
+    q: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_follow, args=(executor, target.ref, cid, job_id, q),
+                              name=f"profile-logs-{job_id}", daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout_s
+    timed_out, error = False, ""
+    seen_end: set[int] = set()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 and not timed_out:
+            timed_out = True
+            executor.kill(target.ref, cid)            # ends the log stream
+            deadline = time.monotonic() + EXIT_WAIT_S
+            continue
+        if left <= 0:
+            error = "log stream did not end after the kill"
+            break
+        try:
+            item = q.get(timeout=min(left, 0.5))
+        except queue.Empty:
+            continue
+        if item is None:
+            break
+        if isinstance(item, BaseException):
+            error = f"logs: {item}"
+            break
+        events.append(item)
+        if item.is_end and item.epoch not in seen_end:
+            seen_end.add(item.epoch)
+            _, so_far = durations(events, drop_warmup=False)
+            on_event(ProfileEvent(kind="epoch", node=target.name, g=g, job_id=job_id,
+                                  epoch=item.epoch, epochs=epochs,
+                                  seconds=so_far[-1] if so_far else None))
+    state = _exit_state(executor, target.ref, cid, EXIT_WAIT_S, sleep)
+    if state is not None and state.running:
+        executor.kill(target.ref, cid)
+        state = _exit_state(executor, target.ref, cid, EXIT_WAIT_S, sleep)
+    code = state.exit_code if state is not None else None
+    all_s, kept = durations(events)
+    if timed_out:
+        status, error = "timeout", f"timeout after {timeout_s:g} s, {len(all_s)} epochs"
+    elif error or code != 0:
+        tail = executor.log_tail(target.ref, cid, 5).strip().replace("\n", " | ")
+        status = "failed"
+        error = error or f"exit {code}" + (f": {tail}" if tail else "")
+    elif not kept:
+        status, error = "failed", "exit 0 but no ANDREAS-PROGRESS epoch lines for this job"
+    else:
+        status = "ok"
+    try:
+        executor.remove(target.ref, cid)
+        live.discard(cid)
+    except ExecutorError:
+        pass                                          # left for the caller's cleanup
+    usable = status in ("ok", "timeout") and bool(kept)
+    outcome = RunOutcome(node=target.name, g=g, job_id=job_id, epoch_s=all_s,
+                         kept_s=kept if usable else (),
+                         median_s=statistics.median(kept) if usable else None,
+                         exit_code=code, status=status, error=error)
+    on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id, epochs=epochs,
+                          outcome=outcome))
+    return outcome
+
+
+# ----------------------------------------------------------------- the whole run
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRequest:
+    """What ``andreas profile`` asks for (validated by :func:`profile_application`)."""
+
+    image: str
+    app: str
+    epochs: int = DEFAULT_EPOCHS
+    nodes: tuple[str, ...] = ()
+    gpus: tuple[int, ...] | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def profile_application(store: Store, executor: Executor, request: ProfileRequest, *,
+                        clock: Callable[[], float] = time.time,
+                        rng: np.random.Generator | None = None,
+                        on_event: Callable[[ProfileEvent], None] = lambda e: None,
+                        prior_serial: Mapping[str, float] | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> list[NodeProfile]:
+    """Profile ``request.app`` on every target node and g; store the results (module
+    docstring). ``prior_serial``: profiles' s per application (one-g fits)."""
+    check_app(request.app)
+    if request.epochs < 1:
+        raise InputError(f"--epochs {request.epochs}: must be >= 1")
+    if not request.timeout_s > 0:
+        raise InputError(f"--timeout-s {request.timeout_s:g}: must be > 0")
+    rng = rng if rng is not None else np.random.default_rng()
+    with store.session() as s:
+        targets = select_targets(s, nodes=request.nodes, gpus=request.gpus)
+        mark(s, targets)
+    live: dict[str, set[str]] = {t.name: set() for t in targets}
+    results = []
+    try:
+        on_event(ProfileEvent(kind="plan", node="", g=0, job_id="", epochs=request.epochs,
+                              runs=sum(len(t.counts) for t in targets)))
+        for target in targets:
+            results.append(_profile_node(store, executor, request, target, clock=clock,
+                                         rng=rng, on_event=on_event, live=live[target.name],
+                                         prior_serial=prior_serial or {}, sleep=sleep))
+    finally:
+        try:
+            _cleanup(executor, targets, live)
+        finally:
+            restore(store, targets)
+    return results
+
+
+def _profile_node(store: Store, executor: Executor, request: ProfileRequest, target: Target, *,
+                  clock, rng, on_event, live: set[str], prior_serial: Mapping[str, float],
+                  sleep) -> NodeProfile:
+    runs: list[RunOutcome] = []
+    for g in target.counts:
+        job_id = profile_job_id(request.app, target.name, g, rng)
+        gpus = free_gpus(store, target, g)
+        if gpus is None:
+            outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="skipped",
+                                 error=f"fewer than {g} free GPUs (production jobs hold them)")
+            on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id,
+                                  epochs=request.epochs, outcome=outcome))
+        else:
+            try:
+                outcome = run_one(executor, target, g, gpus, job_id=job_id, image=request.image,
+                                  command=request.command, env=request.env,
+                                  epochs=request.epochs, timeout_s=request.timeout_s,
+                                  on_event=on_event, live=live, sleep=sleep)
+            except NodeUnreachable as e:
+                runs.append(RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+                                       error=str(e)))
+                break
+        runs.append(outcome)
+    points = [(r.g, d) for r in runs for d in r.kept_s]
+    fit = None
+    if points:
+        fit = fit_amdahl([g for g, _ in points], [d for _, d in points],
+                         prior_serial_fraction=prior_serial_fraction(prior_serial, request.app))
+        now = clock()
+        with store.session() as s:
+            write_profiles(s, [dict(application=request.app, gpu_type=target.gpu_type, gpus=r.g,
+                                    epoch_time_s=float(r.median_s), source="profiler",
+                                    samples=len(r.kept_s), updated_s=now)
+                               for r in runs if r.median_s is not None])
+            write_model(s, request.app, target.gpu_type, fit, source="profiler", now_s=now)
+    return NodeProfile(node=target.name, gpu_type=target.gpu_type,
+                       max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
+
+
+def _cleanup(executor: Executor, targets: Sequence[Target], live: Mapping[str, set[str]]
+             ) -> None:
+    """Kill and remove what is left (an interrupted or failed run); best effort."""
+    for target in targets:
+        for cid in list(live.get(target.name, ())):
+            try:
+                executor.kill(target.ref, cid)
+                _exit_state(executor, target.ref, cid, 10.0, time.sleep)
+                executor.remove(target.ref, cid)
+            except Exception:  # noqa: BLE001 - cleanup must reach the flag restore
+                pass

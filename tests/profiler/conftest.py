@@ -1,0 +1,20 @@
+"""Profiler tests on SQLite and MariaDB (the store suite's fixtures: the MariaDB half FAILS
+without a server); each test starts from empty tables of its module's database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from andreas.store import Base, Store
+from tests.store.conftest import backend, db_url, store  # noqa: F401  (fixtures)
+
+
+@pytest.fixture
+def pstore(store: Store) -> Iterator[Store]:  # noqa: F811
+    """The module's store with every table emptied first."""
+    with store.session() as s:
+        for table in reversed(Base.metadata.sorted_tables):
+            s.execute(table.delete())
+    yield store
