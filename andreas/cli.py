@@ -312,3 +312,5 @@ from andreas.cli_manager import register_manager  # noqa: E402
 register_manager(main)
 from andreas.cli_profile import register_profile  # noqa: E402
 register_profile(main)
+from andreas.cli_report import register_report  # noqa: E402
+register_report(main)

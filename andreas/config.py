@@ -30,6 +30,9 @@ The file::
     image_allowlist = ["registry.example.org/ml/*"]    # empty: any image
     tls_ca_cert = "/etc/andreas/docker-ca.pem"         # for tcp:// endpoints (TLS only)
 
+    [report]                     # `andreas report`
+    grid_co2_g_per_kwh = 250     # grid carbon intensity; reports then show kg CO2
+
 Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
 """
 
@@ -64,8 +67,9 @@ _EXECUTOR_KEYS = {"checkpoint_root": str, "checkpoint_mount": str, "network": st
                   "allow_host_network": bool, "image_allowlist": list, "extra_volumes": list,
                   "tls_ca_cert": str, "tls_client_cert": str, "tls_client_key": str,
                   "stop_grace_s": _NUMBER, "docker_timeout_s": _NUMBER}
+_REPORT_KEYS = {"grid_co2_g_per_kwh": _NUMBER}
 _SECTIONS: dict[str, dict[str, Any]] = {"store": _STORE_KEYS, "manager": _MANAGER_KEYS,
-                                        "executor": _EXECUTOR_KEYS}
+                                        "executor": _EXECUTOR_KEYS, "report": _REPORT_KEYS}
 POLICY_CHOICES = ("rg", "pr", "greedy", "fifo", "edf", "priority")
 LOCK_CHOICES = ("wait", "exit")
 
@@ -111,6 +115,13 @@ class ManagerSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReportSettings:
+    """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
+
+    grid_co2_g_per_kwh: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """The resolved settings; ``*_source`` says where a value came from (for messages)."""
 
@@ -122,6 +133,7 @@ class Settings:
     config_path: str | None = None
     manager: ManagerSettings = ManagerSettings()
     executor: ExecutorSettings = ExecutorSettings()
+    report: ReportSettings = ReportSettings()
 
 
 def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -161,7 +173,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                     raw_retention_days=days, connect_retries=retries,
                     config_path=str(path) if path.is_file() else None,
                     manager=_manager(data.get("manager", {}), env, path),
-                    executor=_executor(data.get("executor", {}), path))
+                    executor=_executor(data.get("executor", {}), path),
+                    report=_report(data.get("report", {}), path))
 
 
 def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> ManagerSettings:
@@ -212,6 +225,13 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
             raise InputError(f"{path}: [executor] {key} must be an absolute path, got "
                              f"{values[key]!r}")
     return ExecutorSettings(**values)
+
+
+def _report(raw: Mapping[str, Any], path: Path) -> ReportSettings:
+    co2 = raw.get("grid_co2_g_per_kwh")
+    if co2 is not None and not co2 >= 0:
+        raise InputError(f"{path}: [report] grid_co2_g_per_kwh must be >= 0, got {co2!r}")
+    return ReportSettings(grid_co2_g_per_kwh=None if co2 is None else float(co2))
 
 
 def read_toml(path: Path, sections: Mapping[str, Mapping[str, type]]) -> dict[str, Any]:
