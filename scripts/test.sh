@@ -19,6 +19,25 @@ if ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/d
 fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# --- System packages -----------------------------------------------------------------
+# The example training image runs the host's Debian python3 with python3-numpy (see
+# scripts/build-example-image.sh); the HTML report is opened in a headless chromium.
+# Installed from Debian's packages when missing (root); the tests FAIL without them.
+need=
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
+command -v chromium >/dev/null 2>&1 || need="$need chromium"
+if [ -n "$need" ]; then
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: missing Debian package(s)$need; install them (apt-get install$need)" >&2
+        exit 1
+    fi
+    echo "== installing$need (apt-get)"
+    apt-get update -qq
+    # shellcheck disable=SC2086  # a list of packages
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
+    _DOCKER_APT_UPDATED=1
+fi
+
 # --- Services ------------------------------------------------------------------------
 # Start them here, stop them in one EXIT trap, and never let a test skip because one is
 # missing.

@@ -1,0 +1,204 @@
+"""End to end: real MariaDB, two real Docker engines, agents with fake GPUs, the manager.
+
+Node ``v100-node`` has 2 fake V100s, ``t4-node`` 1 fake T4, each its own dockerd and
+agent. Five example jobs with staggered due dates are submitted, then an urgent one that
+forces a preemption. Mid-run the manager is SIGKILLed and started again; then the V100
+node's Docker engine is stopped, so its jobs finish on the T4 node from their
+checkpoints. Asserted: every job completes with exactly its epochs in its checkpoint
+history (each once, none skipped); no node ever ran more GPUs than it has and no job ever
+ran in two containers at once (a monitor polls both engines); every attempt and every
+stop is explained by a decision's actions; a preemption and a migration happened; the
+agents recorded the epochs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, start_cluster
+from tests.store.conftest import mariadb_admin_url
+
+NODES = [("v100-node", "2xV100", 2), ("t4-node", "1xT4", 1)]
+APP = "example-train"
+EPOCH_S = 1.0
+MANAGER_TOML = """[manager]
+policy = "rg"
+period_s = 60
+poll_s = 0.5
+seed = 7
+restart_overhead_s = 2
+min_power_samples = 20
+"""
+# What a profiling run of the example would have stored (the fake GPUs make every
+# configuration as fast as the program's own epoch length).
+PROFILES = [{"application": APP, "gpu_type": t, "gpus": 1, "epoch_time_s": EPOCH_S}
+            for t in ("V100", "T4")]
+
+
+def _history(checkpoint_dir: Path) -> list[int]:
+    """Epochs recorded in the job's newest checkpoint (the example keeps its history)."""
+    from tests.examples.conftest import load_train
+
+    return [h["epoch"] for h in load_train().read_history(checkpoint_dir)]
+
+
+def wait_until(cluster: Cluster, what: str, predicate: Callable[[], bool],
+               timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if cluster.manager is not None and cluster.manager.poll() is not None:
+            raise AssertionError(f"manager exited ({cluster.manager.returncode}) while "
+                                 f"waiting for {what}:\n{cluster.manager_log()[-4000:]}")
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n"
+                         f"{cluster.manager_log()[-4000:]}")
+
+
+class Store:
+    """Read-only queries of the test (administrator account)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.engine = cluster.engine_db()
+
+    def rows(self, sql: str, **params) -> list[sa.Row]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.text(sql), params))
+
+    def states(self) -> dict[str, str]:
+        return {r.id: r.state for r in self.rows("SELECT id, state FROM jobs")}
+
+    def running_on(self, node: str) -> list[str]:
+        return [r.job_id for r in self.rows(
+            "SELECT a.job_id FROM job_attempts a JOIN nodes n ON n.id = a.node_id "
+            "JOIN jobs j ON j.id = a.job_id WHERE n.name = :node AND a.end_s IS NULL "
+            "AND a.start_s IS NOT NULL AND j.state = 'running'", node=node)]
+
+    def epochs_done(self, job: str) -> int:
+        r = self.rows("SELECT MAX(epoch) AS e FROM epoch_events WHERE job_id = :j", j=job)
+        return int(r[0].e or 0)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Cluster:
+    admin = mariadb_admin_url().render_as_string(hide_password=False)
+    tmp = tmp_path_factory.mktemp("e2e")
+    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
+                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
+                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def submit(cluster: Cluster, name: str, epochs: int, due: str, weight: float) -> str:
+    return cluster.andreas("submit", IMAGE, "--name", name, "--epochs", str(epochs),
+                           "--due", due, "--weight", str(weight), "--app", APP,
+                           "--max-gpus", "1", "--grace-s", "20",
+                           "--env", f"EXAMPLE_EPOCH_S={EPOCH_S}", "--quiet").strip()
+
+
+def test_cluster_runs_preempts_migrates_survives_manager_and_node_loss(cluster: Cluster):
+    db = Store(cluster)
+    monitor = Monitor(cluster)
+    cluster.monitor = monitor
+    monitor.start()
+    cluster.start_manager()
+    epochs = {}
+    for i, due in enumerate(("+6m", "+7m", "+8m", "+9m", "+10m"), start=1):
+        job = submit(cluster, f"job{i}", 10, due, 0.001)
+        epochs[job] = 10
+    wait_until(cluster, "three jobs running with an epoch done",
+               lambda: sum(db.epochs_done(j) >= 1 for j in epochs) >= 3, 90)
+
+    # An urgent job: due in 12 s, 4 epochs of 1 s; all 3 GPUs are busy until then.
+    epochs[submit(cluster, "urgent", 4, "+12s", 1.0)] = 4
+    wait_until(cluster, "the urgent job running",
+               lambda: db.states()["urgent"] == "running", 30)
+    stops = db.rows("SELECT job_id, stop_decision_id FROM job_attempts "
+                    "WHERE stop_decision_id IS NOT NULL")
+    assert stops, "the urgent job started without preempting anything"
+
+    # SIGKILL the manager mid-run, then start it again.
+    time.sleep(1.0)
+    cluster.kill_manager()
+    time.sleep(1.5)
+    cluster.start_manager()
+    log2 = cluster.tmp / f"manager-{cluster.manager_runs}.log"
+    wait_until(cluster, "the restarted manager's first decision",
+               lambda: "decision " in log2.read_text(), 30)
+
+    # Take the V100 node's engine away while jobs run there.
+    wait_until(cluster, "a job running on v100-node",
+               lambda: bool(db.running_on("v100-node")), 60)
+    victims = set(db.running_on("v100-node"))
+    cluster.nodes["v100-node"].engine.stop()
+    wait_until(cluster, "every job completed",
+               lambda: all(s == "completed" for s in db.states().values()), 300)
+    assert cluster.stop_manager() == 0
+    monitor.stop()
+
+    # --- every job: exactly its epochs, each once ----------------------------------
+    for job, n in epochs.items():
+        assert _history(cluster.checkpoint_root / job) == list(range(1, n + 1)), job
+
+    # --- capacity and duplicates, as the engines reported them ---------------------
+    assert monitor.polls > 50
+    assert not monitor.over, monitor.over[:5]
+    assert not monitor.duplicates, monitor.duplicates[:5]
+    assert monitor.max_gpus["v100-node"] <= 2 and monitor.max_gpus["t4-node"] <= 1
+
+    # --- the store agrees: attempts never overlap beyond capacity ------------------
+    attempts = db.rows(
+        "SELECT a.job_id, a.attempt, n.name AS node, a.gpu_ids, a.start_s, a.end_s, "
+        "a.exit_code, a.reason, a.decision_id, a.stop_decision_id FROM job_attempts a "
+        "JOIN nodes n ON n.id = a.node_id ORDER BY a.start_s")
+    for node, _, gpus in NODES:
+        events = []
+        for a in attempts:
+            if a.node == node and a.start_s is not None:
+                k = len(json.loads(a.gpu_ids) if isinstance(a.gpu_ids, str) else a.gpu_ids)
+                events += [(a.start_s, k), (a.end_s, -k)]
+        busy = 0
+        for _, k in sorted(events, key=lambda e: (e[0], e[1])):
+            busy += k
+            assert busy <= gpus, (node, attempts)
+
+    # --- decisions explain every start and every stop ------------------------------
+    plans = {r.id: (json.loads(r.plan) if isinstance(r.plan, str) else r.plan)
+             for r in db.rows("SELECT id, plan FROM decisions")}
+    for a in attempts:
+        actions = {x["job"]: x for x in plans[a.decision_id]["actions"]}
+        act = actions.get(a.job_id)
+        assert act is not None and act["reason"], (a, plans[a.decision_id]["actions"])
+        assert act["kind"] in ("start", "move", "resize", "continue"), act
+        if a.stop_decision_id is not None:
+            stop = {x["job"]: x for x in plans[a.stop_decision_id]["actions"]}[a.job_id]
+            assert stop["kind"] in ("preempt", "move", "resize") and stop["reason"], stop
+
+    # --- a preemption (requested stop) and migrations happened ---------------------
+    requested = [a for a in attempts if a.stop_decision_id is not None]
+    assert any(a.exit_code == 143 for a in requested), requested
+    nodes_of = {}
+    for a in attempts:
+        nodes_of.setdefault(a.job_id, set()).add(a.node)
+    for job in victims:
+        assert nodes_of[job] == {"v100-node", "t4-node"}, (job, nodes_of[job])
+        last = [a for a in attempts if a.job_id == job][-1]
+        assert last.node == "t4-node" and last.exit_code == 0
+
+    # --- the agents saw every epoch of every job -----------------------------------
+    for job, n in epochs.items():
+        got = sorted({r.epoch for r in db.rows(
+            "SELECT epoch FROM epoch_events WHERE job_id = :j", j=job)})
+        assert got == list(range(1, n + 1)), (job, got)
