@@ -219,7 +219,8 @@ def slot_cells(s: SlotRow) -> list[str]:
             f"{s.nodes}" + (f" (+{s.nodes_unmeasured} unmeasured)" if s.nodes_unmeasured
                             else ""),
             str(s.busy_gpus), _n(s.predicted_energy_kwh), _n(s.actual_energy_kwh),
-            _n(s.predicted_cost, 4), _n(s.actual_cost, 4), _pct(s.deviation_pct), s.note]
+            _n(s.predicted_cost, 4), _n(s.actual_cost, 4), _pct(s.deviation_pct),
+            s.note or f"from {s.resolution}"]
 
 
 def validation_summary(v: Validation) -> str:

@@ -13,13 +13,19 @@ What is read for [since, until):
 - jobs submitted before ``until`` that were alive in the window (not finished, or finished
   after ``since``) or have energy or attempts in it, with *all* their attempts (the end of
   a job is its last attempt's end);
-- decisions with ``t`` in the window, with their plan documents (validation).
+- decisions with ``t`` in the window, with their plan documents (validation);
+- raw samples (``power_samples``, ``host_samples``: energy since the previous sample, so a
+  sample at t belongs to (t_prev, t]) for the *short* validation slots only (under
+  :data:`RAW_SLOT_MAX_S`), where minute aggregates are too coarse: a 5-second slot would
+  otherwise see the mean of its whole minute. One query per table and run of adjacent
+  short slots, on the primary keys ((gpu_id, t), (node_id, t)) with an IN list, so only
+  those seconds are read. After the retention job deleted them, the minutes are used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import distinct, func, or_, select
@@ -27,10 +33,11 @@ from sqlalchemy import distinct, func, or_, select
 from andreas.report.window import Window
 from andreas.store.engine import Store
 from andreas.store.jobs import TERMINAL
-from andreas.store.models import (Decision, HostMinute, Job, JobAttempt, JobEnergy, Node,
-                                  PowerMinute)
+from andreas.store.models import (Decision, Gpu, HostMinute, HostSample, Job, JobAttempt,
+                                  JobEnergy, Node, PowerMinute, PowerSample)
 
 MINUTE_S = 60.0
+RAW_SLOT_MAX_S = 600.0
 _CHUNK = 500
 
 
@@ -108,6 +115,9 @@ class ReportData:
     jobs: tuple[JobInfo, ...]
     attempts: tuple[AttemptInfo, ...]
     decisions: tuple[DecisionInfo, ...]
+    # node id -> (sample times, GPU + host mJ) in the short slots' seconds; see module doc
+    raw: Mapping[int, tuple[tuple[float, ...], tuple[int, ...]]] = field(default_factory=dict)
+    raw_intervals: tuple[tuple[float, float], ...] = ()
 
 
 def read_window(store: Store, window: Window, *, decisions: bool = True) -> ReportData:
@@ -160,10 +170,50 @@ def read_window(store: Store, window: Window, *, decisions: bool = True) -> Repo
                                      Decision.plan)
                               .where(Decision.t >= since, Decision.t < until)
                               .order_by(Decision.t, Decision.id)))
+        intervals = short_slot_runs([d.t_s for d in found], min(until, window.now_s))
+        raw = _raw_energy(s, intervals) if intervals else {}
     return ReportData(window=window, nodes=nodes, minutes=minutes, energy=energy,
                       jobs=tuple(sorted(jobs, key=lambda j: (j.submit_s, j.id))),
                       attempts=tuple(sorted(attempts, key=lambda a: (a.job_id, a.attempt))),
-                      decisions=found)
+                      decisions=found, raw=raw, raw_intervals=tuple(intervals))
+
+
+def short_slot_runs(starts: list[float], end_s: float) -> list[tuple[float, float]]:
+    """Runs of adjacent slots shorter than RAW_SLOT_MAX_S, merged: [(start, end), ...]."""
+    edges = [*starts, end_s] if starts else []
+    runs: list[tuple[float, float]] = []
+    for a, b in zip(edges, edges[1:]):
+        if 0 < b - a < RAW_SLOT_MAX_S:
+            if runs and runs[-1][1] == a:
+                runs[-1] = (runs[-1][0], b)
+            else:
+                runs.append((a, b))
+    return runs
+
+
+def _raw_energy(s, intervals: list[tuple[float, float]]
+                ) -> dict[int, tuple[tuple[float, ...], tuple[int, ...]]]:
+    gpus = dict(s.execute(select(Gpu.id, Gpu.node_id)).all())
+    nodes = sorted(set(gpus.values()))
+    per: dict[int, list[tuple[float, int]]] = {}
+    for a, b in intervals:
+        for chunk in _chunks(sorted(gpus)):
+            for gpu_id, t, mj in s.execute(
+                    select(PowerSample.gpu_id, PowerSample.t, PowerSample.energy_mj)
+                    .where(PowerSample.gpu_id.in_(chunk), PowerSample.t > a, PowerSample.t <= b,
+                           PowerSample.energy_mj.is_not(None))):
+                per.setdefault(gpus[gpu_id], []).append((float(t), int(mj)))
+        for chunk in _chunks(nodes):
+            for node_id, t, mj in s.execute(
+                    select(HostSample.node_id, HostSample.t, HostSample.energy_mj)
+                    .where(HostSample.node_id.in_(chunk), HostSample.t > a, HostSample.t <= b,
+                           HostSample.energy_mj.is_not(None))):
+                per.setdefault(node_id, []).append((float(t), int(mj)))
+    out = {}
+    for node_id, rows in per.items():
+        rows.sort()
+        out[node_id] = (tuple(t for t, _ in rows), tuple(mj for _, mj in rows))
+    return out
 
 
 def _minutes(s, since: float, until: float) -> tuple[NodeMinute, ...]:

@@ -14,8 +14,11 @@ period H) is itself a rescheduling point and starts a new slot.
   it charges every job its node's whole power at the job's own g (two jobs sharing a node
   count the node's base power twice), leaves idle nodes out, and mixes in tardiness.
   Energy predicted = Σ power_w[busy_gpus] × hours.
-- **Actual**: the same nodes' measured energy in the slot (GPU + host minute aggregates,
-  pro-rated at the slot's edges) × the plan's own PUE and price, so a change of settings
+- **Actual**: the same nodes' measured energy in the slot × the plan's own PUE and price:
+  raw samples (GPU + host energy, a sample at t counting for (t_prev, t]) for a slot
+  shorter than ``RAW_SLOT_MAX_S`` while they are kept (``resolution`` "samples"), else
+  the minute aggregates pro-rated at the slot's edges ("minutes"; a minute's energy is
+  spread evenly over it, far too coarse for a slot of a few seconds), so a change of settings
   does not show up as a prediction error. Only nodes with samples in the slot are
   compared on both sides; the others are counted in ``nodes_unmeasured``.
 - **Deviation** (Table III): ``(predicted − actual) / predicted`` in %, positive when the
@@ -29,6 +32,7 @@ period H) is itself a rescheduling point and starts a new slot.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Mapping
@@ -57,6 +61,7 @@ class SlotRow:
     actual_cost: float
     deviation_pct: float | None         # (predicted - actual) / predicted
     note: str                           # why a slot is not compared ("" when it is)
+    resolution: str = "minutes"         # of the actual energy: "samples" | "minutes"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +88,8 @@ def validate(data: ReportData) -> Validation:
     for k, d in enumerate(decisions):
         start = d.t_s
         end = decisions[k + 1].t_s if k + 1 < len(decisions) else end_of_window
-        slots.append(_slot(d, start, max(start, end), names, minutes))
+        raw = data.raw if any(a <= start and end <= b for a, b in data.raw_intervals) else None
+        slots.append(_slot(d, start, max(start, end), names, minutes, raw))
     compared = [s for s in slots if s.deviation_pct is not None]
     pred = sum(s.predicted_cost for s in compared)
     act = sum(s.actual_cost for s in compared)
@@ -96,7 +102,9 @@ def validate(data: ReportData) -> Validation:
 
 
 def _slot(d, start: float, end: float, names: Mapping[str, int],
-          minutes: Mapping[int, list[NodeMinute]]) -> SlotRow:
+          minutes: Mapping[int, list[NodeMinute]],
+          raw: Mapping[int, tuple[tuple[float, ...], tuple[int, ...]]] | None = None
+          ) -> SlotRow:
     hours = (end - start) / 3600.0
     plan = d.plan or {}
     nodes = plan.get("nodes")
@@ -112,11 +120,13 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
     pred_kwh: float | None = 0.0
     act_mj = 0.0
     busy = measured = unmeasured = 0
+    resolution = "minutes"
     for name, doc in nodes.items():
         node_id = names.get(name)
         mine = [m for m in minutes.get(node_id, ())
                 if overlap_s(m.minute_s, m.minute_s + MINUTE_S, start, end) > 0]
-        if not mine or not isinstance(doc, Mapping):
+        samples = _in_slot(raw.get(node_id), start, end) if raw is not None else None
+        if (not mine and samples is None) or not isinstance(doc, Mapping):
             unmeasured += 1
             continue
         cph = _num(doc.get("cost_per_hour"))
@@ -130,7 +140,8 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
         curve = doc.get("power_w")
         watts = _num(curve[g]) if isinstance(curve, list) and 0 <= g < len(curve) else None
         pred_kwh = None if pred_kwh is None or watts is None else pred_kwh + watts * hours / 1e3
-        act_mj += minute_energy_mj(mine, start, end)
+        act_mj += samples if samples is not None else minute_energy_mj(mine, start, end)
+        resolution = "samples" if samples is not None else "minutes"
     act_kwh = act_mj / MJ_PER_KWH
     act_cost = act_kwh * pue * price
     note = "" if measured else "no samples from the plan's nodes"
@@ -139,7 +150,17 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
                    predicted_cost=pred_cost, actual_cost=act_cost,
                    deviation_pct=(100.0 * (pred_cost - act_cost) / pred_cost
                                   if measured and pred_cost > 0 else None),
-                   note=note)
+                   note=note, resolution=resolution)
+
+
+def _in_slot(series: tuple[tuple[float, ...], tuple[int, ...]] | None, start: float,
+             end: float) -> float | None:
+    """mJ of the raw samples in (start, end]; None when the node has none there."""
+    if not series:
+        return None
+    times, mj = series
+    lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+    return float(sum(mj[lo:hi])) if hi > lo else None
 
 
 def _skipped(base: dict[str, Any], note: str) -> SlotRow:

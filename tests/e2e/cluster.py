@@ -62,6 +62,7 @@ class Cluster:
     db_url_admin: str                      # the test database, administrator
     manager_env: dict[str, str]
     agent_env: dict[str, str]
+    reporter_env: dict[str, str]
     nodes: dict[str, NodeSetup]
     checkpoint_root: Path
     extra_volumes: tuple[str, ...]
@@ -72,8 +73,9 @@ class Cluster:
 
     # ------------------------------------------------------------------ processes
 
-    def andreas(self, *args: str, timeout: float = 60) -> str:
-        return _run([str(BIN / "andreas"), *args], self.manager_env, timeout)
+    def andreas(self, *args: str, timeout: float = 60, role: str = "manager") -> str:
+        env = self.reporter_env if role == "reporter" else self.manager_env
+        return _run([str(BIN / "andreas"), *args], env, timeout)
 
     def start_manager(self) -> None:
         self.manager_runs += 1
@@ -241,7 +243,8 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
     agent_env = {**env, "ANDREAS_DB_URL": role_url("agent")}
     nodes: dict[str, NodeSetup] = {}
     cluster = Cluster(tmp=tmp, admin_url=admin_url, db_url_admin=db_admin,
-                      manager_env=manager_env, agent_env=agent_env, nodes=nodes,
+                      manager_env=manager_env, agent_env=agent_env,
+                      reporter_env={**env, "ANDREAS_DB_URL": role_url("reporter")}, nodes=nodes,
                       checkpoint_root=checkpoint_root, extra_volumes=extra_volumes,
                       cleanup=cleanup)
     try:

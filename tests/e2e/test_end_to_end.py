@@ -113,6 +113,7 @@ def test_cluster_runs_preempts_migrates_survives_manager_and_node_loss(cluster: 
     monitor = Monitor(cluster)
     cluster.monitor = monitor
     monitor.start()
+    started = time.time()
     cluster.start_manager()
     epochs = {}
     for i, due in enumerate(("+6m", "+7m", "+8m", "+9m", "+10m"), start=1):
@@ -196,6 +197,21 @@ def test_cluster_runs_preempts_migrates_survives_manager_and_node_loss(cluster: 
         assert nodes_of[job] == {"v100-node", "t4-node"}, (job, nodes_of[job])
         last = [a for a in attempts if a.job_id == job][-1]
         assert last.node == "t4-node" and last.exit_code == 0
+
+    # --- reports (reporter account): the run's cost, predicted vs actual -------------
+    time.sleep(3.0)                  # the agents deliver every second; windows close at exit
+    since = str(int(started - 5))
+    report = json.loads(cluster.andreas("report", "--since", since, "--format", "json",
+                                        role="reporter"))
+    validate = json.loads(cluster.andreas("report", "--since", since, "--validate",
+                                          "--format", "json", role="reporter"))
+    out = ROOT / "out" / "e2e"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    (out / "validate.json").write_text(json.dumps(validate, indent=1))
+    (out / "attempts.json").write_text(json.dumps(
+        [dict(a._mapping) for a in attempts], indent=1, default=str))
+    (out / "manager.log").write_text(cluster.manager_log())
 
     # --- the agents saw every epoch of every job -----------------------------------
     for job, n in epochs.items():

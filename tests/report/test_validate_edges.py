@@ -47,3 +47,30 @@ def test_slots_without_a_usable_plan_or_length_are_noted_not_compared():
 def test_no_decision_no_figure():
     v = validate(data())
     assert v.slots == () and v.deviation_pct is None and v.mean_abs_deviation_pct is None
+
+
+def test_a_short_slot_reads_raw_samples_not_its_minutes_mean():
+    """A 10-s slot inside a minute whose mean is 300 W: the node really drew 500 W (raw
+    samples every 2 s, 1 kJ each) during the slot; the minute would say 300 W."""
+    from dataclasses import replace
+
+    d = data(DecisionInfo(id=1, t_s=T + 10, trigger="submit", policy="rg", plan=PLAN),
+             DecisionInfo(id=2, t_s=T + 20, trigger="complete", policy="rg", plan=PLAN),
+             until=T + 120)
+    times = tuple(T + 10 + 2 * k for k in range(1, 6))           # (T+10, T+20]
+    d = replace(d, raw={1: (times, (1_000_000,) * 5)}, raw_intervals=((T + 10, T + 20),))
+    v = validate(d)
+    short, long_ = v.slots
+    assert short.resolution == "samples" and long_.resolution == "minutes"
+    assert short.actual_energy_kwh == pytest.approx(5_000_000 / 3.6e9)    # 500 W x 10 s
+    assert short.deviation_pct == pytest.approx(100 * (300 - 500) / 300)
+    assert long_.actual_energy_kwh == pytest.approx(36_000_000 / 3.6e9 * 100 / 120)
+
+
+def test_short_slot_runs_merge_adjacent_short_slots_only():
+    from andreas.report.read import RAW_SLOT_MAX_S, short_slot_runs
+
+    starts = [0.0, 5.0, 9.0, 9.0 + 2 * RAW_SLOT_MAX_S, 9.5 + 2 * RAW_SLOT_MAX_S]
+    assert short_slot_runs(starts, 10 + 2 * RAW_SLOT_MAX_S) == [
+        (0.0, 9.0),
+        (9.0 + 2 * RAW_SLOT_MAX_S, 10 + 2 * RAW_SLOT_MAX_S)]
