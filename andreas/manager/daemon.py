@@ -29,7 +29,7 @@ def make_executor(settings: Settings, *, dry_run: bool) -> Executor:
     if dry_run:
         from andreas.executor.dryrun import DryRunExecutor
 
-        return DryRunExecutor()
+        return DryRunExecutor(settings=settings.executor)
     from andreas.executor.docker import DockerExecutor
 
     return DockerExecutor(settings.executor)
