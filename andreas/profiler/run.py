@@ -15,10 +15,27 @@ the container's own ``t=`` stamps. With >= 3 epochs the first is dropped (warm-u
 loading, cuDNN autotuning); the median of the rest is the g's epoch time. Then the fit
 (:mod:`andreas.profiler.fit`) and, in one transaction per node, ``app_profiles`` rows
 (source ``profiler``) and the ``app_models`` row. Containers are removed.
+
+Each container also gets a ``jobs`` row, written before it starts (its own transaction):
+the node agents follow every container labelled ``andreas.job``, so they store the run's
+epoch events and ``job_energy`` rows, and both reference ``jobs.id``; without the row the
+store rejects them (foreign key) and the profiling run's energy and measured epochs are
+lost to the agent's rejected.jsonl. So: the row holds image, command, env ``{}``, the run's
+epochs, ``submit_s = due_s = state_changed_s = now``, weight 0 (no tardiness penalty, ever),
+the application, ``grace_s`` as started, ``max_gpus = g``, reason ``profiling run (andreas
+profile)`` and state ``completed`` from the start. A terminal job is never planned (the
+snapshot), started or stopped by the manager, and it has *no* ``job_attempts`` row (an open
+attempt would be adopted or stopped by the reconciler; containers on a profiling node that
+are no open attempt are left alone). Its state never changes, so no ``transition``; when
+the run ends ``state_changed_s`` and ``epochs_done`` (epochs measured) are updated. The
+profiling energy then shows in ``andreas report`` under the job ``profile-...`` and the
+epochs feed the measured estimates (:func:`andreas.profiler.store.refresh_models`).
+Skipped g (too few free GPUs) start no container and get no row.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import statistics
 import threading
@@ -27,6 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from sqlalchemy import update
 
 from andreas.errors import InputError
 from andreas.executor.base import Executor, NodeRef, StartRequest
@@ -38,10 +56,16 @@ from andreas.profiler.nodes import (Target, check_app, free_gpus, mark, profile_
                                     select_targets)
 from andreas.profiler.store import write_model, write_profiles
 from andreas.store.engine import Store
+from andreas.store.models import Job, JobState
+
+log = logging.getLogger(__name__)
 
 DEFAULT_EPOCHS = 3
 DEFAULT_TIMEOUT_S = 3600.0
 EXIT_WAIT_S = 30.0            # after the log ends, for the engine to report the exit
+GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
+JOB_REASON = "profiling run (andreas profile)"
+MAX_IMAGE_CHARS = 512         # jobs.image
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +171,7 @@ def run_one(executor: Executor, target: Target, g: int, gpus: Sequence[str], *, 
     caller's cleanup on interruption). Image errors propagate: every g would fail."""
     request = StartRequest(job_id=job_id, attempt=1, image=image, command=tuple(command),
                            env=dict(env), epochs=epochs, gpu_uuids=tuple(gpus),
-                           fake_gpus=target.fake_gpus, grace_s=30.0)
+                           fake_gpus=target.fake_gpus, grace_s=GRACE_S)
     on_event(ProfileEvent(kind="start", node=target.name, g=g, job_id=job_id, epochs=epochs))
     try:
         cid = executor.start(target.ref, request)
@@ -252,6 +276,9 @@ def profile_application(store: Store, executor: Executor, request: ProfileReques
         raise InputError(f"--epochs {request.epochs}: must be >= 1")
     if not request.timeout_s > 0:
         raise InputError(f"--timeout-s {request.timeout_s:g}: must be > 0")
+    if len(request.image) > MAX_IMAGE_CHARS:
+        raise InputError(f"IMAGE: at most {MAX_IMAGE_CHARS} characters, got "
+                         f"{len(request.image)}")
     rng = rng if rng is not None else np.random.default_rng()
     with store.session() as s:
         targets = select_targets(s, nodes=request.nodes, gpus=request.gpus)
@@ -278,24 +305,34 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest, tar
                   sleep) -> NodeProfile:
     runs: list[RunOutcome] = []
     for g in target.counts:
-        job_id = profile_job_id(request.app, target.name, g, rng)
         gpus = free_gpus(store, target, g)
         if gpus is None:
+            job_id = profile_job_id(request.app, target.name, g, rng)
             outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="skipped",
                                  error=f"fewer than {g} free GPUs (production jobs hold them)")
             on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id,
                                   epochs=request.epochs, outcome=outcome))
-        else:
-            try:
-                outcome = run_one(executor, target, g, gpus, job_id=job_id, image=request.image,
-                                  command=request.command, env=request.env,
-                                  epochs=request.epochs, timeout_s=request.timeout_s,
-                                  on_event=on_event, live=live, sleep=sleep)
-            except NodeUnreachable as e:
-                runs.append(RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
-                                       error=str(e)))
-                break
+            runs.append(outcome)
+            continue
+        job_id = record_job(store, request, target, g, rng, now_s=clock())
+        unreachable = False
+        try:
+            outcome = run_one(executor, target, g, gpus, job_id=job_id, image=request.image,
+                              command=request.command, env=request.env,
+                              epochs=request.epochs, timeout_s=request.timeout_s,
+                              on_event=on_event, live=live, sleep=sleep)
+        except NodeUnreachable as e:
+            outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+                                 error=str(e))
+            unreachable = True
+        except BaseException:
+            finish_job(store, job_id, now_s=clock(), epochs_done=0, quiet=True)
+            raise
+        finish_job(store, job_id, now_s=clock(),
+                   epochs_done=min(len(outcome.epoch_s), request.epochs))
         runs.append(outcome)
+        if unreachable:
+            break
     points = [(r.g, d) for r in runs for d in r.kept_s]
     fit = None
     if points:
@@ -310,6 +347,38 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest, tar
             write_model(s, request.app, target.gpu_type, fit, source="profiler", now_s=now)
     return NodeProfile(node=target.name, gpu_type=target.gpu_type,
                        max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
+
+
+def record_job(store: Store, request: ProfileRequest, target: Target, g: int,
+               rng: np.random.Generator, *, now_s: float) -> str:
+    """Insert the ``jobs`` row of one profiling container (module docstring: completed from
+    the start, weight 0, no attempt); returns its id, a fresh ``profile-...`` one."""
+    with store.session() as s:
+        for _ in range(100):                           # 16**6 suffixes: a clash is rare
+            job_id = profile_job_id(request.app, target.name, g, rng)
+            if s.get(Job, job_id) is None:
+                break
+        s.add(Job(id=job_id, image=request.image, command=list(request.command), env={},
+                  epochs=request.epochs, epochs_done=0, submit_s=now_s, due_s=now_s,
+                  weight=0.0, application=request.app, grace_s=GRACE_S,
+                  state=JobState.COMPLETED, state_changed_s=now_s, max_gpus=g,
+                  reason=JOB_REASON))
+    return job_id
+
+
+def finish_job(store: Store, job_id: str, *, now_s: float, epochs_done: int,
+               quiet: bool = False) -> None:
+    """The run ended: ``state_changed_s`` and ``epochs_done`` of its row (the state stays
+    completed). ``quiet``: on an interrupted run, a store error is logged, not raised."""
+    try:
+        with store.session() as s:
+            s.execute(update(Job).where(Job.id == job_id)
+                      .values(state_changed_s=now_s, epochs_done=epochs_done)
+                      .execution_options(synchronize_session=False))
+    except Exception as e:  # noqa: BLE001 - the caller's exception matters more
+        if not quiet:
+            raise
+        log.warning("job=%s: could not record the end of the profiling run: %s", job_id, e)
 
 
 def _cleanup(executor: Executor, targets: Sequence[Target], live: Mapping[str, set[str]]

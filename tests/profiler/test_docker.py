@@ -19,7 +19,7 @@ from andreas.config import ExecutorSettings
 from andreas.executor.docker import DockerExecutor
 from andreas.job import LABEL_JOB
 from andreas.profiler.run import ProfileRequest, profile_application
-from andreas.store import AppModel, AppProfile, Node, migrate, open_store
+from andreas.store import AppModel, AppProfile, Job, JobState, Node, migrate, open_store
 from andreas.store.engine import make_engine
 from tests.agents_docker.conftest import docker_client, image  # noqa: F401  (fixtures)
 from tests.manager.helpers import add_node
@@ -94,6 +94,9 @@ def test_profile_on_a_real_docker_daemon(sqlite_store, executor, docker_client, 
         rows = dict(s.execute(select(AppProfile.gpus, AppProfile.source)
                               .where(AppProfile.application == "dockerapp")).all())
         model = s.get(AppModel, ("dockerapp", "V100"))
+        jobs = {j.id: (j.state, j.weight, j.epochs_done, j.max_gpus)
+                for j in s.scalars(select(Job))}
+    assert jobs == {r.job_id: (JobState.COMPLETED, 0.0, 3, r.g) for r in result.runs}
     assert rows == {1: "profiler", 2: "profiler", 3: "profiler"}
     assert model.t1_s == pytest.approx(T1, rel=1e-3)
     assert model.serial_fraction == pytest.approx(S, abs=1e-3)
