@@ -8,16 +8,14 @@ Tests (and embedders) pass ``obj={"clock": ...}`` to the click context for "now"
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
 from andreas.cli_db import _db_errors
 from andreas.errors import InputError
+from andreas.fileio import write_text_atomic
 
 
 def _now(ctx: click.Context) -> float:
@@ -39,28 +37,8 @@ def parse_co2(value: str | None, default: float | None) -> float | None:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Write through a temporary file in the same directory and a rename, so a reader never
-    sees half a report and a failed run leaves the old file in place."""
-    target = Path(path)
-    tmp = None
-    try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent or ".",
-                                         prefix=f".{target.name}.", suffix=".tmp",
-                                         delete=False) as f:
-            tmp = f.name
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as e:
-        raise InputError(f"--output {path}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    """--output: atomic (a reader never sees half a report; a failure keeps the old file)."""
+    write_text_atomic(path, text, label=f"--output {path}")
 
 
 def _tables_text(tables: tuple[Any, ...], lines: tuple[str, ...]) -> str:

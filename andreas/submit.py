@@ -13,7 +13,6 @@ ignoring case (MariaDB compares them that way, and so do case-insensitive file s
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 import secrets
@@ -29,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
+from andreas.executor.base import image_allowed
 from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
 from andreas.store.jobs import TERMINAL, transition
@@ -344,7 +344,7 @@ def check_image_allowed(image: str, patterns: Iterable[str]) -> None:
     """Early refusal of an image that ``[executor] image_allowlist`` (fnmatch patterns)
     would refuse at start; an empty list allows every image."""
     patterns = tuple(patterns)
-    if patterns and not any(fnmatch.fnmatchcase(image, p) for p in patterns):
+    if not image_allowed(image, patterns):
         raise InputError(f"IMAGE {image!r}: not allowed on this cluster (image_allowlist: "
                          f"{', '.join(patterns)})")
 

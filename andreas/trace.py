@@ -17,13 +17,12 @@ or a full disk never leaves a half-written trace under the target name.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.fileio import write_text_atomic
 from andreas.model import Job, Trace
 from andreas.snapshot import (Fields, check_job_placement, check_list, energy_to_dict,
                               hardware_to_dict, job_to_dict, params_to_dict, parse_catalog,
@@ -127,33 +126,9 @@ def dumps_trace(trace: Trace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def dump_trace(trace: Trace, path: str | Path) -> None:
     """Write atomically: a temporary file in the same directory, then a rename over ``path``."""
-    target = Path(path)
-    text = dumps_trace(trace)
-    tmp = None
-    try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent or ".",
-                                         prefix=f".{target.name}.", suffix=".tmp",
-                                         delete=False) as f:
-            tmp = f.name
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would have created it
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as e:
-        raise InputError(f"{target}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    write_text_atomic(path, dumps_trace(trace))
 
 
 def gpu_count(trace: Trace) -> int:

@@ -19,7 +19,9 @@ it is in the store).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping
+import fnmatch
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 
@@ -70,6 +72,12 @@ class ContainerState:
     finished_s: float | None = None
 
 
+def image_allowed(image: str, patterns: tuple[str, ...]) -> bool:
+    """fnmatch (case-sensitive) against ``[executor] image_allowlist``; empty: any image.
+    Checked at submission (``andreas submit``) and again at start (the executor)."""
+    return not patterns or any(fnmatch.fnmatchcase(image, p) for p in patterns)
+
+
 def container_name(job_id: str, attempt: int) -> str:
     """``andreas-<job>-<attempt>``: unique per attempt on an engine."""
     return f"andreas-{job_id}-{attempt}"
@@ -115,6 +123,21 @@ class Executor(abc.ABC):
                 "utf-8", "replace")
         except Exception:  # noqa: BLE001 - a reason is best effort
             return ""
+
+    def watch(self, nodes: Callable[[], list[NodeRef]], wake: Callable[[str], None],
+              stop: threading.Event) -> None:
+        """Call ``wake(node_name)`` soon after a labelled container of a node starts or
+        ends, until ``stop`` is set; returns at once (the watching runs in threads).
+
+        A hint only: the manager's polling of :meth:`containers` stays the source of
+        truth, and a wake only makes its next tick come sooner, so a lost or duplicated
+        wake changes nothing. ``nodes()`` is re-read now and then (the nodes to watch
+        change). Never raises. This default does nothing, which is right for executors
+        whose containers change only inside calls (the dry run computes a finished
+        container when :meth:`containers` is read; the tests' fakes change when a test
+        says so): there is nothing to hear between two polls.
+        """
+        return None
 
     def close(self) -> None:
         """Release connections."""

@@ -25,6 +25,7 @@ import docker.errors
 import pytest
 
 from andreas import job
+from tests.agents_docker.conftest import docker_client  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_DIR = REPO / "examples" / "train"
@@ -112,28 +113,6 @@ class Running:
             self.proc.kill()
             self.proc.wait()
         self._stderr.close()
-
-
-def _fail(message: str) -> None:
-    ci = " (CI=true: the test command must provide it)" if os.environ.get("CI") else ""
-    pytest.fail(f"{message}{ci}; run `bash scripts/test.sh`, which starts a private dockerd",
-                pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Iterator[docker.DockerClient]:
-    host = os.environ.get("DOCKER_HOST")
-    if not host:
-        _fail("DOCKER_HOST is not set: the example image tests need a Docker daemon")
-    try:
-        client = docker.DockerClient(base_url=host, version="auto")
-        client.ping()
-    except Exception as e:  # noqa: BLE001
-        _fail(f"the Docker daemon at {host} does not answer: {e}")
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture(scope="session")
