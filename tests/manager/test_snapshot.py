@@ -172,3 +172,22 @@ def test_measured_epochs_are_refreshed_incrementally(mstore):
     with mstore.session() as s:
         assert fresh.epoch_tables(s, ["resnet50"], {"V100": 1})[
             ("resnet50", "V100")][0].seconds == 50.0
+
+
+def test_counts_without_data_are_fitted_from_the_known_counts_of_the_type(mstore):
+    """An application profiled on 1 V100 only (no model row): 2 and 4 V100s are predicted by
+    Amdahl's law with the prior serial fraction, tagged as a model, not guessed as 3600 s."""
+    from andreas.profiler.fit import DEFAULT_PRIOR_SERIAL
+
+    add_node(mstore, "n", gpus=4)
+    add_job(mstore, "j", application="fresh-app")
+    with mstore.session() as s:
+        s.add(AppProfile(application="fresh-app", gpu_type="V100", gpus=1, epoch_time_s=10.0,
+                         source="profiler", samples=3, updated_s=NOW))
+    est = build(mstore).epochs[("fresh-app", "V100")]
+    assert (est[0].source, est[0].seconds) == ("profiler", 10.0)
+    s_ = DEFAULT_PRIOR_SERIAL
+    for g in (2, 3, 4):
+        assert est[g - 1].source.startswith("model")
+        assert est[g - 1].seconds == pytest.approx(10.0 * (s_ + (1 - s_) / g))
+        assert est[g - 1].confidence is not None and est[g - 1].confidence < 0.5
