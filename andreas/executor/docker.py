@@ -53,10 +53,12 @@ _TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\
 # keys AND-ed; a bare label name matches any value)
 EVENT_FILTERS: dict[str, Any] = {"type": "container", "label": LABEL_JOB,
                                  "event": ["start", "die", "oom", "destroy"]}
-WATCH_NODES_S = 10.0           # nodes() is re-read this often
+WATCH_NODES_S = 10.0           # nodes() is re-read this often (every 1 s while empty)
 WATCH_BACKOFF_S = (1.0, 30.0)  # first and longest wait before a stream is reopened
 WATCH_HEALTHY_S = 5.0          # a stream open this long ends an outage (back-off reset)
 WATCH_REFRESH_S = 300.0        # streams are reopened this often (dead connections)
+WATCH_REPLAY_S = 2.0           # a new stream starts this far back (the engine subscribes
+                               # after it answers; its buffered events cover the gap)
 WATCH_JOIN_S = 2.0             # how long stopping waits for a watcher's thread
 _WATCH_SLICE_S = 0.2           # the supervisor notices a closed executor this quickly
 
@@ -221,6 +223,11 @@ class _EventWatcher:
         self.halt.set()
         self.interrupt()
 
+    @property
+    def streaming(self) -> bool:
+        with self._lock:
+            return self._stream is not None
+
     def age(self) -> float:
         with self._lock:
             return time.monotonic() - self._opened if self._stream is not None else 0.0
@@ -238,11 +245,11 @@ class _EventWatcher:
             self.attempts += 1
             client = stream = None
             opened = None
-            events = 0
             why = "the engine ended the event stream"
             try:
                 client = self._connect(self.node)
-                stream = client.events(decode=True, filters=EVENT_FILTERS)
+                stream = client.events(decode=True, filters=EVENT_FILTERS,
+                                       since=int(time.time() - WATCH_REPLAY_S))
                 with self._lock:
                     self._stream, self._opened = stream, time.monotonic()
                 opened = time.monotonic()
@@ -255,7 +262,6 @@ class _EventWatcher:
                     if self.halt.is_set():
                         break
                     if isinstance(event, dict):
-                        events += 1
                         self._notify()
             except Exception as e:  # noqa: BLE001 - vendor errors never leave the thread
                 why = _one_line(e)
@@ -267,7 +273,9 @@ class _EventWatcher:
                 _close_client(client)
             if self.halt.is_set():
                 break
-            if opened is not None and (events or time.monotonic() - opened >= WATCH_HEALTHY_S):
+            # healthy by time alone: a new stream replays recent events, so a count of
+            # events would let an engine that drops every stream reset the back-off
+            if opened is not None and time.monotonic() - opened >= WATCH_HEALTHY_S:
                 delay, warned, said_back = WATCH_BACKOFF_S[0], False, False
             if refreshed:
                 continue
@@ -320,7 +328,7 @@ class _EventWatch:
         try:
             while not self._done():
                 self._sync()
-                deadline = time.monotonic() + WATCH_NODES_S
+                deadline = time.monotonic() + (WATCH_NODES_S if self.watchers else 1.0)
                 while not self._done() and time.monotonic() < deadline:
                     self._stop.wait(_WATCH_SLICE_S)
         except Exception:  # noqa: BLE001 - never escapes; polling goes on without events
@@ -603,6 +611,13 @@ class DockerExecutor(Executor):
             self._watches = [x for x in self._watches if x.thread.is_alive()]
             self._watches.append(w)
         w.thread.start()
+
+    def watching(self) -> list[str]:
+        """The nodes whose event stream is open now (for operators and tests)."""
+        with self._lock:
+            watches = list(self._watches)
+        return sorted(w.node.name for x in watches for w in list(x.watchers.values())
+                      if w.streaming)
 
     def close(self) -> None:
         with self._lock:

@@ -1,8 +1,12 @@
 """``andreas manager run``: store, lock, executor, signals, loop.
 
 SIGTERM / SIGINT set a stop event: the tick in progress finishes, the period timer stops,
-the lock is released and the process exits 0. Running containers are left running; the
-next manager adopts them (reconciliation at start).
+the executor's event watchers stop, the lock is released and the process exits 0.
+Running containers are left running; the next manager adopts them (reconciliation at
+start).
+
+Container events (``executor.watch``) wake the loop for the nodes the last tick read
+(:meth:`Manager.watched_nodes`); polling every ``poll_s`` stays the source of truth.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     store = store or open_store(settings=settings)
     lock = make_lock(store.engine)
     manager = None
+    watching = threading.Event()     # set when the daemon ends, however it ends
     try:
         if not acquire(lock, settings.manager.lock, stop=stop):
             log.info("stopped while waiting for the manager lock")
@@ -72,11 +77,14 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
                  store.url, settings.manager.policy, settings.manager.period_s,
                  settings.manager.poll_s, " (dry run: no container is touched)"
                  if dry_run else "")
+        if not once:
+            executor.watch(manager.watched_nodes, manager.wake, watching)
         run_loop(manager, stop, once=once, lock=lock)
         log.info("manager stopped; running containers are left running and will be "
                  "adopted at the next start")
         return 0
     finally:
+        watching.set()
         if manager is not None:
             manager.close()
         lock.release()

@@ -6,6 +6,8 @@ plan becomes the *target* that every :meth:`Manager.tick` reconciles the nodes t
 Triggers (``submit``, ``complete``, ``failed``, ``node-down``, ``node-up``, ``period``,
 ``start``) are collected during a tick, from the reconciliation and from other threads
 (:meth:`Manager.request`, e.g. the period timer), and answered by one rescheduling.
+:meth:`Manager.request` and :meth:`Manager.wake` (the executor's container events) set
+:attr:`Manager.wakeup`, so the loop ticks soon instead of at its next poll.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from sqlalchemy import bindparam, select, update
 from andreas import optimizer
 from andreas.config import Settings
 from andreas.errors import AndreasError, InfeasiblePlan
-from andreas.executor.base import Executor
+from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
 from andreas.manager.estimates import Estimator
 from andreas.manager.plandoc import Target, plan_document
@@ -75,11 +77,28 @@ class Manager:
         self._retry_after = 0.0
         self._failures = 0
         self._target_loaded = False
+        self.wakeup = threading.Event()      # set: the loop should tick soon
 
     # ------------------------------------------------------------------ triggers
 
     def request(self, *triggers: str) -> None:
-        """Ask for a rescheduling at the next tick (thread-safe; several become one)."""
+        """Ask for a rescheduling at the next tick, and wake the loop so that tick comes
+        soon (thread-safe; several become one)."""
+        self._defer(*triggers)
+        self.wakeup.set()
+
+    def wake(self, why: str = "") -> None:
+        """Tick soon (e.g. a container event on node ``why``); only a hint: the tick
+        reads the store and the containers as always."""
+        self.wakeup.set()
+
+    def watched_nodes(self) -> list[NodeRef]:
+        """The nodes whose containers the last tick read (for the executor's watch)."""
+        return list(self.reconciler.polled)
+
+    def _defer(self, *triggers: str) -> None:
+        """A rescheduling at the next tick, without waking the loop (from inside a tick:
+        a back-off or a retry must not make the loop spin)."""
         with self._lock:
             self._pending.update(triggers)
 
@@ -169,7 +188,7 @@ class Manager:
     def start(self) -> TickReport:
         """At daemon start: read the previous target, reconcile, reschedule, apply."""
         self.load_target()
-        self.request("start")
+        self._defer("start")
         return self.tick()
 
     def tick(self) -> TickReport:
@@ -198,13 +217,13 @@ class Manager:
             decision_id = self._reschedule_debounced(triggers, state)
         more = rec.apply(self.target, obs, state)
         if more:
-            self.request(*more)
+            self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)
 
     def _reschedule_debounced(self, triggers: set[str], state: StoreState) -> int | None:
         now = self.clock()
         if now < self._retry_after:
-            self.request(*triggers)
+            self._defer(*triggers)
             return None
         label = "+".join(sorted(triggers))
         try:
@@ -215,7 +234,7 @@ class Manager:
         if decision_id is None:
             self._failures += 1
             self._retry_after = now + min(MAX_BACKOFF_S, 2.0 ** self._failures)
-            self.request(*triggers)
+            self._defer(*triggers)
         else:
             self._failures = 0
             self._retry_after = 0.0

@@ -41,7 +41,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from andreas.config import Settings
-from andreas.executor.base import ContainerState, Executor, StartRequest
+from andreas.executor.base import ContainerState, Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, NodeUnreachable)
 from andreas.manager.plandoc import Target
@@ -102,6 +102,7 @@ class Reconciler:
                                                   thread_name_prefix="andreas-engine")
         self.probe_backoff_s = probe_backoff_s
         self.unreachable: set[str] = set()        # nodes this manager marked down
+        self.polled: tuple[NodeRef, ...] = ()     # the nodes the last observe read
         self._signalled: set[tuple[str, int | str]] = set()
         self._killed: set[tuple[str, int | str]] = set()
         self._orphans: dict[tuple[str, str], float] = {}
@@ -130,6 +131,7 @@ class Reconciler:
             elif n.id in open_nodes or (n.state in (NodeState.UP, NodeState.DRAINING)
                                         and not n.profiling):
                 polled.append(n)
+        self.polled = tuple(n.ref for n in polled)
         futures = {self.pool.submit(self.executor.containers, n.ref): n.name for n in polled}
         for n in probe:
             if n.name not in self._probes and now >= self._probe_after.get(n.name, 0.0):
