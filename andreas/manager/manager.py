@@ -213,12 +213,34 @@ class Manager:
                 triggers.add("node-up")
         self._schedulable = now_schedulable
         decision_id = None
+        if "period" in triggers:
+            self.refresh_models()
         if triggers:
             decision_id = self._reschedule_debounced(triggers, state)
         more = rec.apply(self.target, obs, state)
         if more:
             self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)
+
+    def refresh_models(self) -> int:
+        """At every period H: the Job Profiler's runtime models refitted from production
+        epochs, recent ones weighing more (``andreas.profiler.store.refresh_models``), so
+        the GPU counts a job has not run on are predicted from what jobs really did. A
+        failure is logged and the rescheduling goes on with the models as they were.
+        Returns the number of (application, GPU type) models refitted."""
+        from andreas.profiler.store import refresh_models
+
+        prior = {name: app.serial_fraction for name, app in self.estimator.profiles.apps.items()}
+        try:
+            with self.store.session() as s:
+                done = refresh_models(s, self.clock(), prior_serial=prior)
+        except Exception as e:  # noqa: BLE001 - models are a refinement, never a blocker
+            log.warning("refitting the runtime models from production epochs failed: %s", e)
+            return 0
+        if done:
+            log.info("runtime models refitted from production epochs: %s",
+                     ", ".join(f"{r.app}/{r.gpu_type}" for r in done))
+        return len(done)
 
     def _reschedule_debounced(self, triggers: set[str], state: StoreState) -> int | None:
         now = self.clock()

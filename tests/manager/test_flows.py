@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from andreas.manager.plandoc import Target
 from andreas.model import Config
 from andreas.store import JobState
@@ -138,3 +140,31 @@ def test_continue_keeps_the_container(mstore):
     # whatever the policy chose, a job whose target is its own config is not touched
     if m.target.assignments["j"] == Config(node="a", gpus=1):
         assert ex.calls_of("signal") == []
+
+
+def test_period_refits_the_runtime_models_from_production_epochs(mstore):
+    """A period rescheduling refits app_models from the epochs jobs really ran (here 4 epochs
+    of 30 s on 1 V100), so the other GPU counts get a model from production data."""
+    from sqlalchemy import select
+
+    from andreas.store.models import AppModel
+    from andreas.store.samples import insert_epoch_events
+
+    node_id = add_node(mstore, "n", gpus=2)
+    add_job(mstore, "done", application="newapp", state=JobState.COMPLETED)
+    m, _, clock = make(mstore)
+    now = clock()
+    with mstore.session() as s:
+        insert_epoch_events(s, [dict(job_id="done", attempt=1, epoch=k, start_s=now - 400 + 60 * k,
+                                     end_s=now - 370 + 60 * k, node_id=node_id, gpu_type="V100",
+                                     gpus=1) for k in range(1, 5)])
+    m.tick()
+    with mstore.session() as s:
+        assert s.execute(select(AppModel).where(AppModel.application == "newapp")).first() is None
+    m.request("period")
+    m.tick()
+    with mstore.session() as s:
+        model = s.execute(select(AppModel).where(AppModel.application == "newapp")).scalar_one()
+    assert model.gpu_type == "V100" and model.source == "measured"
+    assert model.t1_s * (model.serial_fraction + (1 - model.serial_fraction)) == \
+        pytest.approx(30.0)
