@@ -6,7 +6,8 @@ store is the embedded SQLite default (``--mariadb``: a fresh database on
 a subprocess) with its default ``poll_s`` unless ``--poll-s`` says otherwise. Each trial
 submits a job (the library call ``andreas submit`` makes, timed from just before it) and
 polls the engine every 5 ms until the job's container is running; then cancels it and
-waits until the manager has stopped it, so every trial starts on an idle cluster.
+waits until the manager has stopped it, so every trial starts on an idle cluster. Trials
+start at a random phase (0-1 s) against the manager's polling.
 
 Baseline, measured in the same run: ``docker run -d`` of the same image through the SDK
 (create + start, until the engine reports it running). Prints median / p90 latency and
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -120,7 +122,9 @@ def main() -> int:
     latencies = []
     try:
         time.sleep(3.0)                       # the manager's start-up (imports, first tick)
+        rng = random.Random(0)
         for i in range(args.trials):
+            time.sleep(rng.uniform(0.0, 1.0))     # a random phase against the manager's poll
             job = f"bench-{uuid.uuid4().hex[:8]}"
             now = time.time()
             spec = parse_submission(image=image, epochs="1", due="+1h", weight="0.01",
