@@ -7,14 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from andreas.store import Base, Store
-from tests.store.conftest import backend, db_url, store  # noqa: F401  (fixtures)
+from andreas.store import Store
+from tests.store.conftest import backend, db_url, emptied, store  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
 def mstore(store: Store) -> Iterator[Store]:  # noqa: F811
     """The module's store with every table emptied first."""
-    with store.session() as s:
-        for table in reversed(Base.metadata.sorted_tables):
-            s.execute(table.delete())
-    yield store
+    yield emptied(store)
