@@ -72,11 +72,17 @@ class PolicyName(click.ParamType):
               help="Verbosity of the log on stderr (also ANDREAS_LOG_LEVEL).")
 @click.version_option(package_name="andreas", message="%(prog)s %(version)s")
 def main(log_level: str) -> None:
-    """ANDREAS: an energy-aware scheduler for deep-learning training jobs on a GPU cluster.
+    """andreas: an energy-aware GPU cluster manager for deep-learning training jobs.
 
     At each rescheduling point it decides which jobs run on which nodes with how many
     GPUs, so that the energy bill plus the penalties for late jobs is as small as
-    possible. Policies: the ANDREAS randomized greedy, path relinking and simple baselines.
+    possible, and the manager (`andreas manager run`) makes the nodes' Docker engines
+    follow. Policies: the ANDREAS randomized greedy, path relinking and simple baselines.
+
+    \b
+    Users:      submit, queue, show, logs, cancel
+    Operators:  manager run, nodes, costs, profile, report, db
+    Planning:   simulate, optimize, compare, trace, policies
     """
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
