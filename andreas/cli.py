@@ -81,7 +81,7 @@ def main(log_level: str) -> None:
 
     \b
     Users:      submit, queue, show, logs, cancel
-    Operators:  manager run, nodes, costs, profile, report, db
+    Operators:  manager run, nodes, node, costs, profile, report, db
     Planning:   simulate, optimize, compare, trace, policies
     """
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
@@ -320,3 +320,5 @@ from andreas.cli_profile import register_profile  # noqa: E402
 register_profile(main)
 from andreas.cli_report import register_report  # noqa: E402
 register_report(main)
+from andreas.cli_node import register_node  # noqa: E402
+register_node(main)
