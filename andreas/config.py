@@ -23,6 +23,8 @@ The file::
     max_retries = 3              # non-zero exits retried from the checkpoint, then failed
     lock = "wait"                # a second manager waits for the lock, or "exit"s
     unprofiled_epoch_s = 3600    # epoch time assumed for an application nobody measured
+    image_pull_grace_s = 900     # a pull failing in a way that may pass (registry down):
+                                 # the job waits this long, then fails with the reason
 
     [executor]                   # how containers are run
     checkpoint_root = "/var/lib/andreas/checkpoints"   # shared path, as the nodes see it
@@ -62,7 +64,7 @@ _NUMBER = (int, float)
 _MANAGER_KEYS = {"policy": str, "period_s": _NUMBER, "poll_s": _NUMBER, "max_retries": int,
                  "seed": int, "energy_pue": _NUMBER, "price_per_kwh": _NUMBER,
                  "restart_overhead_s": _NUMBER, "lock": str, "min_power_samples": int,
-                 "unprofiled_epoch_s": _NUMBER}
+                 "unprofiled_epoch_s": _NUMBER, "image_pull_grace_s": _NUMBER}
 _EXECUTOR_KEYS = {"checkpoint_root": str, "checkpoint_mount": str, "network": str,
                   "allow_host_network": bool, "image_allowlist": list, "extra_volumes": list,
                   "tls_ca_cert": str, "tls_client_cert": str, "tls_client_key": str,
@@ -112,6 +114,7 @@ class ManagerSettings:
     lock: str = "wait"                          # a second manager waits, or exits (2)
     min_power_samples: int = 60                 # measured c_ng replaces profiles/ after this
     unprofiled_epoch_s: float = 3600.0          # epoch time guessed for an unknown application
+    image_pull_grace_s: float = 900.0           # a job whose image pull keeps failing, then fails
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,7 +202,7 @@ def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> Mana
     for key in ("period_s", "poll_s", "energy_pue", "price_per_kwh", "unprofiled_epoch_s"):
         if key in values and not values[key] > 0:
             raise InputError(f"{where[key]} must be > 0, got {values[key]!r}")
-    for key in ("max_retries", "restart_overhead_s", "min_power_samples"):
+    for key in ("max_retries", "restart_overhead_s", "min_power_samples", "image_pull_grace_s"):
         if key in values and values[key] < 0:
             raise InputError(f"{where[key]} must be >= 0, got {values[key]!r}")
     return ManagerSettings(**values)

@@ -95,6 +95,11 @@ class Executor(abc.ABC):
         """Create and start the attempt's container; returns its id. Raises
         ImageNotAllowed, ImageNotFound, ContainerConflict, NodeUnreachable, ExecutorError."""
 
+    def ensure_image(self, node: NodeRef, image: str) -> None:
+        """Make sure the node has ``image`` (pull it), before an attempt is recorded.
+        Raises ImagePullFailed (may pass), ImageNotFound, ImageNotAllowed, NodeUnreachable.
+        Default: nothing to prepare (the dry run, fakes)."""
+
     @abc.abstractmethod
     def signal(self, node: NodeRef, container_id: str, signal: str = "SIGTERM") -> None:
         """Send a signal (a container already gone is not an error)."""

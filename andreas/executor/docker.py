@@ -16,12 +16,8 @@ Cost of :meth:`DockerExecutor.containers`, called every tick for every node: one
 call; a container is inspected only when it is first seen and when its state changes
 (exited containers are immutable), so a steady node costs one API call per tick.
 
-:meth:`DockerExecutor.watch`: one thread per node streams the engine's events for
-labelled containers (start, die, oom, destroy) and calls ``wake(node)`` for each, so the
-manager ticks soon after a container ends instead of at its next poll. Each stream has
-its own client (a streaming response holds its connection); a failed or ended stream is
-retried with back-off (1 s doubling to 30 s, one warning per outage), reopened every
-``WATCH_REFRESH_S`` (a silently dead connection never errors), and closed on stop.
+:meth:`DockerExecutor.watch`: Docker events as a wake-up for the manager
+(:mod:`andreas.executor.events`).
 """
 
 from __future__ import annotations
@@ -39,7 +35,9 @@ from andreas.config import ExecutorSettings
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
                                    container_name, image_allowed)
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
-                                     ImageNotFound, NodeUnreachable)
+                                     ImageNotFound, ImagePullFailed, NodeUnreachable,
+                                     one_line)
+from andreas.executor.events import WATCH_JOIN_S, EventWatch
 from andreas.job import LABEL_JOB, container_labels, job_environment, job_labels
 
 log = logging.getLogger("andreas.executor")
@@ -49,21 +47,26 @@ _RUNNING = ("running", "paused", "restarting")
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 _TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
-# events that can change what the manager sees (docker-py: values of one key are OR-ed,
-# keys AND-ed; a bare label name matches any value)
-EVENT_FILTERS: dict[str, Any] = {"type": "container", "label": LABEL_JOB,
-                                 "event": ["start", "die", "oom", "destroy"]}
-WATCH_NODES_S = 10.0           # nodes() is re-read this often (every 1 s while empty)
-WATCH_BACKOFF_S = (1.0, 30.0)  # first and longest wait before a stream is reopened
-WATCH_HEALTHY_S = 5.0          # a stream open this long ends an outage (back-off reset)
-WATCH_REFRESH_S = 300.0        # streams are reopened this often (dead connections)
-WATCH_REPLAY_S = 2.0           # a new stream starts this far back (the engine subscribes
-                               # after it answers; its buffered events cover the gap)
-WATCH_JOIN_S = 2.0             # how long stopping waits for a watcher's thread
-_WATCH_SLICE_S = 0.2           # the supervisor notices a closed executor this quickly
+
+
+PULL_RETRY_S = 30.0            # a pull that failed in a way that may pass is retried after
+# What a registry answers when the image will never come (unknown, forbidden, bad name):
+_PULL_PERMANENT = ("manifest unknown", "not found", "pull access denied",
+                   "repository does not exist", "invalid reference format", "unauthorized",
+                   "no such image", "requested access to the resource is denied")
 
 
 # --------------------------------------------------------------------- pure parts
+def pull_error_is_permanent(message: str) -> bool:
+    """Whether a failed pull will fail again the same way: the registry answered that the
+    image does not exist, may not be pulled, or the reference is invalid. Anything else
+    (DNS, connection refused, timeouts, 5xx) may pass: the job waits and the pull is
+    retried (ImagePullFailed) instead of failing the job at once."""
+    text = message.lower()
+    return any(p in text for p in _PULL_PERMANENT)
+
+
+
 
 def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]:
     """The checkpoint directory (read-write) and ``extra_volumes``, as Docker binds."""
@@ -146,11 +149,6 @@ def container_state(info: dict[str, Any]) -> ContainerState | None:
 
 # --------------------------------------------------------------------- errors
 
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(getattr(e, "explanation", None) or e).split())
-    return (text or type(e).__name__)[:400]
-
-
 def _unreachable(e: BaseException) -> bool:
     """Transport trouble anywhere in the chain (the SDK wraps it in DockerException)."""
     import docker.errors
@@ -169,182 +167,6 @@ def _unreachable(e: BaseException) -> bool:
             return True
         cur, seen = cur.__cause__ or cur.__context__, seen + 1
     return False
-
-
-def _close_stream(stream: Any) -> None:
-    """Close an event stream from any thread (its blocked reader returns)."""
-    if stream is None:
-        return
-    try:
-        stream.close()
-    except Exception:  # noqa: BLE001 - SSH: the SDK refuses; close the channel itself
-        try:
-            stream._response.raw._fp.fp.channel.close()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
-
-
-def _close_client(client: Any) -> None:
-    if client is None:
-        return
-    try:
-        client.close()
-    except Exception:  # noqa: BLE001 - closing is best effort
-        pass
-
-
-class _EventWatcher:
-    """One node's event stream, read in its own daemon thread with its own client.
-    ``connect(node)`` makes a new client; ``halt`` ends the thread."""
-
-    def __init__(self, node: NodeRef, connect: Callable[[NodeRef], Any],
-                 wake: Callable[[str], None]) -> None:
-        self.node = node
-        self._connect = connect
-        self._wake = wake
-        self.halt = threading.Event()
-        self.attempts = 0                  # streams tried (tests: no spinning)
-        self._lock = threading.Lock()
-        self._stream: Any = None
-        self._opened = 0.0                 # monotonic time the current stream opened
-        self._refresh = False
-        self.thread = threading.Thread(target=self._run, daemon=True,
-                                       name=f"andreas-events-{node.name}")
-
-    def interrupt(self, *, refresh: bool = False) -> None:
-        """Close the current stream (``refresh``: reopen it at once, no back-off)."""
-        with self._lock:
-            stream = self._stream
-            if refresh and stream is not None:
-                self._refresh = True
-        _close_stream(stream)
-
-    def stop(self) -> None:
-        self.halt.set()
-        self.interrupt()
-
-    @property
-    def streaming(self) -> bool:
-        with self._lock:
-            return self._stream is not None
-
-    def age(self) -> float:
-        with self._lock:
-            return time.monotonic() - self._opened if self._stream is not None else 0.0
-
-    def _notify(self) -> None:
-        try:
-            self._wake(self.node.name)
-        except Exception:  # noqa: BLE001 - a wake is a hint; the watcher goes on
-            log.debug("node %s: wake failed", self.node.name, exc_info=True)
-
-    def _run(self) -> None:
-        name = self.node.name
-        delay, warned, said_back = WATCH_BACKOFF_S[0], False, False
-        while not self.halt.is_set():
-            self.attempts += 1
-            client = stream = None
-            opened = None
-            why = "the engine ended the event stream"
-            try:
-                client = self._connect(self.node)
-                stream = client.events(decode=True, filters=EVENT_FILTERS,
-                                       since=int(time.time() - WATCH_REPLAY_S))
-                with self._lock:
-                    self._stream, self._opened = stream, time.monotonic()
-                opened = time.monotonic()
-                if self.halt.is_set():         # stopped before the stream was visible
-                    break
-                if warned and not said_back:
-                    log.info("node %s: container events received again", name)
-                    said_back = True
-                for event in stream:
-                    if self.halt.is_set():
-                        break
-                    if isinstance(event, dict):
-                        self._notify()
-            except Exception as e:  # noqa: BLE001 - vendor errors never leave the thread
-                why = _one_line(e)
-            finally:
-                with self._lock:
-                    self._stream = None
-                    refreshed, self._refresh = self._refresh, False
-                _close_stream(stream)
-                _close_client(client)
-            if self.halt.is_set():
-                break
-            # healthy by time alone: a new stream replays recent events, so a count of
-            # events would let an engine that drops every stream reset the back-off
-            if opened is not None and time.monotonic() - opened >= WATCH_HEALTHY_S:
-                delay, warned, said_back = WATCH_BACKOFF_S[0], False, False
-            if refreshed:
-                continue
-            if not warned:
-                log.warning("node %s (%s): no container events: %s; the manager's polling "
-                            "still sees every change; retrying every %.0f-%.0f s", name,
-                            self.node.docker_endpoint, why, *WATCH_BACKOFF_S)
-                warned = True
-            else:
-                log.debug("node %s: event stream retry failed: %s", name, why)
-            self.halt.wait(delay)
-            delay = min(WATCH_BACKOFF_S[1], delay * 2)
-
-
-class _EventWatch:
-    """The watchers of one :meth:`DockerExecutor.watch` call and the supervisor thread
-    that follows ``nodes()`` and stops them all on ``stop`` (or the executor's close)."""
-
-    def __init__(self, connect: Callable[[NodeRef], Any], nodes: Callable[[], list[NodeRef]],
-                 wake: Callable[[str], None], stop: threading.Event) -> None:
-        self._connect = connect
-        self._nodes = nodes
-        self._wake = wake
-        self._stop = stop
-        self.closed = threading.Event()
-        self.watchers: dict[NodeRef, _EventWatcher] = {}
-        self.thread = threading.Thread(target=self._run, daemon=True, name="andreas-events")
-
-    def _sync(self) -> None:
-        try:
-            wanted = set(self._nodes())
-        except Exception:  # noqa: BLE001 - keep the current set; try again later
-            log.debug("event watch: nodes() failed", exc_info=True)
-            return
-        for ref in [r for r in self.watchers if r not in wanted]:
-            self.watchers.pop(ref).stop()
-        for ref in wanted - self.watchers.keys():
-            if self._done():
-                return
-            w = self.watchers[ref] = _EventWatcher(ref, self._connect, self._wake)
-            w.thread.start()
-        for w in self.watchers.values():
-            if w.age() >= WATCH_REFRESH_S:
-                w.interrupt(refresh=True)
-
-    def _done(self) -> bool:
-        return self._stop.is_set() or self.closed.is_set()
-
-    def _run(self) -> None:
-        try:
-            while not self._done():
-                self._sync()
-                deadline = time.monotonic() + (WATCH_NODES_S if self.watchers else 1.0)
-                while not self._done() and time.monotonic() < deadline:
-                    self._stop.wait(_WATCH_SLICE_S)
-        except Exception:  # noqa: BLE001 - never escapes; polling goes on without events
-            log.exception("event watch failed; the manager polls without it")
-        finally:
-            self.shutdown()
-
-    def shutdown(self) -> None:
-        """Stop every watcher and wait (a little) for their threads."""
-        self.closed.set()
-        watchers = list(self.watchers.values())
-        for w in watchers:
-            w.stop()
-        deadline = time.monotonic() + WATCH_JOIN_S
-        for w in watchers:
-            w.thread.join(max(0.0, deadline - time.monotonic()))
 
 
 @dataclass(eq=False)
@@ -366,7 +188,8 @@ class DockerExecutor(Executor):
         self._factory = client_factory or self._default_client
         self._lock = threading.Lock()
         self._engines: dict[str, _Engine] = {}
-        self._watches: list[_EventWatch] = []
+        self._watches: list[EventWatch] = []
+        self._pull_failed: dict[tuple[str, str], tuple[float, str]] = {}
 
     # ------------------------------------------------------------ clients
 
@@ -436,8 +259,8 @@ class DockerExecutor(Executor):
     def _translate(self, e: BaseException, node: NodeRef, what: str) -> ExecutorError:
         if _unreachable(e):
             return NodeUnreachable(f"node {node.name} ({node.docker_endpoint}): engine "
-                                   f"unreachable: {what}: {_one_line(e)}")
-        return ExecutorError(f"node {node.name}: {what}: {_one_line(e)}")
+                                   f"unreachable: {what}: {one_line(e)}")
+        return ExecutorError(f"node {node.name}: {what}: {one_line(e)}")
 
     def _call(self, node: NodeRef, what: str, fn: Callable[[Any], Any]) -> Any:
         _, client = self._client(node)
@@ -460,24 +283,21 @@ class DockerExecutor(Executor):
         import docker.errors
 
         name = container_name(request.job_id, request.attempt)
-        if not image_allowed(request.image, self.settings.image_allowlist):
-            raise ImageNotAllowed(f"image {request.image}: not in the image allowlist "
-                                  f"({', '.join(self.settings.image_allowlist)})")
+        self.ensure_image(node, request.image)          # allow-list first, then the image
         options = run_options(request, self.settings)
-        self._ensure_image(node, request.image)
         _, client = self._client(node)
         try:
             container = client.containers.run(**options)
         except docker.errors.ImageNotFound as e:
             raise ImageNotFound(f"image {request.image}: not found on node {node.name}: "
-                                f"{_one_line(e)}") from e
+                                f"{one_line(e)}") from e
         except docker.errors.APIError as e:
             if e.status_code == 409:
                 raise ContainerConflict(f"container {name} exists on node {node.name}: "
-                                        f"{_one_line(e)}") from e
+                                        f"{one_line(e)}") from e
             self._remove_unstarted(client, name)
             raise ExecutorError(f"node {node.name}: start container {name}: "
-                                f"{_one_line(e)}") from e
+                                f"{one_line(e)}") from e
         except Exception as e:  # noqa: BLE001 - translated at this boundary
             err = self._translate(e, node, f"start container {name}")
             if isinstance(err, NodeUnreachable):
@@ -486,10 +306,20 @@ class DockerExecutor(Executor):
         log.info("started container %s (%s) on node %s", name, container.id[:12], node.name)
         return container.id
 
-    def _ensure_image(self, node: NodeRef, image: str) -> None:
-        """Inspect the image; pull it when the node lacks it. A pull that fails in any
-        way (unknown image, registry refused or unreachable) is ImageNotFound."""
+    def ensure_image(self, node: NodeRef, image: str) -> None:
+        """Inspect the image; pull it when the node lacks it. A pull the registry refuses
+        for good (:func:`pull_error_is_permanent`) is ImageNotFound; any other failed pull
+        is ImagePullFailed, and the same (node, image) is not pulled again for
+        ``PULL_RETRY_S`` (the manager asks at every tick)."""
         import docker.errors
+
+        if not image_allowed(image, self.settings.image_allowlist):
+            raise ImageNotAllowed(f"image {image}: not in the image allowlist "
+                                  f"({', '.join(self.settings.image_allowlist)})")
+        failed = self._pull_failed.get((node.name, image))
+        if failed is not None and time.monotonic() < failed[0]:
+            raise ImagePullFailed(f"{failed[1]} (next pull in "
+                                  f"{failed[0] - time.monotonic():.0f} s)")
 
         def present(c: Any) -> bool:
             try:
@@ -508,13 +338,19 @@ class DockerExecutor(Executor):
                     if isinstance(line, dict) and line.get("error"):
                         return str(line["error"])
             except docker.errors.APIError as e:
-                return _one_line(e)
+                return one_line(e)
             return None
 
         why = self._call(node, f"pull image {image}", pull)
-        if why is not None:
-            raise ImageNotFound(f"image {image}: not on node {node.name} and the pull "
-                                f"failed: {' '.join(why.split())[:400]}")
+        if why is None:
+            self._pull_failed.pop((node.name, image), None)
+            return
+        message = (f"image {image}: not on node {node.name} and the pull failed: "
+                   f"{' '.join(why.split())[:400]}")
+        if pull_error_is_permanent(why):
+            raise ImageNotFound(message)
+        self._pull_failed[(node.name, image)] = (time.monotonic() + PULL_RETRY_S, message)
+        raise ImagePullFailed(message)
 
     @staticmethod
     def _remove_unstarted(client: Any, name: str) -> None:
@@ -606,7 +442,7 @@ class DockerExecutor(Executor):
               stop: threading.Event) -> None:
         """One event stream per node of ``nodes()`` (re-read every ``WATCH_NODES_S``),
         ``wake(node)`` per event, until ``stop`` is set or the executor is closed."""
-        w = _EventWatch(self._watch_client, nodes, wake, stop)
+        w = EventWatch(self._watch_client, nodes, wake, stop)
         with self._lock:
             self._watches = [x for x in self._watches if x.thread.is_alive()]
             self._watches.append(w)

@@ -9,6 +9,12 @@ from __future__ import annotations
 from andreas.errors import AndreasError
 
 
+def one_line(e: BaseException) -> str:
+    """An SDK error as one short line (its explanation when it has one)."""
+    text = " ".join(str(getattr(e, "explanation", None) or e).split())
+    return (text or type(e).__name__)[:400]
+
+
 class ExecutorError(AndreasError):
     """The executor could not do what was asked (the message names node and container)."""
 
@@ -19,6 +25,12 @@ class NodeUnreachable(ExecutorError):
 
 class ImageNotFound(ExecutorError):
     """The image is neither on the node nor pullable: the job fails with this reason."""
+
+
+class ImagePullFailed(ExecutorError):
+    """The node lacks the image and the pull failed for a reason that may pass (registry
+    unreachable, timeout, server error): the job waits and the pull is retried; the
+    manager fails it only after ``[manager] image_pull_grace_s``."""
 
 
 class ImageNotAllowed(ExecutorError):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -43,7 +44,7 @@ from sqlalchemy.exc import IntegrityError
 from andreas.config import Settings
 from andreas.executor.base import ContainerState, Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
-                                     ImageNotFound, NodeUnreachable)
+                                     ImageNotFound, ImagePullFailed, NodeUnreachable)
 from andreas.manager.plandoc import Target
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import (LIVE, WAITING, AttemptView, GpuView, JobView, NodeView,
@@ -108,6 +109,8 @@ class Reconciler:
         self._orphans: dict[tuple[str, str], float] = {}
         self._probes: dict[str, cf.Future] = {}
         self._probe_after: dict[str, float] = {}
+        self._pull_failing: dict[str, float] = {}   # job -> first failed pull (this process)
+        self._pull_logged: dict[str, float] = {}
 
     @property
     def max_retries(self) -> int:
@@ -441,6 +444,11 @@ class Reconciler:
             free = [g for g in node.usable if g.index not in in_use[node.name]]
             if len(free) < want.gpus:
                 continue
+            image = self._image_ready(job, node, now)
+            if image != "ready":
+                if image == "failed":
+                    triggers.add("failed")
+                continue
             chosen = free[:want.gpus]
             in_use[node.name].update(g.index for g in chosen)
             triggers |= self._start(job, node, chosen, target, now)
@@ -521,6 +529,11 @@ class Reconciler:
                       job_reason=reason)
             log.warning("failed job=%s: %s", job.id, reason)
             return {"failed"}
+        except ImagePullFailed as e:
+            self._end(running, attempt, now, reason=_clip(f"image pull failed: {e}"),
+                      new=JobState.PREEMPTED)
+            log.warning("job=%s: %s; waits and is retried", job.id, e)
+            return set()
         except NodeUnreachable as e:
             self._end(running, attempt, now, reason="node unreachable", new=JobState.PREEMPTED)
             log.warning("job=%s: node %s unreachable at start (%s); the next tick looks "
@@ -539,6 +552,40 @@ class Reconciler:
             s.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
                       .values(container_id=cid, start_s=now))
         return set()
+
+    def _image_ready(self, job: JobView, node: NodeView, now: float) -> str:
+        """The node has the job's image (pulled if needed) before an attempt is recorded.
+        A pull failing in a way that may pass (registry down) keeps the job waiting, with
+        no attempt and no failure counted, until ``image_pull_grace_s`` has passed since
+        the first failure (in this manager's memory); then the job fails with the reason.
+        Other errors are left to the start, which records them as today.
+        Returns "ready", "wait" or "failed"."""
+        try:
+            self.executor.ensure_image(node.ref, job.image)
+        except ImagePullFailed as e:
+            first = self._pull_failing.setdefault(job.id, now)
+            grace = self.settings.manager.image_pull_grace_s
+            if now - first < grace:
+                if self._pull_logged.get(job.id, -math.inf) + 60.0 <= now:
+                    self._pull_logged[job.id] = now
+                    log.warning("job=%s waits for its image on node %s (failing for %.0f s "
+                                "of %.0f): %s", job.id, node.name, now - first, grace, e)
+                return "wait"
+            reason = _clip(f"image not available for {grace:.0f} s: {e}")
+            try:
+                with self.store.session() as s:
+                    transition(s, job.id, JobState.FAILED, expected=job.state, now_s=now)
+                    s.execute(update(Job).where(Job.id == job.id).values(reason=reason))
+                log.warning("failed job=%s: %s", job.id, reason)
+            except TransitionConflict as c:
+                log.info("job %s changed meanwhile (%s)", job.id, c)
+            self._pull_failing.pop(job.id, None)
+            return "failed"
+        except ExecutorError:
+            pass                               # the start records it (failed / preempted)
+        self._pull_failing.pop(job.id, None)
+        self._pull_logged.pop(job.id, None)
+        return "ready"
 
     def _find_existing(self, node: NodeView, job_id: str, attempt: int) -> str | None:
         try:

@@ -49,7 +49,7 @@ from sqlalchemy import update
 from andreas.errors import InputError
 from andreas.executor.base import Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFound,
-                                     NodeUnreachable)
+                                     ImagePullFailed, NodeUnreachable)
 from andreas.job import parse_progress
 from andreas.profiler.fit import AmdahlFit, fit_amdahl, prior_serial_fraction
 from andreas.profiler.nodes import (Target, check_app, free_gpus, mark, profile_job_id, restore,
@@ -175,7 +175,7 @@ def run_one(executor: Executor, target: Target, g: int, gpus: Sequence[str], *, 
     on_event(ProfileEvent(kind="start", node=target.name, g=g, job_id=job_id, epochs=epochs))
     try:
         cid = executor.start(target.ref, request)
-    except (ImageNotFound, ImageNotAllowed, NodeUnreachable):
+    except (ImageNotFound, ImagePullFailed, ImageNotAllowed, NodeUnreachable):
         raise
     except ExecutorError as e:
         return RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",

@@ -33,7 +33,8 @@ Q, R, PG, PD = JobState.QUEUED, JobState.RUNNING, JobState.PREEMPTING, JobState.
 C, F, X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED
 
 ALLOWED: Mapping[JobState, frozenset[JobState]] = {
-    Q: frozenset({R, X}),
+    # queued -> failed: its image could not be had (see the manager's image_pull_grace_s).
+    Q: frozenset({R, F, X}),
     # running -> preempted: the container died resumably (e.g. exit 137 with a checkpoint)
     # without a stop request; -> failed: a failure past the retry limit.
     R: frozenset({PG, PD, C, F, X}),

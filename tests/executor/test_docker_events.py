@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from andreas.executor import docker as docker_executor
+from andreas.executor import events as docker_executor
 from andreas.executor.base import NodeRef
 from andreas.executor.docker import DockerExecutor
 

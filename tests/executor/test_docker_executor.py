@@ -11,8 +11,8 @@ import docker
 import pytest
 
 from andreas.executor.base import ContainerState, NodeRef
-from andreas.executor.docker import DockerExecutor
-from andreas.executor.errors import ContainerConflict, ExecutorError, ImageNotFound
+from andreas.executor.docker import DockerExecutor, pull_error_is_permanent
+from andreas.executor.errors import ContainerConflict, ExecutorError, ImagePullFailed
 from andreas.job import container_labels
 
 # Waits for the file "go" in its checkpoint directory, then exits with $CODE.
@@ -157,12 +157,34 @@ def test_second_start_of_an_attempt_is_a_conflict(executor, node, new_job, reque
     assert other != cid
 
 
-def test_missing_image_is_image_not_found(executor, node, new_job, request_for):
+def test_an_image_no_registry_can_deliver_is_a_pull_that_may_pass(executor, node, new_job,
+                                                                   request_for):
+    """This machine reaches no image registry: the pull fails on the network (DNS), which
+    may pass, so it is ImagePullFailed (the manager lets the job wait), and the same pull
+    is not tried again for PULL_RETRY_S."""
     job = new_job()
     image = f"andreas-test/missing-{job}:1"
-    with pytest.raises(ImageNotFound, match=f"image {image}: not on node local"):
+    with pytest.raises(ImagePullFailed, match=f"image {image}: not on node local") as first:
         executor.start(node, request_for(job, LOOP, image=image))
+    assert not pull_error_is_permanent(str(first.value))
     assert not [c for c in executor.containers(node) if c.job_id == job]
+    with pytest.raises(ImagePullFailed, match="next pull in"):
+        executor.ensure_image(node, image)
+
+
+@pytest.mark.parametrize(("message", "permanent"), [
+    ("manifest for reg.example/ml/x:1 not found: manifest unknown", True),
+    ("pull access denied for ml/x, repository does not exist or may require 'docker login'",
+     True),
+    ("invalid reference format: repository name must be lowercase", True),
+    ('Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: '
+     "no such host", False),
+    ("Get https://reg.example/v2/: net/http: TLS handshake timeout", False),
+    ("received unexpected HTTP status: 503 Service Unavailable", False),
+    ("dial tcp 10.0.0.5:443: connect: connection refused", False),
+])
+def test_pull_errors_are_classified(message, permanent):
+    assert pull_error_is_permanent(message) is permanent
 
 
 def test_failed_start_leaves_no_container(executor, node, new_job, request_for):

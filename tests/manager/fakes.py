@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
                                    container_name)
 from andreas.executor.errors import (ContainerConflict, ImageNotAllowed, ImageNotFound,
-                                     NodeUnreachable)
+                                     ImagePullFailed, NodeUnreachable)
 
 
 @dataclass
@@ -47,6 +47,7 @@ class FakeExecutor(Executor):
         self.unreachable: set[str] = set()
         self.missing_images: set[str] = set()
         self.forbidden_images: set[str] = set()
+        self.pull_failing: set[str] = set()     # images whose pull fails in a way that may pass
         self.sigterm_exit: int | None = 143
         self.calls: list[tuple] = []
         self._ids = itertools.count(1)
@@ -99,6 +100,13 @@ class FakeExecutor(Executor):
     def ping(self, node: NodeRef) -> None:
         self.calls.append(("ping", node.name))
         self._node(node)
+
+    def ensure_image(self, node: NodeRef, image: str) -> None:
+        self.calls.append(("ensure_image", node.name, image))
+        self._node(node)
+        if image in self.pull_failing:
+            raise ImagePullFailed(f"image {image}: not on node {node.name} and the pull "
+                                  "failed: dial tcp: lookup registry: no such host (fake)")
 
     def start(self, node: NodeRef, request: StartRequest) -> str:
         self.calls.append(("start", node.name, request.job_id, request.attempt,

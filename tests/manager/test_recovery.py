@@ -63,6 +63,33 @@ def test_missing_or_forbidden_image_fails_the_job_with_the_reason(mstore):
     check_capacity(mstore, ex)
 
 
+def test_a_pull_that_may_pass_keeps_the_job_waiting_then_fails_it_after_the_grace(mstore):
+    """Registry down: no attempt, no failure counted, the job waits; once
+    image_pull_grace_s has passed it fails with the reason. A pull that recovers in time
+    starts the job."""
+    add_node(mstore, "a", gpus=2)
+    add_job(mstore, "stuck", image="reg/stuck:1")
+    add_job(mstore, "late", image="reg/late:1")
+    m, ex, clock = make(mstore, image_pull_grace_s=600.0)
+    ex.pull_failing |= {"reg/stuck:1", "reg/late:1"}
+    set_target(m, {"stuck": ("a", 1), "late": ("a", 1)})
+    m.tick()
+    clock.advance(300.0)
+    m.tick()
+    for job_id in ("stuck", "late"):
+        j = job(mstore, job_id)
+        assert j.state is JobState.QUEUED and j.failures == 0 and attempts(mstore, job_id) == []
+    ex.pull_failing.discard("reg/late:1")              # the registry answers again
+    m.tick()
+    assert state_of(mstore, "late") is JobState.RUNNING
+    clock.advance(301.0)
+    m.tick()
+    j = job(mstore, "stuck")
+    assert j.state is JobState.FAILED and attempts(mstore, "stuck") == []
+    assert j.reason.startswith("image not available for 600 s") and "no such host" in j.reason
+    check_capacity(mstore, ex)
+
+
 def test_unreachable_node_preempts_its_jobs_which_are_replanned_elsewhere(mstore):
     add_node(mstore, "a", gpus=2)
     add_node(mstore, "b", gpus=2)
