@@ -26,7 +26,9 @@ def manager_group() -> None:
 @manager_group.command("run")
 @click.option("--dry-run", is_flag=True,
               help="Touch no container: log the actions it would take (laptop demo with "
-                   "SQLite and fake-GPU nodes).")
+                   "SQLite and fake-GPU nodes). Decisions and attempts are still recorded "
+                   "in the store, so use a throw-away one: a real manager started on it "
+                   "later finds those attempts without containers and requeues their jobs.")
 @click.option("--policy", type=click.Choice(POLICY_CHOICES), default=None,
               help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
 @click.option("--period-s", type=click.FloatRange(min=0, min_open=True), default=None,
