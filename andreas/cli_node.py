@@ -61,8 +61,13 @@ def node_group() -> None:
     stale profiling mark. `andreas nodes` lists them."""
 
 
-def _store() -> Store:
-    return open_store(settings=load_settings(), retries=0)
+def _on_store(action, node: str):
+    """``action(store, node)`` on the configured store, which is closed afterwards."""
+    store = open_store(settings=load_settings(), retries=0)
+    try:
+        return action(store, node)
+    finally:
+        store.dispose()
 
 
 @node_group.command("drain")
@@ -70,11 +75,7 @@ def _store() -> Store:
 @_db_errors
 def drain_cmd(node: str) -> None:
     """Start nothing new on NODE; its running jobs finish there (not moved, not stopped)."""
-    store = _store()
-    try:
-        before, after = change_state(store, node, "drain")
-    finally:
-        store.dispose()
+    before, after = _on_store(lambda store, name: change_state(store, name, "drain"), node)
     if before is after:
         click.echo(f"node {node}: already draining")
     else:
@@ -88,11 +89,7 @@ def drain_cmd(node: str) -> None:
 def resume_cmd(node: str) -> None:
     """Put a draining or down NODE back into scheduling (the manager marks it down again
     if its Docker engine does not answer)."""
-    store = _store()
-    try:
-        before, after = change_state(store, node, "resume")
-    finally:
-        store.dispose()
+    before, after = _on_store(lambda store, name: change_state(store, name, "resume"), node)
     if before is after:
         click.echo(f"node {node}: already up")
     else:
@@ -104,11 +101,7 @@ def resume_cmd(node: str) -> None:
 @_db_errors
 def unmark_profiling_cmd(node: str) -> None:
     """Clear NODE's profiling mark (left by a profiler that was killed)."""
-    store = _store()
-    try:
-        was = unmark_profiling(store, node)
-    finally:
-        store.dispose()
+    was = _on_store(unmark_profiling, node)
     click.echo(f"node {node}: " + ("profiling mark cleared; back in production scheduling"
                                    if was else "was not marked profiling; nothing changed"))
 

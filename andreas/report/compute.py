@@ -17,11 +17,15 @@ definitions are in the package docstring (:mod:`andreas.report`); in short, for 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from andreas.report.read import AttemptInfo, EnergyWindow, JobInfo, NodeMinute, ReportData
 from andreas.report.window import Window, overlap_s, periods
+
+T = TypeVar("T")
+K = TypeVar("K")
 
 MJ_PER_KWH = 3.6e9
 MINUTE_S = 60.0
@@ -173,16 +177,20 @@ def gpu_hours(attempts: Iterable[AttemptInfo], start_s: float, stop_s: float,
                for a in attempts if a.start_s is not None) / 3600.0
 
 
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """``items`` in lists by ``key``, in their order."""
+    out: dict[K, list[T]] = defaultdict(list)
+    for item in items:
+        out[key(item)].append(item)
+    return out
+
+
 def build_report(data: ReportData, prices: Prices) -> Report:
     """Rows per job and per node, and the totals, of the window ``data`` was read for."""
     w = data.window
     names = {n.id: n.name for n in data.nodes}
-    energy_by_job: dict[str, list[EnergyWindow]] = defaultdict(list)
-    for e in data.energy:
-        energy_by_job[e.job_id].append(e)
-    attempts_by_job: dict[str, list[AttemptInfo]] = defaultdict(list)
-    for a in data.attempts:
-        attempts_by_job[a.job_id].append(a)
+    energy_by_job = group_by(data.energy, lambda e: e.job_id)
+    attempts_by_job = group_by(data.attempts, lambda a: a.job_id)
     jobs = []
     for j in data.jobs:
         attempts = attempts_by_job.get(j.id, [])
@@ -216,15 +224,9 @@ def build_report(data: ReportData, prices: Prices) -> Report:
 
 def node_rows(data: ReportData, prices: Prices) -> tuple[NodeRow, ...]:
     w = data.window
-    minutes: dict[int, list[NodeMinute]] = defaultdict(list)
-    for m in data.minutes:
-        minutes[m.node_id].append(m)
-    energy: dict[int, list[EnergyWindow]] = defaultdict(list)
-    for e in data.energy:
-        energy[e.node_id].append(e)
-    attempts: dict[int | None, list[AttemptInfo]] = defaultdict(list)
-    for a in data.attempts:
-        attempts[a.node_id].append(a)
+    minutes = group_by(data.minutes, lambda m: m.node_id)
+    energy = group_by(data.energy, lambda e: e.node_id)
+    attempts = group_by(data.attempts, lambda a: a.node_id)
     out = []
     for n in data.nodes:
         mine = [m for m in minutes.get(n.id, ())
@@ -267,9 +269,7 @@ def totals(jobs: Iterable[JobRow], nodes: Iterable[NodeRow], prices: Prices) -> 
 def period_rows(data: ReportData, prices: Prices, kind: str) -> tuple[PeriodRow, ...]:
     """One row per UTC day or ISO week of the window; they add up to the totals."""
     w = data.window
-    by_job: dict[str, list[AttemptInfo]] = defaultdict(list)
-    for a in data.attempts:
-        by_job[a.job_id].append(a)
+    by_job = group_by(data.attempts, lambda a: a.job_id)
     ends = {j.id: job_end_s(j, by_job.get(j.id, ())) for j in data.jobs}
     out = []
     for p in periods(w, kind):

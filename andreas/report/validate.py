@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from andreas.report.compute import MJ_PER_KWH, MINUTE_S, minute_energy_mj
+from andreas.report.compute import MJ_PER_KWH, MINUTE_S, group_by, minute_energy_mj
 from andreas.report.read import NodeMinute, ReportData
 from andreas.report.window import overlap_s
 
@@ -79,9 +78,7 @@ def validate(data: ReportData) -> Validation:
     """Slots between the decisions of ``data`` and their deviations (see module docstring)."""
     w = data.window
     names = {n.name: n.id for n in data.nodes}
-    minutes: dict[int, list[NodeMinute]] = defaultdict(list)
-    for m in data.minutes:
-        minutes[m.node_id].append(m)
+    minutes = group_by(data.minutes, lambda m: m.node_id)
     decisions = list(data.decisions)
     end_of_window = min(w.until_s, w.now_s)
     slots = []

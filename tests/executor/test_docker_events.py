@@ -16,15 +16,7 @@ import pytest
 from andreas.executor import events as docker_executor
 from andreas.executor.base import NodeRef
 from andreas.executor.docker import DockerExecutor
-
-
-def wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
+from tests.manager.helpers import wait_for
 
 
 def watch_threads() -> list[threading.Thread]:

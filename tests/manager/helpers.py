@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import numpy as np
@@ -121,3 +122,13 @@ def check_capacity(store: Store, executor: FakeExecutor) -> None:
 
 __all__ = ["Clock", "add_job", "add_node", "attempts", "check_capacity", "dump", "job",
            "make", "node_state", "settings", "state_of"]
+
+
+def wait_for(condition, timeout_s: float = 10.0, interval_s: float = 0.01) -> bool:
+    """Poll ``condition`` until it holds or ``timeout_s`` passes; its last value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval_s)
+    return condition()

@@ -15,16 +15,7 @@ from andreas.manager.daemon import run
 from andreas.manager.loop import run_loop
 from andreas.store import Decision, JobState, NodeState
 from tests.manager.fakes import FakeExecutor
-from tests.manager.helpers import add_job, add_node, make, settings, state_of
-
-
-def wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
+from tests.manager.helpers import add_job, add_node, make, settings, state_of, wait_for
 
 
 class LoopManager:
