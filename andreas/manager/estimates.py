@@ -163,8 +163,16 @@ class Estimator:
                    ) -> tuple[EpochEstimate, ...] | None:
         profile = self.profiles.apps.get(app)
         profile_t1 = profile.epoch_s.get(gpu_type) if profile is not None else None
-        model = models.get((app, gpu_type)) or self._fit_known(app, gpu_type, max_g, measured,
-                                                                 rows, profile)
+        direct: dict[int, EpochEstimate] = {}          # measured, else the profiler's row
+        for g in range(1, max_g + 1):
+            m = measured.get((app, gpu_type, g))
+            if m is not None and len(m) >= MIN_EPOCHS:
+                direct[g] = EpochEstimate(seconds=statistics.median(m), source="measured",
+                                          samples=len(m))
+            elif (app, gpu_type, g) in rows:
+                s, src, n = rows[(app, gpu_type, g)]
+                direct[g] = EpochEstimate(seconds=s, source=src, samples=n)
+        model = models.get((app, gpu_type)) or self._fit_known(direct, max_g, profile)
         known_here = (profile_t1 is not None or model is not None
                       or any((app, gpu_type, g) in rows or (app, gpu_type, g) in measured
                              for g in range(1, max_g + 1)))
@@ -172,13 +180,8 @@ class Estimator:
             return None              # profiles say: this application does not run on this type
         out = []
         for g in range(1, max_g + 1):
-            m = measured.get((app, gpu_type, g))
-            if m is not None and len(m) >= MIN_EPOCHS:
-                out.append(EpochEstimate(seconds=statistics.median(m), source="measured",
-                                         samples=len(m)))
-            elif (app, gpu_type, g) in rows:
-                s, src, n = rows[(app, gpu_type, g)]
-                out.append(EpochEstimate(seconds=s, source=src, samples=n))
+            if g in direct:
+                out.append(direct[g])
             elif model is not None:
                 t1, serial, n, mape, counts = model
                 out.append(EpochEstimate(seconds=t1 * (serial + (1 - serial) / g),
@@ -196,24 +199,19 @@ class Estimator:
         return tuple(out)
 
     @staticmethod
-    def _fit_known(app: str, gpu_type: str, max_g: int, measured, rows, profile):
+    def _fit_known(direct: dict[int, EpochEstimate], max_g: int, profile):
         """Without an app_models row, Amdahl's law fitted to the GPU counts that have
         measured epochs or profile rows, so that the other counts of this type get a
-        prediction (with its confidence) instead of the unprofiled guess. None: no data."""
-        points: dict[int, float] = {}
-        for g in range(1, max_g + 1):
-            m = measured.get((app, gpu_type, g))
-            if m is not None and len(m) >= MIN_EPOCHS:
-                points[g] = statistics.median(m)
-            elif (app, gpu_type, g) in rows:
-                points[g] = rows[(app, gpu_type, g)][0]
-        if not points or len(points) == max_g:
+        prediction (with its confidence) instead of the unprofiled guess. None: no data,
+        or every count has its own."""
+        if not direct or len(direct) == max_g:
             return None
         from andreas.profiler.fit import DEFAULT_PRIOR_SERIAL, fit_amdahl
 
         prior = profile.serial_fraction if profile is not None else DEFAULT_PRIOR_SERIAL
-        fit = fit_amdahl(list(points), list(points.values()), prior_serial_fraction=prior)
-        return (fit.t1_s, fit.serial_fraction, len(points), fit.mape, fit.gpu_counts)
+        fit = fit_amdahl(list(direct), [e.seconds for e in direct.values()],
+                         prior_serial_fraction=prior)
+        return (fit.t1_s, fit.serial_fraction, len(direct), fit.mape, fit.gpu_counts)
 
     def _measured_epochs(self, conn: Connection, apps: Sequence[str]
                          ) -> dict[tuple[str, str, int], list[float]]:
