@@ -108,14 +108,24 @@ def policies_cmd() -> None:
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
                    "over remaining time) or pressure (the papers' order).")
+@click.option("--time-limit-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Solver time limit of milp (whole solve, default 60) and hierarchical "
+                   "(per controller, default 1); past it the best plan found. Others ignore it.")
+@click.option("--mip-gap", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+              help="Relative MIP gap at which milp (default 0: prove optimality) and "
+                   "hierarchical (default 0.05) stop. Others ignore it.")
+@click.option("--floor", is_flag=True,
+              help="rg and pr also consider the FIFO / EDF / priority plans, so their f_obj is "
+                   "never higher than a baseline's that leaves no job waiting next to free "
+                   "GPUs (off by default: it costs more in the long run; see ARCHITECTURE.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (plan, actions, objective, timing) instead of a table.")
 @click.option("--actions", "all_actions", is_flag=True,
               help="Table view: list every job's action, also waiting and preempted jobs "
                    "(default: only the jobs the plan runs).")
 def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | None,
-                 order: str | None,
-                 as_json: bool, all_actions: bool) -> None:
+                 order: str | None, time_limit_s: float | None, mip_gap: float | None,
+                 floor: bool, as_json: bool, all_actions: bool) -> None:
     """Decide one rescheduling point: read SNAPSHOT.json (format andreas-snapshot/1),
     run a policy and print the plan and the actions that lead to it.
 
@@ -124,7 +134,8 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
     if iterations is not None:
         _check_accepts(policy, "iterations")
     snapshot = load_snapshot(snapshot_path)
-    plan, seconds = run_policy(snapshot, policy, seed, iterations, order)
+    plan, seconds = run_policy(snapshot, policy, seed, iterations, order,
+                               time_limit_s=time_limit_s, mip_gap=mip_gap, floor=floor)
     actions = plan.actions(snapshot)
     if as_json:
         click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
@@ -134,13 +145,21 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
 
 
 def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | None,
-               order: str | None = None) -> tuple[Plan, float]:
+               order: str | None = None, *, time_limit_s: float | None = None,
+               mip_gap: float | None = None, floor: bool = False) -> tuple[Plan, float]:
     """Decide with a fresh seeded generator; the plan is checked before anyone sees it."""
+    from andreas.optimizer.kernels import warm
+    warm(notice=lambda message: click.echo(f"andreas: {message}", err=True))
     options: dict[str, Any] = {}
     if iterations is not None and _accepts(policy, "iterations"):
         options["iterations"] = iterations
     if order is not None and _accepts(policy, "order"):
         options["order"] = order
+    if floor and _accepts(policy, "floor"):
+        options["floor"] = True
+    for name, value in (("time_limit_s", time_limit_s), ("mip_gap", mip_gap)):
+        if value is not None and _accepts(policy, name):
+            options[name] = value
     start = time.perf_counter()
     plan = optimizer.decide(snapshot, np.random.default_rng(seed), policy, **options)
     seconds = time.perf_counter() - start
@@ -162,10 +181,11 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
                    "over remaining time) or pressure (the papers' order).")
+@click.option("--floor", is_flag=True,
+              help="rg and pr also consider the baselines' plans (see `andreas optimize --help`).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | None,
-                order: str | None,
-                as_json: bool) -> None:
+                order: str | None, floor: bool, as_json: bool) -> None:
     """Run several policies on one snapshot and score every plan on both proxies.
 
     f_obj (ANDREAS eq. 1, lower is better) is split into tardiness, postponement and
@@ -179,7 +199,7 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     snapshot = load_snapshot(snapshot_path)
     rows = []
     for name in names:
-        plan, seconds = run_policy(snapshot, name, seed, iterations, order)
+        plan, seconds = run_policy(snapshot, name, seed, iterations, order, floor=floor)
         ev = evaluate(snapshot, plan)
         kinds = [a.kind for a in plan.actions(snapshot)]
         rows.append({"policy": name, "objective_name": plan.objective_name,

@@ -51,6 +51,14 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "exact: fractional progress carries over (the papers' simulator).")
 @click.option("--restart-overhead-s", type=click.FloatRange(min=0), default=0.0,
               show_default=True, help="Extra seconds each restart from a checkpoint costs.")
+@click.option("--mu", type=click.FloatRange(min=0, max=1e6), default=None,
+              help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
+                   "policies plan with [default: the trace's params.mu; generated traces: 1 "
+                   "with --cloud, as the path-relinking paper, else 0].")
+@click.option("--floor", is_flag=True,
+              help="rg and pr also consider the FIFO / EDF / priority plans at every decision "
+                   "(never worse than a work-conserving baseline on f_obj; off by default: "
+                   "it costs more in the long run, see ARCHITECTURE.md).")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes draw nothing (default: they draw power_w[0]).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -77,7 +85,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
-                 progress_mode: str, restart_overhead_s: float, power_off_idle: bool, workers: int | None,
+                 progress_mode: str, restart_overhead_s: float, mu: float | None,
+                 floor: bool, power_off_idle: bool, workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -99,9 +108,9 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
-    options = SimOptions(period_s=period_s, progress=progress_mode,
+    options = SimOptions(period_s=period_s, progress=progress_mode, mu=mu,
                          restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
-                         iterations=iterations, order=order, seed=seed)
+                         iterations=iterations, order=order, seed=seed, floor=floor)
     if sweep:
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)

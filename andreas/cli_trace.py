@@ -35,17 +35,21 @@ def trace_group() -> None:
               help="Cloud mode: bare nodes and the paper's VM catalog (K80/M60, Table 2).")
 @click.option("--jobs-per-node", type=click.IntRange(min=1), default=10, show_default=True,
               help="Jobs per node (the papers use 10).")
+@click.option("--mu", type=click.FloatRange(min=0, max=1e6), default=None,
+              help="Idle-GPU penalty mu of P1a per idle GPU of a node that runs jobs, "
+                   "written to the trace's params [default: 1 with --cloud, as the "
+                   "path-relinking paper's experiments; 0 on premise, as ANDREAS eq. 1].")
 @click.option("--out", "out_path", required=True,
               type=click.Path(dir_okay=False, writable=True, path_type=str),
               help="Where to write the trace (written atomically).")
 def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bool,
-                 jobs_per_node: int, out_path: str) -> None:
+                 jobs_per_node: int, mu: float | None, out_path: str) -> None:
     """Write a reproducible trace in the ANDREAS scenarios and print a one-line summary."""
     from andreas.simulator.generate import generate_trace
     from andreas.trace import dump_trace, summary
 
     trace = generate_trace(n_nodes=n_nodes, scenario=int(scenario), arrival=arrival, seed=seed,
-                           cloud=cloud, jobs_per_node=jobs_per_node)
+                           cloud=cloud, jobs_per_node=jobs_per_node, mu=mu)
     dump_trace(trace, out_path)
     s = summary(trace)
     gpus = f"up to {s['gpus']} GPUs" if s["cloud"] else f"{s['gpus']} GPUs"

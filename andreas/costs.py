@@ -12,15 +12,26 @@ Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
   ``params.restart_overhead_s`` (``Job.time_s``). ``M_j`` = the largest t_jng over every
   configuration the job can run on (its slowest).
 - A job assigned to (n, g) has tardiness ``tau_j = max(0, now + t_jng - d_j)``.
-- A postponed job has worst-case tardiness ``tau_hat_j = max(0, now + H + M_j - d_j)``.
+- A postponed job costs ``postponement_cost``. andreas's default (``params.postponement
+  = "delay"``) charges the lateness it cannot avoid once, as if it ran, and the lateness
+  one more period of waiting adds rho times: with ``b_j`` its remaining time after a
+  restart on its best configuration (the cheapest that meets its due date, else the
+  fastest), ``w * (late_now + rho * (late_after_H - late_now))`` where ``late_now =
+  max(0, now + b_j - d_j)`` and ``late_after_H = max(0, now + H + b_j - d_j)``. P1a as published (``"paper"``) charges ``rho * w * tau_hat_j`` with the
+  worst-case ``tau_hat_j = max(0, now + H + M_j - d_j)``: rho times the slowest
+  configuration's whole lateness, so postponing a job that is already late, or long,
+  looked rho times dearer than running it, and plans that ran many jobs on one GPU each
+  won f_obj however they served the jobs (ARCHITECTURE.md, "The proxy objectives, measured").
 - Node term: each node that runs jobs is charged until its first job ends:
   ``min_j t_jng / 3600 * cost_per_hour(n)``, where cost_per_hour is c_ng with g =
   all busy GPUs of the node (on-premise), or the VM price (cloud).
-- ``f_obj = sum_assigned w tau + sum_postponed rho w tau_hat + sum_nodes node term
+- ``f_obj = sum_assigned w tau + sum_postponed postponement cost + sum_nodes node term
   + mu * idle GPUs of nodes that run jobs`` (minimised; mu = 0 is ANDREAS eq. 1).
 - ``pi_j = t_jng / 3600 * c`` with c = c_ng of the job's own g on its node
-  (on-premise) or the VM price (cloud, as P1j); ``f_bar = sum_assigned M_j / (pi_j
-  + w_j tau_j)`` (maximised; postponed jobs add nothing).
+  (on-premise) or, in the cloud, the job's share of its VM: the VM price times its GPUs
+  over the VM's GPUs (the published implementation's share; P1j charges the whole VM,
+  which would make every job on a packed VM pay for all of it); ``f_bar = sum_assigned
+  M_j / (pi_j + w_j tau_j)`` (maximised; postponed jobs add nothing).
 """
 
 from __future__ import annotations
@@ -28,7 +39,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from andreas.model import Energy, Job, Plan, Snapshot
+import numpy as np
+
+from andreas.model import Energy, Job, Params, Plan, Snapshot
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -74,11 +87,83 @@ def job_time_s(snapshot: Snapshot, job: Job, cls: tuple, gpu_type: str, gpus: in
     return job.time_s(gpu_type, gpus, snapshot.params, continuing=continuing)
 
 
-def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = None) -> float:
+@dataclass(frozen=True, kw_only=True)
+class NodeKind:
+    """A kind of node a job can be placed on: its class, GPU type and count, and the cost
+    per hour ``pi`` charges a job on g of its GPUs (``price_h[g]``; index 0 unused)."""
+
+    cls: tuple
+    gpu_type: str
+    gpus: int
+    price_h: tuple[float, ...]
+
+
+def node_kinds(snapshot: Snapshot, classes: dict[str, tuple] | None = None
+               ) -> tuple[NodeKind, ...]:
+    """Every kind of node once: on premise one per node class, in the cloud one per VM type."""
+    classes = classes if classes is not None else node_classes(snapshot)
+    if snapshot.cloud:
+        return tuple(NodeKind(cls=("vm", c.name), gpu_type=c.gpu_type, gpus=c.gpus,
+                              price_h=(0.0,) + tuple(c.cost_per_hour * g / c.gpus
+                                                     for g in range(1, c.gpus + 1)))
+                     for c in snapshot.catalog)
+    seen: dict[tuple, NodeKind] = {}
+    for n in snapshot.nodes:
+        cls = classes[n.name]
+        if cls not in seen:
+            seen[cls] = NodeKind(cls=cls, gpu_type=n.gpu_type or "", gpus=n.gpus,
+                                 price_h=tuple(c_ng_per_hour(w, snapshot.energy)
+                                               for w in n.power_w))
+    return tuple(seen.values())
+
+
+def best_restart_s(snapshot: Snapshot, job: Job,
+                   kinds: tuple[NodeKind, ...] | None = None) -> float | None:
+    """The job's remaining time, if it (re)starts, on its best configuration: the cheapest
+    that meets its due date (t * c, c as in pi below), else the fastest (the papers' rule)."""
+    fastest = cheapest = None
+    for kind in kinds if kinds is not None else node_kinds(snapshot):
+        for g in range(1, kind.gpus + 1):
+            t = job.time_s(kind.gpu_type, g, snapshot.params, continuing=False)
+            if t is None:
+                continue
+            if fastest is None or t < fastest:
+                fastest = t
+            if snapshot.now_s + t < job.due_s:
+                value = t * kind.price_h[g]
+                if cheapest is None or value < cheapest[0]:
+                    cheapest = (value, t)
+    return cheapest[1] if cheapest is not None else fastest
+
+
+def postponement_costs(params: Params, now_s: float, weight, due_s, best_s, slowest_s):
+    """What f_obj charges for postponed jobs (see above); numpy arrays or floats."""
+    if params.postponement == "paper":
+        return params.rho * weight * np.maximum(0.0, now_s + params.period_s + slowest_s - due_s)
+    late_now = np.maximum(0.0, now_s + best_s - due_s)
+    late_after = np.maximum(0.0, now_s + params.period_s + best_s - due_s)
+    return weight * (late_now + params.rho * (late_after - late_now))
+
+
+def postponement_cost(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = None,
+                      kinds: tuple[NodeKind, ...] | None = None) -> float:
+    """What f_obj charges for leaving ``job`` waiting until the next period."""
+    classes = classes if classes is not None else node_classes(snapshot)
+    kinds = kinds if kinds is not None else node_kinds(snapshot, classes)
+    best = best_restart_s(snapshot, job, kinds)
+    if best is None:
+        return 0.0
+    return float(postponement_costs(snapshot.params, snapshot.now_s, job.weight, job.due_s,
+                                    best, max_time_s(snapshot, job, classes, kinds)))
+
+
+def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = None,
+               kinds: tuple[NodeKind, ...] | None = None) -> float:
     """M_j: the job's remaining time on its slowest feasible configuration."""
     classes = classes if classes is not None else node_classes(snapshot)
     worst = 0.0
-    for cls, gpu_type, gpus in _kinds(snapshot, classes):
+    for kind in kinds if kinds is not None else node_kinds(snapshot, classes):
+        cls, gpu_type, gpus = kind.cls, kind.gpu_type, kind.gpus
         for g in range(1, gpus + 1):
             t = job_time_s(snapshot, job, cls, gpu_type, g, classes)
             if t is not None:
@@ -103,6 +188,7 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
     jobs = {j.id: j for j in snapshot.jobs}
     now, params = snapshot.now_s, snapshot.params
     classes = node_classes(snapshot)
+    kinds = node_kinds(snapshot, classes)
     tard = post = fbar = 0.0
     busy: dict[str, int] = defaultdict(int)
     first_end: dict[str, float] = {}
@@ -117,17 +203,16 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         tau_cost = job.weight * tardiness_s(now + t, job.due_s)
         tard += tau_cost
         if snapshot.cloud:
-            c_job = catalog[plan.node_configs[a.node]].cost_per_hour
+            entry = catalog[plan.node_configs[a.node]]
+            c_job = entry.cost_per_hour * a.gpus / entry.gpus
         else:
             c_job = c_ng_per_hour(nodes[a.node].power_w[a.gpus], snapshot.energy)
         pi = t / SECONDS_PER_HOUR * c_job
-        fbar += max_time_s(snapshot, job, classes) / (pi + tau_cost)
+        fbar += max_time_s(snapshot, job, classes, kinds) / (pi + tau_cost)
         busy[a.node] += a.gpus
         first_end[a.node] = min(first_end.get(a.node, t), t)
     for job_id in plan.postponed:
-        job = jobs[job_id]
-        worst = now + params.period_s + max_time_s(snapshot, job, classes)
-        post += params.rho * job.weight * tardiness_s(worst, job.due_s)
+        post += postponement_cost(snapshot, jobs[job_id], classes, kinds)
     node_cost = 0.0
     idle = 0
     for name, g in busy.items():
@@ -147,13 +232,3 @@ def _nodes(snapshot: Snapshot):
 
 def _catalog(snapshot: Snapshot):
     return {c.name: c for c in snapshot.catalog}
-
-
-def _kinds(snapshot: Snapshot, classes: dict[str, tuple]) -> list[tuple[tuple, str, int]]:
-    """(class, GPU type, GPU count) of every kind of node a job could be placed on."""
-    if snapshot.cloud:
-        return [(("vm", c.name), c.gpu_type, c.gpus) for c in snapshot.catalog]
-    seen: dict[tuple, tuple[str, int]] = {}
-    for n in snapshot.nodes:
-        seen.setdefault(classes[n.name], (n.gpu_type, n.gpus))
-    return [(cls, t, g) for cls, (t, g) in seen.items()]

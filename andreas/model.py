@@ -27,6 +27,7 @@ class Energy:
 
 
 PROGRESS_KINDS = ("epoch", "exact")
+POSTPONEMENT_KINDS = ("delay", "paper")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +36,8 @@ class Params:
     and what a restart costs: with ``progress="epoch"`` a job that is stopped resumes
     from its last epoch checkpoint (the job contract), with ``"exact"`` it loses nothing
     (the papers' simulator); every restart also takes ``restart_overhead_s``.
+    ``postponement`` picks the f_obj term of a postponed job (``costs.postponement_cost``):
+    ``"delay"`` (andreas) or ``"paper"`` (P1a as published).
     """
 
     rho: float = DEFAULT_RHO
@@ -42,6 +45,7 @@ class Params:
     mu: float = 0.0
     progress: str = "epoch"
     restart_overhead_s: float = 0.0
+    postponement: str = "delay"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from andreas.errors import InputError
-from andreas.model import (PROGRESS_KINDS, CatalogEntry, Config, Energy, Job, Node, Params,
-                           Snapshot)
+from andreas.model import (POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config, Energy,
+                           Job, Node, Params, Snapshot)
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 
 _MISSING: Any = object()
 _TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
 _ENERGY_KEYS = ("pue", "price_per_kwh")
-_PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s")
+_PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s", "postponement")
 _NODE_KEYS = ("name", "gpu_type", "gpus", "power_w")
 _CLOUD_NODE_KEYS = ("name", "config")
 _CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
@@ -195,11 +195,16 @@ def parse_params(raw: Any, label: str = "snapshot") -> Params:
     progress = f.get("progress", d.progress)
     if progress not in PROGRESS_KINDS:
         _fail(label, "params.progress", f"must be one of {', '.join(PROGRESS_KINDS)}", progress)
+    postponement = f.get("postponement", d.postponement)
+    if postponement not in POSTPONEMENT_KINDS:
+        _fail(label, "params.postponement",
+              f"must be one of {', '.join(POSTPONEMENT_KINDS)}", postponement)
     return Params(rho=f.number("rho", gt=0, default=d.rho),
                   period_s=f.number("period_s", gt=0, default=d.period_s),
                   mu=f.number("mu", ge=0, default=d.mu), progress=progress,
                   restart_overhead_s=f.number("restart_overhead_s", ge=0,
-                                              default=d.restart_overhead_s))
+                                              default=d.restart_overhead_s),
+                  postponement=postponement)
 
 
 def _label(kind: str, plural: str, index: int, raw: Any, key: str) -> str:
@@ -470,7 +475,7 @@ def params_to_dict(p: Params) -> dict[str, Any]:
     shows them."""
     params: dict[str, Any] = {"rho": p.rho, "period_s": p.period_s}
     d = Params()
-    for key in ("mu", "progress", "restart_overhead_s"):
+    for key in ("mu", "progress", "restart_overhead_s", "postponement"):
         if getattr(p, key) != getattr(d, key):
             params[key] = getattr(p, key)
     return params

@@ -33,7 +33,8 @@ def scenario_nodes(n_nodes: int, scenario: int = 1) -> tuple[Node, ...]:
 def random_snapshot(rng: np.random.Generator, n_nodes: int, n_jobs: int, *, scenario: int = 1,
                     now_s: float = 100_000.0, running_share: float = 0.3,
                     cloud: bool = False) -> Snapshot:
-    """A random but plausible rescheduling point; some jobs already run on feasible nodes."""
+    """A random but plausible rescheduling point; some jobs already run on feasible nodes
+    (in the cloud on nodes that run a random VM of the catalog)."""
     if cloud:
         catalog = tuple(CatalogEntry(name=n, gpu_type=t, gpus=g, cost_per_hour=c)
                         for n, t, g, c in PAPER_CATALOG)
@@ -47,6 +48,7 @@ def random_snapshot(rng: np.random.Generator, n_nodes: int, n_jobs: int, *, scen
     names = sorted(profiles.apps)
     jobs = []
     free = {n.name: n.gpus for n in nodes}
+    vm: dict[str, CatalogEntry] = {}   # cloud: the VM each node with running jobs runs
     for i in range(n_jobs):
         app = names[int(rng.integers(len(names)))]
         epoch_time = {t: profiles.epoch_times(app, t, g) for t, g in types.items()}
@@ -64,8 +66,23 @@ def random_snapshot(rng: np.random.Generator, n_nodes: int, n_jobs: int, *, scen
                     free[node.name] -= g
                     running = Config(node=node.name, gpus=g)
                     break
+        elif cloud and rng.random() < running_share:
+            for node in nodes:   # the first node with room, else a new VM on the next node
+                if node.name not in vm:
+                    vm[node.name] = catalog[int(rng.integers(len(catalog)))]
+                    free[node.name] = vm[node.name].gpus
+                entry = vm[node.name]
+                g = int(rng.integers(1, entry.gpus + 1))
+                if free[node.name] >= g and len(epoch_time.get(entry.gpu_type, ())) >= g:
+                    free[node.name] -= g
+                    running = Config(node=node.name, gpus=g)
+                    break
         jobs.append(Job(id=f"j{i + 1:05d}", app=app, submit_s=round(submit, 3),
                         due_s=round(due, 3), weight=round(weight, 6), epochs=epochs,
                         epochs_done=done, epoch_time_s=epoch_time, running=running))
+    if cloud:   # a node runs its VM only while it has running jobs
+        busy = {j.running.node for j in jobs if j.running}
+        nodes = tuple(Node(name=n.name, config=vm[n.name].name if n.name in busy else None)
+                      for n in nodes)
     return Snapshot(name=f"synthetic-n{n_nodes}-j{n_jobs}-sc{scenario}", now_s=now_s,
                     nodes=nodes, jobs=tuple(jobs), catalog=catalog)

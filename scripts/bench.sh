@@ -7,6 +7,8 @@
 #   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh)
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
+#   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
+#   bash scripts/bench.sh published   # against the paper's C++ code (GPUScheduler checkout; not in "all")
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,6 +37,9 @@ if [ "$which" = all ] || [ "$which" = agent ]; then
     docker_test_start out/docker-bench || echo "bench.sh: no Docker; the agent benchmark runs without containers"
     .venv/bin/python tests/benchmarks/bench_agent.py --json out/bench_agent.json "$@"
 fi
+if [ "$which" = all ] || [ "$which" = gap ]; then
+    .venv/bin/python tests/benchmarks/bench_gap.py --json out/bench_gap.json "$@"
+fi
 if [ "$which" = all ] || [ "$which" = submit ]; then
     # A real daemon and the busybox test image, as test.sh provides them.
     # shellcheck source=scripts/docker-test-daemon.sh
@@ -42,4 +47,10 @@ if [ "$which" = all ] || [ "$which" = submit ]; then
     trap docker_test_stop EXIT
     docker_test_start out/docker-bench
     .venv/bin/python tests/benchmarks/bench_submit.py --json out/bench_submit.json "$@"
+fi
+if [ "$which" = published ]; then
+    # Builds the C++ with g++/make under out/published; --published DIR or ANDREAS_PUBLISHED_DIR
+    # names the checkout (--help). Full grid: 77 min here (the C++ random methods dominate);
+    # --quick (N = 10, 20): about 8 min.
+    .venv/bin/python tests/benchmarks/bench_published.py --json out/bench_published.json "$@"
 fi

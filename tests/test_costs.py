@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from andreas import costs
@@ -57,12 +59,17 @@ def test_tardiness(finish, due, expected):
 #   a: t = 10 x 360 = 3600 s, finishes 1000 + 3600 = 4600, 600 s late -> 0.01 x 600 = 6.0
 #   b: t = 5 x 1440 = 7200 s, finishes 8200 < 11000 -> 0
 #   total 6.0
-# Postponement term (M_j = slowest config over the node types (V100, 2 GPUs), (T4, 1)):
+# Postponement term, andreas's default ("delay"): c's best configuration is the cheapest
+#   that meets its due date (1000 + t < 6000): V100 x 1 = 4 x 900 = 3600 s at 0.10 EUR/h
+#   -> 0.1 EUR, V100 x 2 = 2000 s at 0.20 -> 0.111; T4 (7200 s) is late. So b_c = 3600 s:
+#   late now = max(0, 1000 + 3600 - 6000) = 0; after one period H = 3600:
+#   max(0, 1000 + 3600 + 3600 - 6000) = 2200 -> w (0 + rho x 2200) = 0.005 x 220000 = 1100.0
+# Postponement term as published (P1a, "paper"; M_j = slowest configuration):
 #   M_c = max(4 x 900, 4 x 500, 4 x 1800) = max(3600, 2000, 7200) = 7200 s
 #   tau_hat_c = 1000 + 3600 + 7200 - 6000 = 5800 s -> rho w tau_hat = 100 x 0.005 x 5800 = 2900.0
 # Node term: n1 has 1 + 1 = 2 busy GPUs -> c = 0.20 EUR/h; its first job ends after
 #   min(3600, 7200) = 3600 s -> 3600 / 3600 x 0.20 = 0.2; n2 runs nothing -> 0.
-# f_obj = 6.0 + 2900.0 + 0.2 = 2906.2
+# f_obj = 6.0 + 1100.0 + 0.2 = 1106.2 (paper: 6.0 + 2900.0 + 0.2 = 2906.2)
 #
 # f_bar, pi_j = t x c(n1, 1 GPU) / 3600 with c(n1, 1) = 0.10 EUR/h:
 #   a: M_a = max(3600, 1800, 7200) = 7200; pi_a = 3600 x 0.1 / 3600 = 0.1;
@@ -90,11 +97,33 @@ ON_PREM = Snapshot(
 def test_evaluate_on_premise_by_hand():
     ev = costs.evaluate(ON_PREM, plan([("a", "n1", 1), ("b", "n1", 1)], postponed=["c"]))
     assert ev.tardiness_cost == pytest.approx(6.0)
-    assert ev.postponement_cost == pytest.approx(2900.0)
+    assert ev.postponement_cost == pytest.approx(1100.0)
     assert ev.node_cost == pytest.approx(0.2)
     assert ev.idle_gpus == 0
-    assert ev.f_obj == pytest.approx(2906.2)
+    assert ev.f_obj == pytest.approx(1106.2)
     assert ev.f_bar == pytest.approx(36000.0 + 7200.0 / 6.1)
+
+
+def test_evaluate_on_premise_by_hand_with_the_published_postponement_term():
+    snap = dataclasses.replace(ON_PREM, params=Params(rho=100.0, period_s=3600.0,
+                                                      postponement="paper"))
+    ev = costs.evaluate(snap, plan([("a", "n1", 1), ("b", "n1", 1)], postponed=["c"]))
+    assert ev.postponement_cost == pytest.approx(2900.0)
+    assert ev.f_obj == pytest.approx(2906.2)
+
+
+def test_postponement_charges_sunk_lateness_once_and_the_wait_rho_times():
+    # a late job: best configuration = fastest (nothing meets the due date). d = 1000,
+    # now = 1000, fastest V100 x 2 = 10 x 180 = 1800 s: late now by 1800 s; one more
+    # period H = 3600 s adds 3600 s -> w (1800 + rho x 3600) = 0.01 x (1800 + 360000)
+    late = Job(id="late", submit_s=0.0, due_s=1000.0, weight=0.01, epochs=10,
+               epoch_time_s={"V100": (360.0, 180.0), "T4": (720.0,)})
+    snap = dataclasses.replace(ON_PREM, jobs=(late,))
+    assert costs.best_restart_s(snap, late) == 1800.0
+    assert costs.postponement_cost(snap, late) == pytest.approx(0.01 * (1800.0 + 360000.0))
+    # a job with a whole period of slack on its best configuration costs nothing to postpone
+    slack = dataclasses.replace(late, id="slack", due_s=1000.0 + 3600.0 + 7200.0 + 1.0)
+    assert costs.postponement_cost(dataclasses.replace(ON_PREM, jobs=(slack,)), slack) == 0.0
 
 
 def test_max_time_is_slowest_configuration():
@@ -112,16 +141,19 @@ def test_node_cost_per_hour_uses_all_busy_gpus():
 def test_evaluate_idle_gpu_penalty_mu():
     # a alone on (n1, 1 GPU); b and c postponed; mu = 0.5 per idle GPU of a used node.
     # Tardiness 6.0 (as above). Node term: n1 with 1 busy GPU, c = 0.1 EUR/h, 3600 s -> 0.1.
-    # Postponed: M_b = 7200 -> tau_hat_b = 1000 + 3600 + 7200 - 11000 = 800 s
-    #            -> 100 x 0.02 x 800 = 1600; c as above 2900 -> 4500.
+    # Postponed ("delay"): b has 5 epochs left, all three configurations meet its due date
+    #   (1000 + t < 11000): V100 x 1 = 7200 s -> 2 h x 0.10 = 0.2, V100 x 2 = 3600 s -> 0.2,
+    #   T4 = 7200 s -> 2 h x 0.06 = 0.12, the cheapest: b_b = 7200 s; late now 0, after H
+    #   max(0, 1000 + 3600 + 7200 - 11000) = 800 -> 0.02 x 100 x 800 = 1600; c as above
+    #   1100 -> 2700.
     # Idle: n1 has 2 - 1 = 1 idle GPU (n2 runs nothing, so it does not count) -> 0.5.
-    # f_obj = 6.0 + 4500 + 0.1 + 0.5 = 4506.6
+    # f_obj = 6.0 + 2700 + 0.1 + 0.5 = 2706.6
     snap = Snapshot(now_s=ON_PREM.now_s, nodes=ON_PREM.nodes, jobs=ON_PREM.jobs,
                     energy=ON_PREM.energy, params=Params(rho=100.0, period_s=3600.0, mu=0.5))
     ev = costs.evaluate(snap, plan([("a", "n1", 1)], postponed=["b", "c"]))
     assert ev.idle_gpus == 1
-    assert ev.postponement_cost == pytest.approx(4500.0)
-    assert ev.f_obj == pytest.approx(4506.6)
+    assert ev.postponement_cost == pytest.approx(2700.0)
+    assert ev.f_obj == pytest.approx(2706.6)
 
 
 def test_evaluate_rejects_impossible_assignment():
@@ -175,7 +207,8 @@ def test_evaluate_cloud_by_hand():
     assert ev.node_cost == pytest.approx(1.9)
     assert ev.idle_gpus == 0
     assert ev.f_obj == pytest.approx(27.9)
-    assert ev.f_bar == pytest.approx(3600.0 / 7.8 + 2000.0 + 3600.0 / 21.0)
+    # pi in the cloud is the job's share of its VM: x and z pay half of NC12's 1.8 per hour
+    assert ev.f_bar == pytest.approx(3600.0 / (0.9 + 6.0) + 1800.0 / 0.45 + 3600.0 / 21.0)
 
 
 def test_cloud_node_cost_is_vm_price_only_while_busy():

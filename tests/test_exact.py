@@ -1,4 +1,8 @@
-"""Heuristics against exhaustive search on tiny snapshots (<= 3 nodes, <= 5 jobs)."""
+"""Heuristics against exhaustive search on tiny snapshots (<= 3 nodes, <= 5 jobs).
+
+A bound for *any* plan needs the unrestricted enumeration (``work_conserving=False``):
+rg's and pr's batches hold the baselines' one-job-per-node plans, which may leave a job
+waiting next to free GPUs and so undercut the work-conserving optimum."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import Assignment, Plan
 from andreas.optimizer import decide
-from andreas.optimizer.exact import enumerate_optimum
+from andreas.optimizer.exact import enumerate_optimum, postponed_that_fit
 from andreas.synthetic import random_snapshot
 
 
@@ -31,20 +35,29 @@ def _at_least(value: float, bound: float) -> bool:
 @given(seed=st.integers(0, 2**32 - 1))
 def test_heuristics_are_feasible_and_bounded_by_the_optimum(seed: int) -> None:
     snap = tiny(seed)
-    exact = enumerate_optimum(snap)
+    exact = enumerate_optimum(snap, work_conserving=False)
+    conserving = enumerate_optimum(snap)
+    assert _at_least(conserving.min_f_obj, exact.min_f_obj)
     for policy in ("greedy", "rg", "pr"):
         plan = decide(snap, np.random.default_rng(seed % 1000), policy, iterations=200)
         check_plan(snap, plan)
         ev = evaluate(snap, plan)
         assert _at_least(ev.f_obj, exact.min_f_obj)
         assert _at_least(exact.max_f_bar, ev.f_bar)
+        if not postponed_that_fit(snap, plan):
+            assert _at_least(ev.f_obj, conserving.min_f_obj), policy
+    # the greedy construction postpones a job only when nothing has room for it
+    greedy = decide(snap, np.random.default_rng(0), "greedy")
+    assert postponed_that_fit(snap, greedy) == ()
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_enumerator_optima_are_attained_by_the_plans_it_reports(seed: int) -> None:
+@pytest.mark.parametrize("work_conserving", [True, False])
+def test_enumerator_optima_are_attained_by_the_plans_it_reports(seed: int,
+                                                                work_conserving: bool) -> None:
     snap = tiny(seed)
-    exact = enumerate_optimum(snap)
+    exact = enumerate_optimum(snap, work_conserving=work_conserving)
     assert exact.plans >= 1
     for chosen, field, value in ((exact.argmin_f_obj, "f_obj", exact.min_f_obj),
                                  (exact.argmax_f_bar, "f_bar", exact.max_f_bar)):
@@ -55,16 +68,36 @@ def test_enumerator_optima_are_attained_by_the_plans_it_reports(seed: int) -> No
         check_plan(snap, plan)
         got = getattr(evaluate(snap, plan), field)
         assert abs(got - value) <= 1e-9 * max(1.0, abs(value))
+        if work_conserving:
+            assert postponed_that_fit(snap, plan) == ()
+
+
+def test_work_conservation_prunes_plans_and_only_raises_the_optimum() -> None:
+    """Over fixed seeds the restriction drops plans on every snapshot with more jobs than
+    room, and changes the optimum of f_obj on some (else the option would test nothing)."""
+    changed = 0
+    for seed in range(30):
+        snap = tiny(seed)
+        free = enumerate_optimum(snap, work_conserving=False)
+        wc = enumerate_optimum(snap)
+        assert 1 <= wc.plans <= free.plans
+        assert _at_least(wc.min_f_obj, free.min_f_obj)
+        assert _at_least(free.max_f_bar, wc.max_f_bar)
+        changed += wc.min_f_obj > free.min_f_obj + 1e-9 * max(1.0, abs(free.min_f_obj))
+    assert changed >= 3
 
 
 @pytest.mark.parametrize("alpha", [None, 1.0])
 def test_share_of_tiny_snapshots_where_heuristics_reach_the_optimum(alpha) -> None:
-    """With a wide candidate list (alpha = 1) pr reaches the optimum of f_obj or f_bar and rg
-    that of f_obj on most tiny snapshots; the defaults (0.05 / 0.3, chosen for long-run
-    cost in the simulator) reach fewer, but never fewer than the plain greedy."""
+    """Against the work-conserving optimum of f_obj (the plans the heuristics build): with
+    a wide candidate list (alpha = 1) rg reaches it on most tiny snapshots (95 % measured),
+    pr less often (it trades f_obj for fewer restarts within its slack); the default
+    (0.05, chosen for long-run cost in the simulator) reaches fewer (49 %), never fewer
+    than the plain greedy (32 %). pr is always within its slack of the optimum it saw."""
+    from andreas.optimizer.relinking import DEFAULT_SLACK
     opts = {} if alpha is None else {"alpha": alpha}
     seeds = range(100)
-    hit = {"rg f_obj": 0, "pr f_bar": 0, "pr f_obj or f_bar": 0, "greedy f_obj": 0}
+    hit = {"rg f_obj": 0, "pr f_obj": 0, "greedy f_obj": 0}
     for seed in seeds:
         snap = tiny(seed)
         exact = enumerate_optimum(snap)
@@ -72,15 +105,14 @@ def test_share_of_tiny_snapshots_where_heuristics_reach_the_optimum(alpha) -> No
         g = decide(snap, np.random.default_rng(0), "greedy")
         rg = decide(snap, np.random.default_rng(0), "rg", **opts)
         pr = decide(snap, np.random.default_rng(0), "pr", **opts)
-        pr_obj = evaluate(snap, pr).f_obj
+        assert _at_least(rg.objective, exact.min_f_obj)
+        assert _at_least(pr.objective, exact.min_f_obj)
+        assert pr.objective <= pr.stats["best_f_obj"] * (1 + DEFAULT_SLACK) + 1e-9
         hit["greedy f_obj"] += same(g.objective, exact.min_f_obj)
         hit["rg f_obj"] += same(rg.objective, exact.min_f_obj)
-        hit["pr f_bar"] += same(pr.objective, exact.max_f_bar)
-        hit["pr f_obj or f_bar"] += same(pr.objective, exact.max_f_bar) or same(
-            pr_obj, exact.min_f_obj)
+        hit["pr f_obj"] += same(pr.objective, exact.min_f_obj)
     shares = {k: v / len(seeds) for k, v in hit.items()}
     print(f"alpha={alpha or 'default'}: optimum reached on tiny snapshots:", shares)
     assert shares["rg f_obj"] >= shares["greedy f_obj"]
     if alpha == 1.0:
-        assert shares["pr f_obj or f_bar"] > 0.5
-        assert shares["rg f_obj"] > 0.5
+        assert shares["rg f_obj"] > 0.8 and shares["pr f_obj"] > 0.5

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,13 +44,16 @@ def test_every_policy_returns_a_feasible_plan(snapshot: Snapshot, seed: int) -> 
 
 @settings(max_examples=25, deadline=None)
 @given(snapshot=snapshots, seed=st.integers(0, 1000))
-def test_rg_never_worse_than_greedy_and_pr_never_worse_than_its_best_elite(
+def test_rg_never_worse_than_greedy_and_pr_within_its_slack_of_rg(
         snapshot: Snapshot, seed: int) -> None:
+    from andreas.optimizer.relinking import DEFAULT_SLACK
     greedy = decide(snapshot, np.random.default_rng(seed), "greedy")
     rg = decide(snapshot, np.random.default_rng(seed), "rg", iterations=100)
     assert rg.objective <= greedy.objective * (1 + 1e-12) + 1e-9
     pr = decide(snapshot, np.random.default_rng(seed), "pr", iterations=100)
-    assert pr.objective >= pr.stats["best_elite_f_bar"] * (1 - 1e-12) - 1e-9
+    # same seed, same constructions: pr's lowest f_obj is rg's, its choice within the slack
+    assert _close(pr.stats["best_f_obj"], rg.objective)
+    assert pr.objective <= rg.objective * (1 + DEFAULT_SLACK) + 1e-9
 
 
 @pytest.mark.parametrize("policy", ALL)
@@ -56,15 +61,23 @@ def test_seeded_runs_are_reproducible_bit_for_bit(policy: str) -> None:
     snapshot = random_snapshot(np.random.default_rng(7), 20, 60, scenario=2)
     a = decide(snapshot, np.random.default_rng(42), policy, iterations=200)
     b = decide(snapshot, np.random.default_rng(42), policy, iterations=200)
-    assert a == b
+    untimed = lambda p: dataclasses.replace(p, stats={  # noqa: E731  (milp reports seconds)
+        k: v for k, v in p.stats.items() if k not in ("build_s", "solver_s")})
+    assert untimed(a) == untimed(b)
     assert a.objective.hex() == b.objective.hex()
 
 
 def test_different_seeds_explore_different_solutions() -> None:
-    snapshot = random_snapshot(np.random.default_rng(3), 20, 80, scenario=2)
-    plans = {decide(snapshot, np.random.default_rng(s), "rg", iterations=5).assignments
-             for s in range(5)}
-    assert len(plans) > 1
+    from andreas.optimizer.construction import construct
+    from andreas.optimizer.problem import compile_problem
+
+    problem = compile_problem(random_snapshot(np.random.default_rng(3), 20, 80, scenario=2))
+    batches = [construct(problem, 40, np.random.default_rng(s)) for s in range(3)]
+    randomized = [b.cfg[len(b.names):] for b in batches]   # after one row per strategy
+    assert all(len({row.tobytes() for row in r}) > 1 for r in randomized)
+    assert randomized[0].tobytes() != randomized[1].tobytes()
+    deterministic = [b.cfg[:len(b.names)] for b in batches]
+    assert deterministic[0].tobytes() == deterministic[1].tobytes()
 
 
 def test_greedy_picks_the_cheapest_configuration_that_meets_the_due_date() -> None:

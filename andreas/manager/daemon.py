@@ -77,6 +77,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
                  store.url, settings.manager.policy, settings.manager.period_s,
                  settings.manager.poll_s, " (dry run: no container is touched)"
                  if dry_run else "")
+        from andreas.optimizer.kernels import warm
+        warm(notice=log.info)   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
         run_loop(manager, stop, once=once, lock=lock)

@@ -14,6 +14,10 @@ Schema (every key always present)::
      "unreachable": [nodes the manager marked down itself],
      "stats": {policy counters, "jobs", "nodes", "snapshot_s", "decide_s"}}
 
+``stats`` values are numbers (null where not finite) or short strings: policies report
+labels there too (milp's ``status``, rg's ``best_strategy``, pr's ``chosen``).
+``read_stats`` reads them back from any stored document, old or malformed.
+
 ``predicted_cost`` = energy cost of the planned configuration (t / 3600 * c_ng at the
 job's own g, as pi_j) + w * tardiness (seconds), i.e. the job's share of the objective.
 """
@@ -25,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour, job_time_s, node_classes
 from andreas.manager.estimates import PowerCurve
@@ -43,6 +49,7 @@ class Target:
     reasons: Mapping[str, str] = field(default_factory=dict)
     unreachable: frozenset[str] = frozenset()
     order: tuple[str, ...] = ()          # assignment order (starts follow it)
+    stats: Mapping[str, float | str | None] = field(default_factory=dict)
 
     def covers(self, job_id: str) -> bool:
         return job_id in self.assignments or job_id in self.postponed
@@ -57,13 +64,54 @@ class Target:
                    reasons=MappingProxyType({a["job"]: a.get("reason", "")
                                              for a in doc.get("actions", ())}),
                    unreachable=frozenset(doc.get("unreachable", ())),
-                   order=tuple(a["job"] for a in doc.get("assignments", ())))
+                   order=tuple(a["job"] for a in doc.get("assignments", ())),
+                   stats=MappingProxyType(read_stats(doc)))
 
 
 def _num(x: float | None) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     return float(x)
+
+
+MAX_STAT_CHARS = 200
+
+
+def stat_value(value: Any) -> float | str | None:
+    """One stats value as JSON can hold it: numbers (bools and numpy scalars too) as finite
+    floats or null, strings as they are (capped), anything else as its text, so that a
+    policy's label never breaks the decision that carries it."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float)):
+        return _finite_float(value)
+    if isinstance(value, str):
+        return value[:MAX_STAT_CHARS]
+    return str(value)[:MAX_STAT_CHARS]
+
+
+def _finite_float(value: bool | int | float | None) -> float | None:
+    try:
+        return _num(float(value)) if value is not None else None
+    except OverflowError:                      # an int beyond float's range
+        return None
+
+
+def read_stats(doc: Mapping[str, Any] | None) -> dict[str, float | str | None]:
+    """The stats of a stored plan document: numbers as floats, strings as strings; entries
+    of any other shape (or a missing or non-mapping ``stats``) are dropped, not fatal."""
+    raw = doc.get("stats") if isinstance(doc, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, float | str | None] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            continue
+        if isinstance(value, str):
+            out[key] = value
+        elif value is None or isinstance(value, (bool, int, float)):
+            out[key] = _finite_float(value)
+    return out
 
 
 def job_estimate(snapshot: Snapshot, job: Job, node_name: str, gpus: int, *,
@@ -144,7 +192,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
 
 def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurve], *,
                   extra_postponed: tuple[str, ...] = (), pinned: tuple[str, ...] = (),
-                  unreachable: tuple[str, ...] = (), stats: Mapping[str, float] | None = None
+                  unreachable: tuple[str, ...] = (), stats: Mapping[str, Any] | None = None
                   ) -> dict[str, Any]:
     """The JSON stored in ``decisions.plan`` (see the module docstring)."""
     jobs = {j.id: j for j in snapshot.jobs}
@@ -182,5 +230,5 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "energy": {"pue": snapshot.energy.pue, "price_per_kwh": snapshot.energy.price_per_kwh},
         "pinned": list(pinned),
         "unreachable": sorted(unreachable),
-        "stats": {k: _num(float(v)) for k, v in {**plan.stats, **(stats or {})}.items()},
+        "stats": {str(k): stat_value(v) for k, v in {**plan.stats, **(stats or {})}.items()},
     }

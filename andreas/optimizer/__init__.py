@@ -31,7 +31,31 @@ POLICIES: dict[str, tuple[str, str, str]] = {
             "earliest deadline first, one job per node, jobs keep their resources"),
     "priority": ("andreas.optimizer.baselines", "decide_priority",
                  "highest tardiness weight first, one job per node, jobs keep their resources"),
+    "milp": ("andreas.optimizer.milp", "decide_milp",
+             "exact MILP of f_obj solved by HiGHS (time limit, MIP gap; small snapshots)"),
+    "hierarchical": ("andreas.optimizer.hierarchical", "decide_hierarchical",
+                     "the papers' Hierarchical Method: 5-node controllers, MILP at 5 % gap each"),
+    "dp-wct": ("andreas.optimizer.dp", "decide_dp_wct",
+               "Saxena et al.'s DP as path relinking adapts it: F1 = F2 = F_WCT, one job per node"),
+    "dp-fastwct": ("andreas.optimizer.dp", "decide_dp_fastwct",
+                   "DP baseline: fastest configuration, F2 = F_WCT, one job per node"),
+    "dp-fastb": ("andreas.optimizer.dp", "decide_dp_fastb",
+                 "DP baseline: fastest configuration, F2 = F_B (constant B), one job per node"),
+    "dp-adjwct": ("andreas.optimizer.dp", "decide_dp_adjwct",
+                  "DP baseline: F1 = adjusted tardiness (eq. 5), F2 = F_WCT, one job per node"),
 }
+
+# name -> rescheduling period (s) the simulator uses when the user gives none: the paper
+# runs its DP baselines every Delta t = 15 min (its best) and the others every H = 1 h
+# (path-relinking-2022 §4.2.2). Policies not listed follow the trace's period_s.
+DEFAULT_PERIOD_S: dict[str, float] = {
+    "dp-wct": 900.0, "dp-fastwct": 900.0, "dp-fastb": 900.0, "dp-adjwct": 900.0,
+}
+
+
+def default_period_s(name: str) -> float | None:
+    """The policy's own rescheduling period, or None to use the trace's."""
+    return DEFAULT_PERIOD_S.get(name)
 
 
 def get_policy(name: str) -> Policy:

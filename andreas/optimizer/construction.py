@@ -1,13 +1,30 @@
 """The randomized construction procedure (ANDREAS Algorithm 1), B constructions at once.
 
-The MaxIt constructions are independent, so they advance together: at step k every
-construction places the job at position k of its own (randomly perturbed) queue.
-State is kept as arrays of shape (B, N) per node and (B, K, L) counts of open nodes of
-class k with l free GPUs, so choosing a best-fit node is a few array operations on
-small axes; only locating the concrete node touches a (B, N) array.
+A batch of B rows is built by the compiled kernel (``kernels.construct_rows``); each row
+follows one *strategy*: a queue order, a preference order of configurations per job (the
+deterministic choice and the fallback), the probabilities of the randomized choice, and
+two flags: ``pinned`` (running jobs first stay where they run) and ``exclusive`` (one job
+per node: a job never joins an open node).
 
-Row 0 is the deterministic greedy (no swaps, best configuration, exact best fit), so
-the best of a batch is never worse than the greedy.
+- ``paper``: the papers' rule: jobs by pressure (late ones by Smith's rule, see
+  ``problem.queue_order``), the cheapest configuration in D*_j, else the fastest,
+  best-fit packing. Row 0 is its deterministic row, the greedy, so the best of a batch is
+  never worse than the greedy; the randomized rows are all of this strategy.
+- ``fifo``, ``edf``, ``priority`` (the *floor*, ``floor=True``, off by default): the
+  baselines' own plans (running jobs kept, one new job per free node, the best
+  configuration over the free nodes), one deterministic row each on top of the
+  ``iterations`` rows. They reproduce ``baselines.py`` exactly (a test holds them
+  equal). A floor row is a candidate (``Batch.candidates``) only when it is
+  *work-conserving* (no job waits while a node could run it): f_obj charges nothing for
+  postponing a job with slack, so a baseline plan that leaves GPUs idle can "win" f_obj.
+  Even so the floor costs more over whole lightly loaded traces (ARCHITECTURE.md, "The
+  proxy objectives, measured"), hence off by default.
+
+Other strategies were measured and dropped (ARCHITECTURE.md, "The proxy objectives,
+measured"):
+pricing GPUs so that late jobs take one GPU each, keeping all running jobs first,
+keeping on-time ones first, a local search on f_obj and look-ahead rollouts all won
+f_obj on single snapshots and lost in the long run.
 """
 
 from __future__ import annotations
@@ -17,9 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR
-from andreas.optimizer.problem import Problem
+from andreas.optimizer.kernels import construct_rows
+from andreas.optimizer.problem import INF, Problem
 
 DEFAULT_SWAP_SCALE = 0.5
+FLOOR = ("fifo", "edf", "priority")
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,171 +50,127 @@ class Batch:
     node_cls: np.ndarray    # (B, N) class each node is configured with (-1: unused)
     f_obj: np.ndarray       # (B,)
     f_bar: np.ndarray       # (B,)
+    strategy: np.ndarray    # (B,) index into ``names``
+    work_conserving: np.ndarray   # (B,) no job waits next to GPUs that could run it
+    names: tuple[str, ...] = ()
+
+    @property
+    def candidates(self) -> np.ndarray:
+        """Rows a policy may choose: the papers' rows, and the floor's when work-conserving."""
+        paper = np.isin(self.strategy, [i for i, n in enumerate(self.names) if n == "paper"])
+        return np.flatnonzero(paper | self.work_conserving)
+
+    def best(self) -> int:
+        """The candidate with the lowest f_obj (the first on a tie: row 0 is the greedy)."""
+        rows = self.candidates
+        return int(rows[np.argmin(self.f_obj[rows])])
+
+    def rows_of(self, *names: str) -> np.ndarray:
+        """Indices of the rows built by the named strategies."""
+        wanted = [i for i, n in enumerate(self.names) if n in names]
+        return np.flatnonzero(np.isin(self.strategy, wanted))
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Strategy:
+    name: str
+    queue: np.ndarray       # (J,)
+    pref: np.ndarray        # (J, C) configurations, best first, unrunnable last
+    value: np.ndarray       # (J, C) value of the randomized choice, inf: not a candidate
+    pinned: bool = False
+    exclusive: bool = False
+    randomized: bool = True
+
+
+def strategies(problem: Problem, *, floor: bool = True) -> list[Strategy]:
+    """The papers' rule first, then (``floor``) the baselines' (see the module docstring)."""
+    p = problem
+    paper_value = np.where(p.in_dstar.any(axis=1, keepdims=True),
+                           np.where(p.in_dstar, p.pi, INF), np.where(p.runnable, p.t, INF))
+    out = [Strategy(name="paper", queue=p.queue, pref=p.pref, value=paper_value)]
+    if floor and p.n_jobs:
+        pref = _whole_node_pref(p) if p.cloud else p.pref
+        keys = {"fifo": [(j.submit_s, j.id) for j in p.jobs],
+                "edf": [(j.due_s, j.submit_s, j.id) for j in p.jobs],
+                "priority": [(-j.weight, j.submit_s, j.id) for j in p.jobs]}
+        for name in FLOOR:
+            key = keys[name]
+            order = np.array(sorted(range(p.n_jobs), key=key.__getitem__), dtype=np.int64)
+            out.append(Strategy(name=name, queue=order, pref=pref, value=paper_value,
+                                pinned=True, exclusive=True, randomized=False))
+    return out
+
+
+def choice_cdf(value: np.ndarray, alpha: float) -> np.ndarray:
+    """(J, C) cumulative probabilities of the randomized configuration choice.
+
+    The restricted candidate list keeps the candidates (finite values) within ``alpha`` of
+    the best value (GRASP; alpha = 1 keeps every candidate), drawn with probability
+    inversely proportional to the value.
+    """
+    cand = np.isfinite(value)
+    lo = np.where(cand, value, INF).min(axis=1, keepdims=True, initial=INF)
+    hi = np.where(cand, value, -INF).max(axis=1, keepdims=True, initial=-INF)
+    with np.errstate(invalid="ignore"):
+        rcl = cand & (value <= lo + alpha * (hi - lo) + 1e-12)
+    inv = np.where(rcl, 1.0 / np.maximum(np.where(rcl, value, 1.0), 1e-12), 0.0)
+    total = inv.sum(axis=1, keepdims=True)
+    cdf = np.cumsum(inv, axis=1) / np.where(total > 0, total, 1.0)
+    if cdf.shape[1]:
+        cdf[:, -1] = 1.0
+    return cdf
 
 
 def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
               randomize: bool = True, alpha: float = 0.05,
-              swap_scale: float = DEFAULT_SWAP_SCALE) -> Batch:
-    """Build ``iterations`` schedules; row 0 is deterministic when ``randomize``."""
-    b, nj = iterations, problem.n_jobs
-    state = _State(problem, b)
-    order = np.tile(problem.queue, (b, 1))
-    rand_rows = np.ones(b, dtype=bool) if randomize else np.zeros(b, dtype=bool)
-    rand_rows[0] = False
-    best_cfg = problem.best_cfg()
-    if randomize and nj:
-        cdf = problem.choice_cdf(alpha)
-        wpos = problem.weight[problem.weight > 0]
-        wmin = wpos.min() if wpos.size else 1.0
-        with np.errstate(divide="ignore"):
-            p_swap = np.where(problem.weight > 0, swap_scale * wmin / problem.weight, swap_scale)
-    rows_all = np.arange(b)
-    for k in range(nj):
-        if not state.any_capacity():
-            state.postpone_rest(order[:, k:])
-            break
-        if randomize and k + 1 < nj:
-            swap = rand_rows & (rng.random(b) < p_swap[order[:, k]])
-            if swap.any():
-                r = np.flatnonzero(swap)
-                order[r, k], order[r, k + 1] = order[r, k + 1], order[r, k].copy()
-        j = order[:, k]
-        cfg = best_cfg[j]
-        if randomize:
-            u = rng.random(b)
-            drawn = (cdf[j] < u[:, None]).sum(axis=1)
-            cfg = np.where(rand_rows, drawn, cfg)
-            level_u = rng.random(b)
-        else:
-            level_u = None
-        placed = state.place(rows_all, j, cfg, rand_rows if randomize else None, level_u)
-        if not placed.all():
-            rest = rows_all[~placed]
-            state.place_fallback(rest, j[rest])
-    return state.result()
+              swap_scale: float = DEFAULT_SWAP_SCALE, floor: bool = False) -> Batch:
+    """Build ``iterations`` schedules of the papers' strategy (the greedy, then randomized
+    ones) and, with ``floor``, one more row per baseline. Without ``randomize`` only row 0,
+    the greedy, is built."""
+    p = problem
+    strat = strategies(p, floor=floor and randomize)
+    # row 0 the greedy, then the randomized rows (seeded by their own index, so the floor
+    # changes none of them), then one row per floor strategy, on top of ``iterations``
+    n_random = max(1, iterations) - 1 if randomize else 0
+    row_strategy = np.concatenate(([0], np.zeros(n_random, dtype=np.int64),
+                                   np.arange(1, len(strat)))).astype(np.int64)
+    b = len(row_strategy)
+    row_random = np.zeros(b, dtype=np.bool_)
+    row_random[1:1 + n_random] = True
+    row_seed = np.zeros(b, dtype=np.int64)
+    if randomize:   # the greedy draws nothing
+        row_seed[:1 + n_random] = rng.integers(0, 2**62, size=1 + n_random, dtype=np.int64)
+    wpos = p.weight[p.weight > 0]
+    wmin = wpos.min() if wpos.size else 1.0
+    safe_w = np.where(p.weight > 0, p.weight, 1.0)
+    p_swap = np.where(p.weight > 0, swap_scale * wmin / safe_w, swap_scale)
+    nj, nn, nc, ns = p.n_jobs, p.n_nodes, len(p.cfg_g), len(strat)
+    s_queue = np.stack([s.queue for s in strat]).astype(np.int64).reshape(ns, nj)
+    s_pref = np.stack([s.pref for s in strat]).astype(np.int64).reshape(ns, nj, nc)
+    s_cdf = np.stack([choice_cdf(s.value, alpha) for s in strat]).reshape(ns, nj, nc)
+    out_node = np.empty((b, nj), dtype=np.int64)
+    out_cfg = np.empty((b, nj), dtype=np.int64)
+    out_ncls = np.empty((b, nn), dtype=np.int64)
+    out_obj = np.empty(b)
+    out_bar = np.empty(b)
+    out_wc = np.empty(b, dtype=np.bool_)
+    construct_rows(
+        row_strategy, row_random, row_seed, p.cloud, p.node_class, p.class_gpus,
+        p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g, p.cfg_group, p.cfg_index,
+        p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t,
+        p.tard_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu), p.pin_job,
+        p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
+        np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),
+        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_wc)
+    return Batch(node=out_node, cfg=out_cfg, node_cls=out_ncls, f_obj=out_obj, f_bar=out_bar,
+                 strategy=row_strategy, work_conserving=out_wc,
+                 names=tuple(s.name for s in strat))
 
 
-class _State:
-    """Mutable arrays of a batch under construction."""
-
-    def __init__(self, p: Problem, b: int) -> None:
-        self.p = p
-        n, k, levels = p.n_nodes, len(p.class_name), p.n_levels
-        self.free = np.zeros((b, n), dtype=np.int64)
-        if not p.cloud:
-            self.free[:] = p.class_gpus[p.node_class]
-        self.used = np.zeros((b, n), dtype=np.int64)
-        self.tmin = np.full((b, n), np.inf)
-        self.node_cls = np.tile(p.node_class, (b, 1))
-        self.cnt = np.zeros((b, k, levels), dtype=np.int64)   # open nodes by free level
-        self.opened_cls = np.zeros((b, k), dtype=np.int64)      # on-premise: opened per class
-        self.opened = np.zeros(b, dtype=np.int64)               # cloud: opened in all
-        self.out_node = np.full((b, p.n_jobs), -1, dtype=np.int64)
-        self.out_cfg = np.full((b, p.n_jobs), -1, dtype=np.int64)
-        self.tard = np.zeros(b)
-        self.post = np.zeros(b)
-        self.fbar = np.zeros(b)
-        self.levels = np.arange(levels)
-        # total GPUs that could still be handed out, per row
-        self.capacity = np.full(b, int(p.class_gpus[p.node_class].sum()) if not p.cloud
-                                else int(p.class_gpus.max()) * n)
-
-    def any_capacity(self) -> bool:
-        return bool((self.capacity > 0).any())
-
-    def closed_all(self, rows: np.ndarray) -> np.ndarray:
-        """(R, K): whether a node of each class can still be opened."""
-        if self.p.cloud:
-            return np.broadcast_to((self.opened[rows] < self.p.n_nodes)[:, None],
-                                   (len(rows), len(self.p.class_name)))
-        return self.opened_cls[rows] < self.p.class_count[None, :]
-
-    def closed_ok(self, rows: np.ndarray, k: np.ndarray) -> np.ndarray:
-        if self.p.cloud:
-            return self.opened[rows] < self.p.n_nodes
-        return self.opened_cls[rows, k] < self.p.class_count[k]
-
-    def place(self, rows, j, cfg, rand_rows, level_u) -> np.ndarray:
-        """Best fit of configuration ``cfg`` for job ``j`` in each row; returns placed mask."""
-        p = self.p
-        k, g = p.cfg_class[cfg], p.cfg_g[cfg]
-        lv = self.cnt[rows, k, :]
-        ok = (lv > 0) & (self.levels >= g[:, None])
-        open_fit = ok.any(axis=1)
-        level = np.argmax(ok, axis=1)                       # exact best fit: fewest left idle
-        if rand_rows is not None:
-            r = rand_rows & open_fit
-            if r.any():
-                w = np.where(ok[r], lv[r] / np.maximum(1.0 + self.levels - g[r, None], 1.0), 0.0)
-                cum = np.cumsum(w, axis=1)
-                pick = (cum <= (level_u[r] * cum[:, -1])[:, None]).sum(axis=1)
-                level[r] = np.minimum(pick, self.levels[-1])
-        opening = ~open_fit & self.closed_ok(rows, k)
-        if open_fit.any():
-            ro = rows[open_fit]
-            ko, lo = k[open_fit], level[open_fit]
-            hit = ((self.node_cls[ro] == ko[:, None]) & (self.free[ro] == lo[:, None])
-                   & (self.used[ro] > 0))
-            node = np.argmax(hit, axis=1)
-            self.cnt[ro, ko, lo] -= 1
-            self._assign(ro, j[open_fit], cfg[open_fit], node)
-        if opening.any():
-            ro, ko = rows[opening], k[opening]
-            if p.cloud:
-                node = self.opened[ro].copy()
-                self.opened[ro] += 1
-                self.node_cls[ro, node] = ko
-                self.free[ro, node] = p.class_gpus[ko]
-                # a newly configured VM's GPUs become available
-                self.capacity[ro] -= p.class_gpus.max() - p.class_gpus[ko]
-            else:
-                node = p.class_nodes[ko, self.opened_cls[ro, ko]]
-                self.opened_cls[ro, ko] += 1
-            self._assign(ro, j[opening], cfg[opening], node)
-        return open_fit | opening
-
-    def _assign(self, rows, j, cfg, node) -> None:
-        p = self.p
-        g = p.cfg_g[cfg]
-        k = p.cfg_class[cfg]
-        self.free[rows, node] -= g
-        self.used[rows, node] += g
-        self.capacity[rows] -= g
-        t = p.t[j, cfg]
-        self.tmin[rows, node] = np.minimum(self.tmin[rows, node], t)
-        self.cnt[rows, k, self.free[rows, node]] += 1
-        self.out_node[rows, j] = node
-        self.out_cfg[rows, j] = cfg
-        self.tard[rows] += p.tard_cost[j, cfg]
-        self.fbar[rows] += p.fbar_term[j, cfg]
-
-    def place_fallback(self, rows, j) -> None:
-        """ASSIGN_TO_SUBOPTIMAL: the first configuration in preference order that fits."""
-        p = self.p
-        # ge[r, k, l]: some open node of class k has at least l free GPUs
-        ge = np.flip(np.cumsum(np.flip(self.cnt[rows] > 0, axis=2), axis=2), axis=2) > 0
-        fits = ge[:, p.cfg_class, p.cfg_g] | self.closed_all(rows)[:, p.cfg_class]
-        fits &= p.runnable[j]
-        ranked = np.take_along_axis(fits, p.pref[j], axis=1)
-        any_fit = ranked.any(axis=1)
-        if any_fit.any():
-            pick = np.argmax(ranked[any_fit], axis=1)
-            cfg = p.pref[j[any_fit], pick]
-            placed = self.place(rows[any_fit], j[any_fit], cfg, None, None)
-            assert placed.all()
-        if not any_fit.all():
-            self.post[rows[~any_fit]] += p.post_cost[j[~any_fit]]
-
-    def postpone_rest(self, rest: np.ndarray) -> None:
-        self.post += self.p.post_cost[rest].sum(axis=1)
-
-    def result(self) -> Batch:
-        p = self.p
-        busy = self.used > 0
-        cls = np.where(busy, self.node_cls, 0)
-        hourly = p.class_cost_h[cls, self.used]
-        node_cost = (np.where(busy, self.tmin, 0.0) * hourly / SECONDS_PER_HOUR).sum(axis=1)
-        idle = np.where(busy, self.free, 0).sum(axis=1)
-        f_obj = self.tard + self.post + node_cost + p.snapshot.params.mu * idle
-        return Batch(node=self.out_node, cfg=self.out_cfg, node_cls=self.node_cls,
-                     f_obj=f_obj, f_bar=self.fbar)
+def _whole_node_pref(p: Problem) -> np.ndarray:
+    """Cloud preference when a job has its VM to itself: D* by t * the whole VM's price."""
+    whole = np.where(p.runnable, p.t * p.class_cost_h[p.cfg_class, 1] / SECONDS_PER_HOUR, INF)
+    key1 = np.where(p.in_dstar, 0, np.where(p.runnable, 1, 2))
+    key2 = np.where(p.in_dstar, whole, np.where(p.runnable, p.t, 0.0))
+    nc = len(p.cfg_g)
+    return np.lexsort((np.broadcast_to(p.cfg_g, (p.n_jobs, nc)), key2, key1), axis=1)

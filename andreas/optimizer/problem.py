@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour, job_time_s, node_classes
+from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, job_time_s,
+                           node_classes, node_kinds, postponement_costs)
 from andreas.model import Job, Snapshot
 
 INF = np.inf
@@ -44,10 +45,26 @@ class Problem:
     in_dstar: np.ndarray          # bool: now + t < d
     pref: np.ndarray              # (J, C) configurations, best first (D* by pi, then by t)
     max_t: np.ndarray             # (J,) M_j
-    post_cost: np.ndarray         # (J,) rho * w * tau_hat if postponed
+    post_cost: np.ndarray         # (J,) f_obj of postponing the job (costs.postponement_costs)
     pressure: np.ndarray          # (J,) Delta_j
     weight: np.ndarray            # (J,)
     queue: np.ndarray             # (J,) job indices in queue order, first to be placed first
+    # placement groups (G): where a configuration may be packed. On premise a group is a
+    # node class; in the cloud it is a GPU type, whose nodes open as its largest VM and
+    # are downsized afterwards (see construction.py).
+    class_group: np.ndarray       # (K,) group of each class
+    cfg_group: np.ndarray         # (C,) group of each configuration
+    cfg_index: np.ndarray         # (K, L) configuration of (class, g), -1 if none
+    pack_class: np.ndarray        # (G,) class a node of the group opens as (cloud: largest VM)
+    group_cheapest: np.ndarray    # (G, L) cheapest class of the group with >= l GPUs, -1 if none
+    group_best: np.ndarray        # (G, L) cloud: least price per hour of VMs holding l GPUs
+    group_nodes: np.ndarray       # (G, N) on premise: nodes in opening order (running last)
+    group_count: np.ndarray       # (G,) on premise: nodes per group (cloud: N)
+    # running jobs that can continue where they are (the baselines keep them), grouped by
+    # node: job, node, configuration (its node's class at its GPU count)
+    pin_job: np.ndarray           # (R,)
+    pin_node: np.ndarray          # (R,)
+    pin_cfg: np.ndarray           # (R,)
 
     @property
     def n_jobs(self) -> int:
@@ -61,30 +78,8 @@ class Problem:
     def n_levels(self) -> int:
         return self.class_cost_h.shape[1]
 
-    def best_cfg(self) -> np.ndarray:
-        """The papers' best configuration: cheapest in D*_j, else fastest."""
-        return self.pref[:, 0]
 
-    def choice_cdf(self, alpha: float) -> np.ndarray:
-        """(J, C) cumulative probabilities of the randomized configuration choice.
-
-        The candidates are D*_j ranked by cost (else every runnable configuration ranked
-        by time); the restricted candidate list keeps those within ``alpha`` of the best
-        value (GRASP's restricted candidate list; alpha = 1 keeps every candidate),
-        drawn with probability inversely proportional to the value.
-        """
-        has_dstar = self.in_dstar.any(axis=1, keepdims=True)
-        cand = np.where(has_dstar, self.in_dstar, self.runnable)
-        value = np.where(has_dstar, self.pi, self.t)
-        value = np.where(cand, value, INF)
-        lo = value.min(axis=1, keepdims=True)
-        hi = np.where(cand, value, -INF).max(axis=1, keepdims=True)
-        rcl = cand & (value <= lo + alpha * (hi - lo) + 1e-12)
-        inv = np.where(rcl, 1.0 / np.maximum(value, 1e-12), 0.0)
-        cdf = np.cumsum(inv, axis=1) / inv.sum(axis=1, keepdims=True)
-        cdf[:, -1] = 1.0
-        return cdf
-
+VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer VMs
 
 ORDERS = ("wspt-late", "pressure")
 DEFAULT_ORDER = "wspt-late"
@@ -167,8 +162,8 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     runnable = np.isfinite(t)
     due = np.array([j.due_s for j in jobs], dtype=float)
     weight = np.array([j.weight for j in jobs], dtype=float)
-    if snapshot.cloud:
-        cfg_cost_h = class_cost_h[cfg_class, 1]
+    if snapshot.cloud:   # the job's share of its VM: the price per GPU times its GPUs
+        cfg_cost_h = class_cost_h[cfg_class, 1] * cfg_g / class_gpus[cfg_class]
     else:
         cfg_cost_h = class_cost_h[cfg_class, cfg_g]
     with np.errstate(invalid="ignore"):
@@ -178,8 +173,10 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     with np.errstate(divide="ignore", invalid="ignore"):
         fbar_term = np.where(runnable, max_t[:, None] / (pi + tard_cost), 0.0)
     in_dstar = runnable & (now + t < due[:, None])
-    worst = np.maximum(0.0, now + params.period_s + max_t - due)
-    post_cost = params.rho * weight * worst
+    kinds = node_kinds(snapshot, classes)
+    best = np.array([best_restart_s(snapshot, job, kinds) or 0.0 for job in jobs], dtype=float)
+    post_cost = np.where(runnable.any(axis=1),
+                         postponement_costs(params, now, weight, due, best, max_t), 0.0)
     t_min = np.where(runnable, t, INF).min(axis=1, initial=INF)
     pressure = now + t_min - due
     # preference: D* by pi ascending, then the rest by t ascending, unrunnable last
@@ -187,6 +184,13 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     key2 = np.where(in_dstar, pi, np.where(runnable, t, 0.0))
     pref = np.lexsort((np.broadcast_to(cfg_g, (nj, nc)), key2, key1), axis=1) if nj else \
         np.zeros((0, nc), dtype=np.int64)
+    groups = _groups(snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
+                     cfg_class, cfg_g, levels)
+    pins = _pins(snapshot, t, groups["cfg_index"], class_name, node_class)
+    if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
+        groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
+                                              pins[1], node_class)
+        class_nodes = groups["group_nodes"]
     return Problem(
         snapshot=snapshot, jobs=tuple(jobs), node_names=tuple(x.name for x in nodes),
         cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
@@ -195,4 +199,111 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         t=t, pi=pi, tard_cost=tard_cost, fbar_term=fbar_term, runnable=runnable,
         in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t, post_cost=post_cost,
         pressure=pressure, weight=weight, queue=queue_order(pressure, weight, t_min, order),
+        **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
     )
+
+
+def _groups(snapshot: Snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
+            cfg_class, cfg_g, levels: int) -> dict[str, np.ndarray]:
+    """Placement groups: node classes on premise, GPU types in the cloud."""
+    n_cls = len(class_type)
+    cfg_index = np.full((n_cls, levels), -1, dtype=np.int64)
+    cfg_index[cfg_class, cfg_g] = np.arange(len(cfg_class))
+    if snapshot.cloud:
+        types = list(dict.fromkeys(class_type))
+        class_group = np.array([types.index(x) for x in class_type], dtype=np.int64)
+    else:
+        class_group = np.arange(n_cls, dtype=np.int64)
+    n_groups = int(class_group.max()) + 1 if n_cls else 0
+    price = class_cost_h[:, 1] if snapshot.cloud else class_cost_h[np.arange(n_cls), class_gpus]
+    pack = np.empty(n_groups, dtype=np.int64)
+    cheapest = np.full((n_groups, levels), -1, dtype=np.int64)
+    for grp in range(n_groups):
+        members = np.flatnonzero(class_group == grp)
+        # the largest VM, the cheapest of those on a tie
+        pack[grp] = min(members, key=lambda k: (-class_gpus[k], price[k], k))
+        for lv in range(levels):
+            fit = [k for k in members if class_gpus[k] >= lv]
+            if fit:
+                cheapest[grp, lv] = min(fit, key=lambda k: (price[k], class_gpus[k], k))
+    # unbounded knapsack: the least price of any number of VMs of the group holding l
+    # GPUs, then the fewest VMs at that price (stored as price + VMs * 1e-9 tie-breaker)
+    best = np.full((n_groups, levels), np.inf)
+    best[:, 0] = 0.0
+    for grp in range(n_groups):
+        members = np.flatnonzero(class_group == grp)
+        for lv in range(1, levels):
+            for k in members:
+                best[grp, lv] = min(best[grp, lv], price[k] + VM_TIE
+                                    + best[grp, max(0, lv - int(class_gpus[k]))])
+    n = len(snapshot.nodes)
+    if snapshot.cloud:
+        group_nodes = np.tile(np.arange(max(n, 1), dtype=np.int64), (n_groups, 1))
+        group_count = np.full(n_groups, n, dtype=np.int64)
+    else:
+        group_nodes, group_count = class_nodes.copy(), class_count.astype(np.int64)
+    return {"class_group": class_group, "cfg_group": class_group[cfg_class],
+            "cfg_index": cfg_index, "pack_class": pack, "group_cheapest": cheapest,
+            "group_best": best,
+            "group_nodes": group_nodes, "group_count": group_count}
+
+
+def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, node_class
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Running jobs that can continue as they are, grouped by node (first-seen order).
+
+    A job continues on its node's class at its GPU count; in the cloud the node's class
+    is the VM it runs (``Node.config``), or, when the snapshot does not say, the cheapest
+    catalog entry that holds all its running jobs (the baselines' rule).
+    """
+    index = {n.name: i for i, n in enumerate(snapshot.nodes)}
+    by_node: dict[int, list[int]] = {}
+    for j, job in enumerate(snapshot.jobs):
+        if job.running is not None and job.running.node in index:
+            by_node.setdefault(index[job.running.node], []).append(j)
+    jobs, nodes, cfgs = [], [], []
+    for n, members in by_node.items():
+        cls = _running_class(snapshot, n, members, class_name, node_class)
+        if cls is None:
+            continue
+        picked = []
+        for j in members:
+            g = snapshot.jobs[j].running.gpus
+            c = int(cfg_index[cls, g]) if 0 < g < cfg_index.shape[1] else -1
+            if c < 0 or not np.isfinite(t[j, c]):
+                picked = []
+                break
+            picked.append((j, c))
+        for j, c in picked:
+            jobs.append(j)
+            nodes.append(n)
+            cfgs.append(c)
+    as_array = lambda v: np.array(v, dtype=np.int64)   # noqa: E731
+    return as_array(jobs), as_array(nodes), as_array(cfgs)
+
+
+def _running_class(snapshot: Snapshot, n: int, members: list[int], class_name, node_class
+                   ) -> int | None:
+    if not snapshot.cloud:
+        return int(node_class[n])
+    node = snapshot.nodes[n]
+    if node.config is not None:
+        return class_name.index(node.config) if node.config in class_name else None
+    need = sum(snapshot.jobs[j].running.gpus for j in members)
+    fits = [k for k, e in enumerate(snapshot.catalog) if e.gpus >= need and all(
+        snapshot.jobs[j].remaining_s(e.gpu_type, snapshot.jobs[j].running.gpus) is not None
+        for j in members)]
+    return min(fits, key=lambda k: snapshot.catalog[k].cost_per_hour) if fits else None
+
+
+def _running_last(group_nodes: np.ndarray, group_count: np.ndarray, pin_node: np.ndarray,
+                  node_class: np.ndarray) -> np.ndarray:
+    """Reorder each class's nodes so that nodes running jobs open last: a new job takes a
+    free node before one whose running job may want to stay."""
+    out = group_nodes.copy()
+    running = set(int(n) for n in pin_node)
+    for k in range(len(group_count)):
+        members = [int(x) for x in group_nodes[k, : group_count[k]]]
+        out[k, : group_count[k]] = ([n for n in members if n not in running]
+                                    + [n for n in members if n in running])
+    return out

@@ -76,3 +76,15 @@ def _relabel(problem: Problem, node: np.ndarray, cfg: np.ndarray,
         if s not in label:
             label[s] = members[group(s)].pop(0)
     return label
+
+
+def restarts(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> int:
+    """Running jobs that a solution stops, resizes or moves to another node class: each one
+    restarts from its checkpoint (moves within a class are undone by relabelling)."""
+    p = problem
+    if not len(p.pin_job):
+        return 0
+    placed = node[p.pin_job] >= 0
+    c = np.where(placed, cfg[p.pin_job], p.pin_cfg)
+    same = (p.cfg_class[c] == p.cfg_class[p.pin_cfg]) & (p.cfg_g[c] == p.cfg_g[p.pin_cfg])
+    return int((~placed | ~same).sum())

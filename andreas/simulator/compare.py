@@ -31,12 +31,19 @@ def run_policies(trace: Trace, policies: Sequence[str], options: SimOptions, *,
     workers = workers or default_workers(len(policies))
     if workers == 1:
         return [_run_inline(trace, p, options, show_progress) for p in policies]
+    from andreas.optimizer.kernels import warm
+    warm(notice=_notice if show_progress else None)   # once here; forked workers inherit it
     with Manager() as manager:
         board = manager.dict()
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {p: pool.submit(_worker, trace, p, options, board) for p in policies}
             _watch(trace, futures, board, show_progress)
             return [futures[p].result() for p in policies]
+
+
+def _notice(message: str) -> None:
+    import sys
+    print(f"andreas: {message}", file=sys.stderr, flush=True)
 
 
 def reduction_matrix(results: Sequence[SimResult]) -> dict[str, dict[str, float]]:

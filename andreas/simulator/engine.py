@@ -2,10 +2,12 @@
 
 It reuses the optimizer and the cost model unchanged and replaces only the agents,
 Docker and the clock. Rescheduling points are submissions, completions and (unless
-``period_s`` is 0) every period H. Between events, each node is charged its power with
-its busy GPUs (idle nodes at ``power_w[0]`` unless powered off) times PUE and price; in
-cloud mode a configured node costs its VM price while it runs any job. Tardiness is
-charged at completion.
+``period_s`` is 0) every period H: ``options.period_s`` if given, else the policy's own
+default (``optimizer.default_period_s``: 900 s for the DP baselines, as the paper runs
+them), else the trace's ``params.period_s``. Between events, each node is charged its
+power with its busy GPUs (idle nodes at ``power_w[0]`` unless powered off) times PUE and
+price; in cloud mode a configured node costs its VM price while it runs any job.
+Tardiness is charged at completion.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from andreas.costs import SECONDS_PER_HOUR, energy_cost
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import ActionKind, Config, Job, Node, Snapshot, Trace
-from andreas.optimizer import decide
+from andreas.optimizer import decide, default_period_s
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
                                        SimResult)
 
@@ -71,11 +73,14 @@ class Simulator:
             raise SimulationError(f"progress: must be one of {PROGRESS_MODES}, "
                                   f"got {options.progress!r}")
         self.trace, self.policy, self.opt = trace, policy, options
-        self.period = trace.params.period_s if options.period_s is None else options.period_s
+        own = default_period_s(policy)
+        self.period = (options.period_s if options.period_s is not None
+                       else own if own is not None else trace.params.period_s)
         # the optimizer learns what a restart costs here, so it prices moves and preemptions
         self.params = replace(trace.params, period_s=self.period or trace.params.period_s,
                               progress=options.progress,
-                              restart_overhead_s=options.restart_overhead_s)
+                              restart_overhead_s=options.restart_overhead_s,
+                              mu=trace.params.mu if options.mu is None else options.mu)
         self.exact = options.progress == "exact"
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
@@ -214,6 +219,8 @@ class Simulator:
         opts: dict = {} if self.opt.iterations is None else {"iterations": self.opt.iterations}
         if self.opt.order is not None:
             opts["order"] = self.opt.order
+        if self.opt.floor:
+            opts["floor"] = True
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)

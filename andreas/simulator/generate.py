@@ -46,12 +46,13 @@ That follows from the paper's definitions; it is reported, not tuned away.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
 
 from andreas.errors import InputError
-from andreas.model import CatalogEntry, Job, Node, Trace
+from andreas.model import CatalogEntry, Job, Node, Params, Trace
 from andreas.profiles import Profiles, load_profiles
 
 ARRIVALS = ("exponential", "high", "low", "mixed")
@@ -64,6 +65,8 @@ LOW_DIVISOR = 4.0
 MIXED_BLOCK = (8, 12)                  # submissions per mixed phase, both ends included
 DUE_FACTOR = (1.0, 3.0)
 WEIGHT_RANGE = (0.003, 0.015)
+CLOUD_MU = 1.0                         # path-relinking-2022 section 4.1
+MAX_MU = 1e6
 CLOUD_CATALOG = (                      # path-relinking-2022, Table 2 ($/h)
     CatalogEntry(name="NC6", gpu_type="K80", gpus=1, cost_per_hour=0.56),
     CatalogEntry(name="NC12", gpu_type="K80", gpus=2, cost_per_hour=1.13),
@@ -78,8 +81,12 @@ CLOUD_CATALOG = (                      # path-relinking-2022, Table 2 ($/h)
 
 def generate_trace(*, n_nodes: int, scenario: int = 1, arrival: str = "exponential",
                    seed: int, cloud: bool = False, jobs_per_node: int = 10,
-                   profiles: Profiles | None = None) -> Trace:
-    """A whole workload; the same arguments (and profiles) always give the same trace."""
+                   profiles: Profiles | None = None, mu: float | None = None) -> Trace:
+    """A whole workload; the same arguments (and profiles) always give the same trace.
+
+    ``mu``, the idle-GPU penalty of P1a, defaults to the paper's 1 in the cloud (its
+    section 4.1) and to 0 on premise (ANDREAS eq. 1 has no such term).
+    """
     _check(n_nodes, scenario, arrival, jobs_per_node)
     prof = profiles or load_profiles()
     nodes, catalog, hardware = cluster(n_nodes, scenario, cloud, prof)
@@ -112,8 +119,12 @@ def generate_trace(*, n_nodes: int, scenario: int = 1, arrival: str = "exponenti
                         epoch_time_s=times[app]))
     where = "cloud" if cloud else f"sc{scenario}"
     extra = "" if jobs_per_node == 10 else f"-jpn{jobs_per_node}"
+    if mu is None:
+        mu = CLOUD_MU if cloud else 0.0
+    if not (isinstance(mu, (int, float)) and math.isfinite(mu) and 0 <= mu <= MAX_MU):
+        raise InputError(f"generate: mu must be a number in [0, {MAX_MU:g}], got {mu!r}")
     return Trace(name=f"{arrival}-n{n_nodes}-{where}{extra}-s{seed}", nodes=nodes,
-                 jobs=tuple(jobs), catalog=catalog)
+                 jobs=tuple(jobs), catalog=catalog, params=Params(mu=mu))
 
 
 def cluster(n_nodes: int, scenario: int, cloud: bool, profiles: Profiles

@@ -15,14 +15,17 @@ class SimOptions:
 
     ``progress="epoch"``: a job stopped mid-epoch restarts that epoch from its checkpoint;
     ``"exact"`` carries fractional progress over, as the papers' own simulator does.
+    ``mu`` None takes the trace's idle-GPU penalty (``params.mu``).
     """
 
     period_s: float | None = None
+    mu: float | None = None
     progress: str = "epoch"
     restart_overhead_s: float = 0.0
     power_off_idle: bool = False
     iterations: int | None = None
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
+    floor: bool = False            # rg/pr also consider the baselines' plans
     seed: int = 0
 
 

@@ -56,6 +56,10 @@ def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
     rows: list[dict[str, Any]] = []
     from rich.progress import Progress
 
+    from andreas.optimizer.kernels import warm
+    from andreas.simulator.compare import _notice
+    warm(notice=_notice if show_progress else None)   # once here; forked workers inherit it
+
     with Progress(disable=not show_progress) as bar, \
             ProcessPoolExecutor(max_workers=workers) as pool:
         task = bar.add_task("simulations", total=len(tasks))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import math
+
+import numpy as np
 import pytest
 from sqlalchemy import func, select, update
 
 from andreas.costs import c_ng_per_hour
+from andreas.manager.plandoc import Target, read_stats, stat_value
 from andreas.model import Energy
 from andreas.store import Decision, Job
 from tests.manager.helpers import add_job, add_node, job, make
@@ -105,3 +110,40 @@ def test_restart_reads_the_previous_target(mstore):
     assert m2.load_target() == target
     with mstore.session() as s:
         assert s.scalar(select(func.count()).select_from(Decision)) == 1
+
+
+def test_policy_labels_in_stats_are_stored_as_strings_and_read_back(mstore):
+    """rg reports which strategy won (a string): the decision keeps it, JSON stays strict,
+    and the target read back from the database carries the same stats."""
+    add_node(mstore, "a", gpus=2)
+    add_job(mstore, "j", due_s=NOW + 2000, epochs=2)
+    m, ex, clock = make(mstore, policy="rg")
+    m.reschedule("submit")
+    (d,) = decisions(mstore)
+    stats = d.plan["stats"]
+    assert isinstance(stats["best_strategy"], str) and stats["best_strategy"]
+    assert stats["jobs"] == 1.0 and isinstance(stats["greedy_f_obj"], float)
+    json.dumps(d.plan, allow_nan=False)
+    m2, _, _ = make(mstore, clock=clock, executor=ex)
+    target = m2.load_target()
+    assert target.stats["best_strategy"] == stats["best_strategy"]
+    assert target.stats == read_stats(d.plan)
+
+
+def test_stat_values_are_json_safe_and_read_back_tolerantly():
+    assert stat_value("optimal") == "optimal"
+    assert stat_value(np.int64(3)) == 3.0 and stat_value(True) == 1.0
+    assert stat_value(np.float32(0.5)) == 0.5
+    assert stat_value(math.nan) is None and stat_value(math.inf) is None
+    assert stat_value(10**400) is None and stat_value(None) is None
+    assert stat_value(("a", 1)) == "('a', 1)"
+    assert len(stat_value("x" * 10_000)) == 200
+    # an older document (numbers only), a newer one (labels), and malformed ones
+    assert read_stats({"stats": {"jobs": 3, "decide_s": 0.25}}) == {"jobs": 3.0,
+                                                                    "decide_s": 0.25}
+    assert read_stats({"stats": {"status": "optimal", "gap": None, "nested": {"a": 1},
+                                 "items": [1, 2], "big": 10**400}}) == {
+        "status": "optimal", "gap": None, "big": None}
+    for doc in (None, {}, {"stats": None}, {"stats": [1, 2]}, {"stats": "optimal"}, []):
+        assert read_stats(doc) == {}
+    assert Target.from_doc(7, {"stats": {"chosen": "relinked"}}).stats == {"chosen": "relinked"}

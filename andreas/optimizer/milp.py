@@ -1,0 +1,684 @@
+"""Policy ``milp``: andreas's f_obj minimised exactly by a MILP solver (HiGHS).
+
+The model is the path-relinking paper's P1 specialised to andreas's f_obj (the
+reference definition is ``andreas.costs.evaluate``): times and tardiness costs are the
+compiled ``Problem``'s (restarts priced as for every other policy), postponement costs
+come from ``andreas.costs``. All variables are binary (j job, n physical node, c
+configuration (class, g), o a node's *rate option*):
+
+- ``x[j,n,c]``: job j runs on node n with configuration c (on premise only the node's
+  own class; in cloud any catalog entry, P1's x_jnv). A job with no x is postponed.
+- ``s[n,o]``, at most one per node: on premise o is the node's number of busy GPUs l
+  (sum_l l s[n,l] = GPUs of its jobs, so capacity holds and the rate is c_{n,l}); in
+  cloud o is the VM type (P1's y_nv; sum_{j,c in v} g x[j,n,c] <= G_v y[n,v], which
+  also gives P1c's x <= y). Its rate is c_{n,l} per hour, or the VM price.
+- ``a[j,n,c,o]`` <= x[j,n,c] (summed over o), sum_{j,c} a[j,n,c,o] = s[n,o]: the one
+  job the node is charged for, under the node's rate (P1k/l). Its cost t_jc / 3600 x
+  rate_o is linear, so the node term needs no big-M; minimisation makes the charged
+  job the first-ending one (the min over the node's jobs). On premise o ranges over the
+  levels l >= the job's own g; in cloud it is the VM type of c.
+
+Objective: sum tard_cost x + sum post_cost (1 - sum x) + sum rate t a + mu (capacity
+of running nodes - busy GPUs), i.e. f_obj exactly. Identical nodes are interchangeable
+(``to_plan`` relabels within a class so running jobs stay put), so the model orders
+them: busy GPUs non-increasing within an on-premise class, open cloud nodes first. The
+greedy plan is the solver's starting solution and the fallback when it finds nothing.
+
+Work conservation (``work_conserving``, default on). f_obj charges nothing for postponing
+a job that can still meet its due date after one more period, while running it costs
+energy, so the plain optimum leaves such jobs waiting next to idle GPUs (in the simulator
+that cost 20x rg's bill). The heuristics' constructions postpone a job only when no node
+has room for it, and so do the plans this model allows: with z_j = sum of j's x (1 if j
+runs) and g_min the fewest GPUs j runs on (of a node class on premise, of a GPU type in
+the cloud):
+
+- on premise, for each job j and node class k where j can run, with n the *last* node of
+  k in the symmetry order (the least busy one, so the row holds for all of k):
+  ``sum_l l s[n,l] + M z_j >= M``, M = G_k - g_min(j,k) + 1: a postponed job leaves
+  fewer than g_min free GPUs on every node of its classes. J x K rows.
+- in the cloud a closed node could open any VM, and an open node's VM could be the
+  largest of its GPU type T (the constructions open nodes as that VM and downsize them
+  only once packed). With a_jv = Gmax_T(v) - g_min(j,T(v)) + 1 where j runs on T(v),
+  else 0, jobs with the same a_j. form a *profile* pi, with M_pi = max_v a_pi,v and one
+  binary column w_pi (cost 0): ``w_pi + z_j >= 1`` for each j of pi, and for each node n
+  ``sum_{i,c} g x[i,n,c] - M_pi w_pi + sum_v (M_pi - a_pi,v) y[n,v] >= 0``. A waiting job
+  of pi forces w_pi = 1, so every node is open (a closed node has no y and no load: the
+  row reads -M_pi >= 0, M_pi >= 1) and each open node of a GPU type the job runs on is
+  loaded with at least Gmax_T - g_min + 1 GPUs (its own load, since the job is not
+  there): no VM of that type, resized in place, would have room for it. A node open
+  with a GPU type the job cannot use is not asked anything. J + N x (profiles) rows and
+  one column per profile (in practice one or two profiles).
+
+With z_j = 1 (w_pi = 0) each row is slack. Jobs are epoch-timed from 1 GPU, so in
+practice g_min = 1 and a postponed job means every node it could use is full (cloud: full
+at its type's largest VM). ``andreas.optimizer.exact`` enumerates under the same rule and
+``exact.postponed_that_fit`` checks a plan against it. The greedy plan obeys it, so it
+stays a feasible start and fallback. Cost in solve time (whole ``decide``, 2-core
+machine shared with other work; tests/benchmarks/bench_gap.py prints both modes): on 100
+snapshots of <= 6 nodes and <= 15 jobs, on premise median 0.023 s, max 1.1 s (without
+the rows 0.023 / 0.25 s); cloud median 0.056 s, max 2.8 s (0.033 / 1.1 s). In the
+10-node on-premise simulation 83 ms per decision on average, 1.2 s at most (59 ms / 1.1 s
+without). The cloud rows are a disjunction (run everything, or fill every node) that the
+LP relaxation sees only in part; writing them per job and node instead of per profile
+took 15 s of CPU instead of 10 s over 40 cloud snapshots (not faster on every one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from andreas.costs import SECONDS_PER_HOUR, evaluate, node_classes, postponement_cost
+from andreas.errors import InputError
+from andreas.model import Plan, Snapshot
+from andreas.optimizer.problem import Problem, compile_problem
+from andreas.optimizer.solution import to_plan
+
+DEFAULT_TIME_LIMIT_S = 60.0
+DEFAULT_MIP_GAP = 0.0
+DEFAULT_MAX_VARIABLES = 1_000_000
+MAX_COEFFICIENT = 1e15          # HiGHS treats costs >= 1e20 as infinite; stay well below
+OPTIMAL_GAP = 1e-6              # a relative gap this small counts as proven optimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """The MILP's columns (x, a, s blocks, all binary) and rows in HiGHS's row-wise form."""
+
+    xj: np.ndarray          # (X,) job of each x column
+    xn: np.ndarray          # (X,) node of each x column
+    xc: np.ndarray          # (X,) configuration of each x column
+    ax: np.ndarray          # (A,) x column of each charge candidate
+    ao: np.ndarray          # (A,) rate option of each charge candidate
+    sn: np.ndarray          # (S,) node of each rate option
+    sk: np.ndarray          # (S,) class of each rate option
+    sl: np.ndarray          # (S,) busy level (on premise) / VM capacity (cloud)
+    cost: np.ndarray        # (V,) objective coefficients; every column is binary
+    offset: float
+    start: np.ndarray       # (R+1,) CSR row starts
+    index: np.ndarray
+    value: np.ndarray
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    n_wc_rows: int = 0      # rows of the work-conserving set (0: not imposed)
+    # cloud work conservation: the w column of each job's profile (-1: none), see
+    # _cloud_wc_rows; the w block follows the s block
+    job_w: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def n_x(self) -> int:
+        return len(self.xj)
+
+    @property
+    def n_a(self) -> int:
+        return len(self.ax)
+
+    @property
+    def n_s(self) -> int:
+        return len(self.sn)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_lo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Solved:
+    """What the solver returned: assignment per job (-1 postponed; None: no solution),
+    node classes, figures."""
+
+    node: np.ndarray | None
+    cfg: np.ndarray | None
+    node_cls: np.ndarray
+    status: str
+    bound: float
+    solver_s: float
+    mip_nodes: int
+    start_accepted: bool
+    resolved: bool          # solved a second time without the start (see _solve)
+
+
+def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
+                time_limit_s: float = DEFAULT_TIME_LIMIT_S, mip_gap: float = DEFAULT_MIP_GAP,
+                max_variables: int = DEFAULT_MAX_VARIABLES, work_conserving: bool = True,
+                **_: object) -> Plan:
+    """Minimise f_obj with HiGHS; past the time limit, the best plan found and its gap.
+
+    ``work_conserving`` (default) restricts the plans to those that postpone a job only
+    when no node has room for it (module docstring): f_obj alone prefers idle GPUs.
+    """
+    _check_options(time_limit_s, mip_gap, max_variables)
+    if not isinstance(work_conserving, bool):
+        raise InputError(f"work_conserving: must be true or false, got {work_conserving!r}")
+    from andreas.optimizer.greedy import decide_greedy
+
+    start_t = time.perf_counter()
+    _check_inputs(snapshot)
+    problem = compile_problem(snapshot)
+    _check_magnitudes(problem)
+    greedy = decide_greedy(snapshot, np.random.default_rng(0))
+    model = build_model(problem, max_variables=max_variables, work_conserving=work_conserving)
+    build_s = time.perf_counter() - start_t
+    solved = _solve(problem, model, greedy, time_limit_s, mip_gap)
+    stats: dict[str, Any] = {
+        "jobs": problem.n_jobs, "variables": model.n_cols, "constraints": model.n_rows,
+        "build_s": build_s, "solver_s": solved.solver_s, "mip_nodes": solved.mip_nodes,
+        "start_accepted": int(solved.start_accepted), "resolved": int(solved.resolved),
+        "time_limit_s": float(time_limit_s), "work_conserving": int(work_conserving),
+        "work_conserving_rows": model.n_wc_rows,
+        "greedy_f_obj": evaluate(snapshot, greedy).f_obj,
+    }
+    plan = None
+    if solved.node is not None:
+        plan = to_plan(problem, solved.node, solved.cfg, solved.node_cls, policy="milp",
+                       objective=0.0, objective_name="f_obj")
+    return _finish(snapshot, plan, greedy, solved, stats)
+
+
+def _finish(snapshot: Snapshot, plan: Plan | None, greedy: Plan, solved: Solved,
+            stats: dict[str, Any]) -> Plan:
+    """The solver's plan scored by the reference f_obj; the greedy one if it is better or
+    the solver found nothing (then the gap is measured against the solver's bound)."""
+    f_obj = evaluate(snapshot, plan).f_obj if plan is not None else math.inf
+    fallback = f_obj > stats["greedy_f_obj"] * (1 + 1e-12) + 1e-12
+    if fallback:
+        plan, f_obj = greedy, stats["greedy_f_obj"]
+    bound = min(solved.bound, f_obj)
+    gap = (f_obj - bound) / max(abs(f_obj), 1e-12) if f_obj > 0 else 0.0
+    status = solved.status
+    if status == "optimal" and gap > OPTIMAL_GAP:
+        status = "gap_reached"
+    stats.update(status=status, mip_gap=gap, bound=bound, fallback_greedy=int(fallback))
+    return dataclasses.replace(plan, policy="milp", objective=f_obj, objective_name="f_obj",
+                               stats=stats)
+
+
+def _check_options(time_limit_s: float, mip_gap: float, max_variables: int) -> None:
+    if not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
+            and time_limit_s > 0):
+        raise InputError(f"time_limit_s: must be a positive number of seconds, "
+                         f"got {time_limit_s!r}")
+    if not (isinstance(mip_gap, (int, float)) and 0 <= mip_gap < 1):
+        raise InputError(f"mip_gap: must be in [0, 1), got {mip_gap!r}")
+    if not (isinstance(max_variables, int) and max_variables > 0):
+        raise InputError(f"max_variables: must be a positive integer, got {max_variables!r}")
+
+
+def _check_inputs(snapshot: Snapshot) -> None:
+    """Every number the model is built from must be finite: one line naming the field."""
+    def need(value: float, what: str) -> None:
+        if not math.isfinite(value):
+            raise InputError(f"{what} must be finite for the MILP, got {value!r}")
+
+    need(snapshot.now_s, "snapshot: now_s")
+    for name in ("rho", "period_s", "mu", "restart_overhead_s"):
+        need(getattr(snapshot.params, name), f"params: {name}")
+    need(snapshot.energy.pue, "energy: pue")
+    need(snapshot.energy.price_per_kwh, "energy: price_per_kwh")
+    for node in snapshot.nodes:
+        for g, watts in enumerate(node.power_w):
+            need(watts, f"node {node.name}: power_w[{g}]")
+    for entry in snapshot.catalog:
+        need(entry.cost_per_hour, f"catalog {entry.name}: cost_per_hour")
+    for job in snapshot.jobs:
+        for name in ("weight", "due_s", "epochs", "epochs_done"):
+            need(getattr(job, name), f"job {job.id}: {name}")
+        for gpu_type, times in job.epoch_time_s.items():
+            for g, value in enumerate(times, start=1):
+                need(value, f"job {job.id}: epoch_time_s[{gpu_type}][{g}]")
+
+
+def _check_magnitudes(problem: Problem) -> None:
+    """Finite but huge coefficients (HiGHS treats >= 1e20 as infinite) are refused too."""
+    post = post_costs(problem.snapshot)
+    for i, job in enumerate(problem.jobs):
+        run = problem.runnable[i]
+        worst = max(float(np.max(np.abs(problem.tard_cost[i, run]), initial=0.0)),
+                    float(np.max(problem.t[i, run], initial=0.0)), abs(float(post[i])))
+        if not worst <= MAX_COEFFICIENT:
+            raise InputError(f"job {job.id}: its costs or times reach {worst:g}, beyond what "
+                             f"the MILP solver can represent (limit {MAX_COEFFICIENT:g})")
+    cost = problem.class_cost_h
+    for k, name in enumerate(problem.class_name):
+        if not np.max(np.abs(cost[k]), initial=0.0) <= MAX_COEFFICIENT:
+            raise InputError(f"node class {name}: cost per hour {cost[k].max():g} is beyond "
+                             f"what the MILP solver can represent (limit {MAX_COEFFICIENT:g})")
+
+
+# --------------------------------------------------------------------------- the model
+
+def _as_int(parts: list) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def _x_columns(p: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (job, node, configuration) the job can run on: on premise the node's own class."""
+    js, ns, cs = [], [], []
+    for n in range(p.n_nodes):
+        allowed = (np.ones(len(p.cfg_class), bool) if p.cloud
+                   else p.cfg_class == p.node_class[n])
+        j, c = np.nonzero(p.runnable & allowed[None, :])
+        js.append(j)
+        cs.append(c)
+        ns.append(np.full(len(j), n))
+    return _as_int(js), _as_int(ns), _as_int(cs)
+
+
+def _s_columns(p: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rate options, grouped by node: (node, class, level or capacity, cost per hour)."""
+    options: list[tuple[int, int, int, float]] = []
+    for n in range(p.n_nodes):
+        if p.cloud:
+            options += [(n, k, int(p.class_gpus[k]), float(p.class_cost_h[k, 1]))
+                        for k in range(len(p.class_gpus))]
+        else:
+            k = int(p.node_class[n])
+            options += [(n, k, level, float(p.class_cost_h[k, level]))
+                        for level in range(1, int(p.class_gpus[k]) + 1)]
+    if not options:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty, np.zeros(0)
+    sn, sk, sl, rate = (np.array(col) for col in zip(*options))
+    return sn.astype(np.int64), sk.astype(np.int64), sl.astype(np.int64), rate.astype(float)
+
+
+class _Rows:
+    """Accumulates constraint rows as (row, column, value) triplets."""
+
+    def __init__(self) -> None:
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
+        self.count = 0
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray | float, n_rows: int,
+            lo: float | np.ndarray, hi: float | np.ndarray) -> None:
+        """``n_rows`` new rows; ``rows`` numbers them 0..n_rows-1 for each entry."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.r.append(rows + self.count)
+        self.c.append(np.asarray(cols, dtype=np.int64))
+        self.v.append(np.broadcast_to(np.asarray(vals, dtype=float), rows.shape).copy())
+        self.lo.append(np.broadcast_to(np.asarray(lo, dtype=float), (n_rows,)).copy())
+        self.hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (n_rows,)).copy())
+        self.count += n_rows
+
+    def csr(self) -> tuple[np.ndarray, ...]:
+        r = np.concatenate(self.r) if self.r else np.zeros(0, np.int64)
+        c = np.concatenate(self.c) if self.c else np.zeros(0, np.int64)
+        v = np.concatenate(self.v) if self.v else np.zeros(0)
+        order = np.lexsort((c, r))
+        start = np.zeros(self.count + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=self.count), out=start[1:])
+        lo = np.concatenate(self.lo) if self.lo else np.zeros(0)
+        hi = np.concatenate(self.hi) if self.hi else np.zeros(0)
+        return start, c[order], v[order], lo, hi
+
+
+def _a_columns(p: Problem, xn, xc, sn, sk, sl) -> tuple[np.ndarray, np.ndarray]:
+    """Charge candidates (x column, rate option of its node): on premise every busy level
+    that leaves room for the job's own GPUs; in cloud the VM type of the job's configuration."""
+    first = np.searchsorted(sn, np.arange(p.n_nodes))     # options are grouped by node
+    if p.cloud:
+        return np.arange(len(xn)), first[xn] + p.cfg_class[xc]
+    ax, ao = [], []
+    for x, (n, c) in enumerate(zip(xn, xc)):
+        k, g = int(p.node_class[n]), int(p.cfg_g[c])
+        for level in range(g, int(p.class_gpus[k]) + 1):
+            ax.append(x)
+            ao.append(first[n] + level - 1)
+    return np.array(ax, dtype=np.int64), np.array(ao, dtype=np.int64)
+
+
+def post_costs(snapshot: Snapshot) -> np.ndarray:
+    """What f_obj charges per postponed job, from ``andreas.costs`` (the reference)."""
+    classes = node_classes(snapshot)
+    return np.array([postponement_cost(snapshot, job, classes) for job in snapshot.jobs],
+                    dtype=float)
+
+
+def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
+                work_conserving: bool = True) -> Model:
+    """The MILP of one compiled problem (see the module docstring for the formulation)."""
+    post = post_costs(p.snapshot)
+    xj, xn, xc = _x_columns(p)
+    sn, sk, sl, rate = _s_columns(p)
+    nx, ns = len(xj), len(sn)
+    per_x = 1 if p.cloud else int(p.class_gpus.max(initial=1))
+    if nx * (1 + per_x) + ns > max_variables:
+        raise InputError(f"snapshot: the MILP needs about {nx * (1 + per_x) + ns} variables for "
+                         f"{p.n_jobs} jobs and {p.n_nodes} nodes, more than "
+                         f"max_variables={max_variables}")
+    ax, ao = _a_columns(p, xn, xc, sn, sk, sl)
+    na = len(ax)
+    X, A, S = 0, nx, nx + na   # block offsets
+    n_cols = nx + na + ns
+    mu = float(p.snapshot.params.mu)
+    g = p.cfg_g[xc].astype(float)
+    hours = p.t[xj, xc] / SECONDS_PER_HOUR
+
+    cost = np.zeros(n_cols)
+    cost[X:A] = p.tard_cost[xj, xc] - post[xj] - mu * g
+    cost[A:S] = hours[ax] * rate[ao]             # the charged job's time x the node's rate
+    cost[S:] = mu * p.class_gpus[sk].astype(float)   # capacity of a running node
+    rows = _Rows()
+    ix, ia, io = np.arange(nx), np.arange(na), np.arange(ns)
+    # each job at most once (the rest is postponed)
+    rows.add(xj, X + ix, 1.0, p.n_jobs, -np.inf, 1.0)
+    # at most one rate option per node (P1b)
+    rows.add(sn, S + io, 1.0, p.n_nodes, -np.inf, 1.0)
+    # one charged job under the chosen option, none under the others (P1k)
+    rows.add(np.concatenate([ao, io]), np.concatenate([A + ia, S + io]),
+             np.concatenate([np.ones(na), -np.ones(ns)]), ns, 0.0, 0.0)
+    # only a job that runs there can be charged (P1l)
+    rows.add(np.concatenate([ax, ix]), np.concatenate([A + ia, X + ix]),
+             np.concatenate([np.ones(na), -np.ones(nx)]), nx, -np.inf, 0.0)
+    if p.cloud:
+        _cloud_rows(p, rows, xn, xc, sn, sk, g, X, S)
+    else:
+        _onprem_rows(p, rows, xn, sn, sl, g, X, S)
+    before = rows.count
+    job_w = np.full(p.n_jobs, -1, dtype=np.int64)
+    if work_conserving:
+        if p.cloud:
+            job_w = _cloud_wc_rows(p, rows, xj, xn, xc, sn, sk, X, S, n_cols)
+            cost = np.concatenate([cost, np.zeros(int(job_w.max(initial=-1)) + 1)])
+        else:
+            _onprem_wc_rows(p, rows, xj, sn, sl, X, S)
+    start, index, value, lo, hi = rows.csr()
+    return Model(xj=xj, xn=xn, xc=xc, ax=ax, ao=ao, sn=sn, sk=sk, sl=sl, cost=cost,
+                 offset=float(post.sum()), start=start, index=index, value=value,
+                 row_lo=lo, row_hi=hi, n_wc_rows=rows.count - before, job_w=job_w)
+
+
+def _onprem_rows(p: Problem, rows: _Rows, xn, sn, sl, g, X: int, S: int) -> None:
+    """Busy GPUs = the one-hot level; identical nodes ordered by busy GPUs."""
+    nx, ns = len(xn), len(sn)
+    rows.add(np.concatenate([xn, sn]), np.concatenate([X + np.arange(nx), S + np.arange(ns)]),
+             np.concatenate([g, -sl.astype(float)]), p.n_nodes, 0.0, 0.0)
+    pairs = [(int(a), int(b)) for k in range(len(p.class_gpus))
+             for a, b in zip(_members(p, k), _members(p, k)[1:])]
+    _order_rows(rows, pairs, sn, S, sl.astype(float))
+
+
+def _cloud_rows(p: Problem, rows: _Rows, xn, xc, sn, sk, g, X: int, S: int) -> None:
+    """Capacity of the chosen VM (P1g), which also gives x <= y (P1c): a job of class k on
+    node n needs y[n,k] = 1. Open nodes come first.
+
+    Measured on 20 random cloud snapshots (<= 6 nodes, <= 15 jobs), proving optimality took
+    40 s in all with P1c's one row per x and nodes ordered by (VM type, busy GPUs); 13 s
+    with neither, only "open nodes first".
+    """
+    nx, ns = len(xn), len(sn)
+    opt = np.searchsorted(sn, np.arange(p.n_nodes))[xn] + p.cfg_class[xc]
+    rows.add(np.concatenate([opt, np.arange(ns)]),
+             np.concatenate([X + np.arange(nx), S + np.arange(ns)]),
+             np.concatenate([g, -p.class_gpus[sk].astype(float)]), ns, -np.inf, 0.0)
+    _order_rows(rows, [(n, n + 1) for n in range(p.n_nodes - 1)], sn, S, np.ones(ns))
+
+
+def fewest_gpus(p: Problem, key: np.ndarray) -> np.ndarray:
+    """(J, max key + 1) the fewest GPUs each job runs on per value of ``key`` (one value per
+    configuration: its class, or its GPU type), 0 where it runs on none."""
+    width = int(key.max(initial=-1)) + 1
+    out = np.zeros((p.n_jobs, width), dtype=np.int64)
+    for v in range(width):
+        g = np.where(p.runnable & (key == v)[None, :], p.cfg_g[None, :], np.iinfo(np.int64).max)
+        low = g.min(axis=1, initial=np.iinfo(np.int64).max)
+        out[:, v] = np.where(low < np.iinfo(np.int64).max, low, 0)
+    return out
+
+
+def _by_job(xj: np.ndarray, n_jobs: int) -> list[np.ndarray]:
+    """x columns of each job."""
+    order = np.argsort(xj, kind="stable")
+    return np.split(order, np.searchsorted(xj[order], np.arange(1, n_jobs)))
+
+
+def _onprem_wc_rows(p: Problem, rows: _Rows, xj, sn, sl, X: int, S: int) -> None:
+    """Work conservation on premise (module docstring): per job and class, the least busy
+    node of the class (the last in the symmetry order) has fewer than g_min free GPUs
+    unless the job runs."""
+    need = fewest_gpus(p, p.cfg_class)                     # (J, K)
+    cols_of = _by_job(xj, p.n_jobs)
+    for k in range(len(p.class_gpus)):
+        members = _members(p, k)
+        if not members:
+            continue
+        opts = np.flatnonzero(sn == members[-1])
+        for j in np.flatnonzero(need[:, k] > 0):
+            big = float(p.class_gpus[k] - need[j, k] + 1)
+            mine = cols_of[j]
+            cols = np.concatenate([S + opts, X + mine])
+            vals = np.concatenate([sl[opts].astype(float), np.full(len(mine), big)])
+            rows.add(np.zeros(len(cols), np.int64), cols, vals, 1, big, np.inf)
+
+
+def _cloud_wc_rows(p: Problem, rows: _Rows, xj, xn, xc, sn, sk, X: int, S: int,
+                   W: int) -> np.ndarray:
+    """Work conservation in the cloud (module docstring), with jobs grouped by *profile*
+    (their a_jv over VM types; in practice every job of a GPU type set shares one): a
+    binary w per profile, w >= 1 - z_j for its jobs, and per profile and node
+    ``busy(n) - M w + sum_v (M - a_v) y[n,v] >= 0``. w = 1 asks the node to be open and,
+    if of a type the profile runs on, loaded with at least a_v GPUs; busy(n) counts every
+    job, which is the load of the others whenever one of the profile waits.
+
+    The same set written per job and node (J x N rows, each summing the node's load)
+    proved the same optima in 15 s of CPU instead of 10 s over 40 cloud snapshots
+    (<= 6 nodes); the w columns give HiGHS one implication per profile instead of one
+    per job. Returns each job's w column within the w block (-1: it runs nowhere)."""
+    types = list(dict.fromkeys(p.class_type))
+    type_of = np.array([types.index(t) for t in p.class_type], dtype=np.int64)   # (K,)
+    need = fewest_gpus(p, type_of[p.cfg_class])                                  # (J, T)
+    gmax = np.array([p.class_gpus[type_of == t].max() for t in range(len(types))])
+    a = np.where(need > 0, gmax[None, :] - need + 1, 0)                          # (J, T)
+    runs = need.max(axis=1, initial=0) > 0
+    profiles: dict[tuple[int, ...], int] = {}
+    job_w = np.full(p.n_jobs, -1, dtype=np.int64)
+    for j in np.flatnonzero(runs):
+        job_w[j] = profiles.setdefault(tuple(int(v) for v in a[j]), len(profiles))
+    cols_of = _by_job(xj, p.n_jobs)
+    for j in np.flatnonzero(runs):           # w + z_j >= 1
+        mine = cols_of[j]
+        rows.add(np.zeros(len(mine) + 1, np.int64),
+                 np.concatenate([[W + job_w[j]], X + mine]), 1.0, 1, 1.0, np.inf)
+    g = p.cfg_g[xc].astype(float)
+    for profile, w in profiles.items():
+        a_t = np.array(profile, dtype=float)
+        big = float(a_t.max())
+        for n in range(p.n_nodes):
+            load = np.flatnonzero(xn == n)
+            opts = np.flatnonzero(sn == n)
+            cols = np.concatenate([X + load, [W + w], S + opts])
+            vals = np.concatenate([g[load], [-big], big - a_t[type_of[sk[opts]]]])
+            keep = vals != 0.0
+            rows.add(np.zeros(int(keep.sum()), np.int64), cols[keep], vals[keep], 1, 0.0,
+                     np.inf)
+    return job_w
+
+
+def _members(p: Problem, k: int) -> list[int]:
+    return [int(n) for n in p.class_nodes[k] if n >= 0]
+
+
+def _order_rows(rows: _Rows, pairs: list[tuple[int, int]], sn, S: int, weight) -> None:
+    """sum_o weight_o s[a,o] >= sum_o weight_o s[b,o] for each (a, b)."""
+    for a, b in pairs:
+        ia, ib = np.flatnonzero(sn == a), np.flatnonzero(sn == b)
+        cols = np.concatenate([S + ia, S + ib])
+        vals = np.concatenate([weight[ia], -weight[ib]])
+        rows.add(np.zeros(len(cols), np.int64), cols, vals, 1, 0.0, np.inf)
+
+
+# --------------------------------------------------------------------------- solving
+
+def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
+    """A plan as a full column vector, its nodes permuted to satisfy the symmetry order."""
+    names = {name: i for i, name in enumerate(p.node_names)}
+    jobs = {job.id: i for i, job in enumerate(p.jobs)}
+    placed: dict[int, list[tuple[int, int]]] = {}      # physical node -> [(job, cfg)]
+    node_k: dict[int, int] = {}
+    for a in plan.assignments:
+        n = names[a.node]
+        k = (p.class_name.index(plan.node_configs[a.node]) if p.cloud
+             else int(p.node_class[n]))
+        match = np.flatnonzero((p.cfg_class == k) & (p.cfg_g == a.gpus))
+        if len(match) != 1:
+            return None
+        placed.setdefault(n, []).append((jobs[a.job], int(match[0])))
+        node_k[n] = k
+    busy = {n: sum(int(p.cfg_g[c]) for _, c in v) for n, v in placed.items()}
+    slots: dict[int, int] = {}
+    groups = ([list(range(p.n_nodes))] if p.cloud
+              else [_members(p, k) for k in range(len(p.class_gpus))])
+    for members in groups:
+        used = [n for n in members if n in placed]
+        used.sort(key=lambda n: (-(node_k[n] + 1) if p.cloud else 0, -busy[n], n))
+        for slot, n in zip(members, used):
+            slots[n] = slot
+    col = {(int(j), int(n), int(c)): i for i, (j, n, c) in enumerate(zip(m.xj, m.xn, m.xc))}
+    opt = {(int(n), int(k), int(level)): o
+           for o, (n, k, level) in enumerate(zip(m.sn, m.sk, m.sl))}
+    charge = {(int(x), int(o)): i for i, (x, o) in enumerate(zip(m.ax, m.ao))}
+    v = np.zeros(m.n_cols)
+    for n, items in placed.items():
+        slot = slots[n]
+        level = int(p.class_gpus[node_k[n]]) if p.cloud else busy[n]
+        o = opt.get((slot, node_k[n], level))
+        cols = [col.get((j, slot, c)) for j, c in items]
+        if o is None or None in cols:
+            return None
+        first = min(range(len(items)), key=lambda i: p.t[items[i][0], items[i][1]])
+        a = charge.get((cols[first], o))
+        if a is None:
+            return None
+        v[cols] = 1.0
+        v[m.n_x + a] = 1.0
+        v[m.n_x + m.n_a + o] = 1.0
+    waiting = [jobs[j] for j in plan.postponed]
+    w = m.job_w[waiting] if len(m.job_w) else np.zeros(0, np.int64)
+    v[m.n_x + m.n_a + m.n_s + w[w >= 0]] = 1.0      # a waiting job's profile asks for w = 1
+    return v
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    status: str
+    bound: float
+    mip_nodes: int
+    values: np.ndarray | None
+    consistent: bool     # the returned vector has the objective the solver reports
+
+
+def _run_highs(highspy: Any, m: Model, time_limit_s: float, mip_gap: float,
+               start: np.ndarray | None) -> tuple[_Run, bool]:
+    h = getattr(highspy, "_Highs", highspy.Highs)()   # the wrapper prints a banner on stdout
+    # presolve off: its probing took most of the time here (cloud 6 nodes x 15 jobs: 40 s
+    # -> 20 s for six snapshots; on premise 10 x 30: 11 s -> 0.7 s). Symmetry detection
+    # off: the model orders identical nodes itself, and on big models the detection ran
+    # for seconds before the time limit was first checked.
+    for name, value in (("output_flag", False), ("log_to_console", False), ("presolve", "off"),
+                        ("mip_detect_symmetry", False),
+                        ("time_limit", float(time_limit_s)), ("mip_rel_gap", float(mip_gap)),
+                        ("random_seed", 0), ("mip_feasibility_tolerance", 1e-9),
+                        ("primal_feasibility_tolerance", 1e-9)):
+        h.setOptionValue(name, value)
+    h.passModel(_lp(highspy, m))
+    accepted = False
+    if start is not None:
+        accepted = h.setSolution(m.n_cols, np.arange(m.n_cols, dtype=np.int32),
+                                 start) == highspy.HighsStatus.kOk
+    h.run()
+    info = h.getInfo()
+    bound = float(info.mip_dual_bound)
+    sol = h.getSolution()
+    values = np.asarray(sol.col_value, dtype=float) if sol.value_valid else None
+    consistent = True
+    if values is not None:
+        reported = float(info.objective_function_value)
+        own = float(m.cost @ values + m.offset)
+        consistent = abs(own - reported) <= 1e-7 * max(1.0, abs(reported))
+    return _Run(status=_status_name(highspy, h.getModelStatus()),
+                bound=bound if math.isfinite(bound) else -math.inf,
+                mip_nodes=int(info.mip_node_count), values=values,
+                consistent=consistent), accepted
+
+
+def _solve(p: Problem, m: Model, greedy: Plan, time_limit_s: float, mip_gap: float) -> Solved:
+    """Solve with the greedy plan as the start. HiGHS 1.16 may hand back the unreduced start
+    vector while reporting the better objective presolve found from it; such a run is
+    repeated without the start in the time left."""
+    empty = np.full(p.n_jobs, -1, dtype=np.int64)
+    node_cls = (np.zeros(p.n_nodes, dtype=np.int64) if p.cloud else p.node_class.copy())
+    if m.n_x == 0:   # nothing can run: every job waits, provably optimal
+        return Solved(node=empty, cfg=empty.copy(), node_cls=node_cls, status="optimal",
+                      bound=m.offset, solver_s=0.0, mip_nodes=0, start_accepted=False,
+                      resolved=False)
+    import highspy
+
+    t0 = time.perf_counter()
+    run, accepted = _run_highs(highspy, m, time_limit_s, mip_gap, _start_vector(p, m, greedy))
+    resolved = False
+    left = time_limit_s - (time.perf_counter() - t0)
+    if not run.consistent and left > 0:
+        again, _ = _run_highs(highspy, m, left, mip_gap, None)
+        resolved = True
+        if again.values is not None:
+            run = dataclasses.replace(again, bound=max(again.bound, run.bound),
+                                      mip_nodes=again.mip_nodes + run.mip_nodes)
+    if not run.consistent:   # the vector is feasible but not the optimum the solver proved
+        run = dataclasses.replace(run, status="time_limit")
+    solver_s = time.perf_counter() - t0
+    if run.values is None:
+        return Solved(node=None, cfg=None, node_cls=node_cls, status=run.status,
+                      bound=run.bound, solver_s=solver_s, mip_nodes=run.mip_nodes,
+                      start_accepted=accepted, resolved=resolved)
+    x = run.values[: m.n_x] > 0.5
+    node, cfg = empty.copy(), empty.copy()
+    node[m.xj[x]] = m.xn[x]
+    cfg[m.xj[x]] = m.xc[x]
+    if p.cloud:
+        y = run.values[m.n_x + m.n_a: m.n_x + m.n_a + m.n_s] > 0.5
+        node_cls[m.sn[y]] = m.sk[y]
+    return Solved(node=node, cfg=cfg, node_cls=node_cls, status=run.status, bound=run.bound,
+                  solver_s=solver_s, mip_nodes=run.mip_nodes, start_accepted=accepted,
+                  resolved=resolved)
+
+
+def _lp(highspy: Any, m: Model) -> Any:
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m.n_cols, m.n_rows
+    lp.col_cost_ = m.cost
+    lp.col_lower_ = np.zeros(m.n_cols)
+    lp.col_upper_ = np.ones(m.n_cols)
+    lp.row_lower_ = m.row_lo
+    lp.row_upper_ = m.row_hi
+    lp.offset_ = m.offset
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = m.n_cols, m.n_rows
+    lp.a_matrix_.start_ = m.start.astype(np.int32)
+    lp.a_matrix_.index_ = m.index.astype(np.int32)
+    lp.a_matrix_.value_ = m.value
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * m.n_cols
+    return lp
+
+
+def _status_name(highspy: Any, status: Any) -> str:
+    names = {highspy.HighsModelStatus.kOptimal: "optimal",
+             highspy.HighsModelStatus.kTimeLimit: "time_limit",
+             highspy.HighsModelStatus.kInterrupt: "interrupted",
+             highspy.HighsModelStatus.kMemoryLimit: "memory_limit",
+             highspy.HighsModelStatus.kIterationLimit: "iteration_limit",
+             highspy.HighsModelStatus.kSolutionLimit: "solution_limit",
+             highspy.HighsModelStatus.kInfeasible: "infeasible"}
+    return names.get(status, str(status).rsplit(".", 1)[-1].lstrip("k").lower() or "unknown")
