@@ -8,7 +8,8 @@ difference, so running it twice in a row changes nothing the second time:
   Nodes the manager marked down itself are probed in the background with back-off.
 - :meth:`Reconciler.settle`: (a) a node that does not answer is marked down (once) and
   its open attempts end ("node unreachable"), their jobs preempted so they are planned
-  elsewhere from their checkpoints; one that answers again is marked up. (b) Exits are
+  elsewhere from their checkpoints (a job whose container had started waits its grace
+  period first: a stopping engine stops its copy meanwhile); one that answers again is marked up. (b) Exits are
   recorded: 0 completes the job, 143/137 or any exit after a stop request preempts it,
   anything else is a failure (retried from the checkpoint, failed once failures exceed
   ``max_retries``, with the exit code and the tail of the log as reason). Containers of
@@ -55,6 +56,9 @@ from andreas.store.models import Job, JobAttempt, JobState, Node, NodeState
 from andreas.store.engine import Store
 
 log = logging.getLogger("andreas.manager")
+
+UNREACHABLE_REASON = "node unreachable"
+UNREACHABLE_MARGIN_S = 5.0   # beyond the grace period: the engine's own SIGKILL and exit
 
 PROBE_BACKOFF_S = 30.0            # a node marked down is probed at most this often
 REASON_LEN = 255
@@ -103,6 +107,7 @@ class Reconciler:
                                                   thread_name_prefix="andreas-engine")
         self.probe_backoff_s = probe_backoff_s
         self.unreachable: set[str] = set()        # nodes this manager marked down
+        self._fence_logged: dict[str, int] = {}   # job -> attempt whose hold was logged
         self.polled: tuple[NodeRef, ...] = ()     # the nodes the last observe read
         self._signalled: set[tuple[str, int | str]] = set()
         self._killed: set[tuple[str, int | str]] = set()
@@ -210,7 +215,7 @@ class Reconciler:
                         "planned elsewhere", node.name, why)
             triggers.add("node-down")
         for job, a in self._open_on(obs.state, node):
-            self._end(job, a, obs.now_s, reason="node unreachable",
+            self._end(job, a, obs.now_s, reason=UNREACHABLE_REASON,
                       new=JobState.PREEMPTED if job.state in LIVE else None)
             log.info("preempted job=%s attempt=%d node=%s: node unreachable", job.id,
                      a.attempt, node.name)
@@ -444,6 +449,8 @@ class Reconciler:
             free = [g for g in node.usable if g.index not in in_use[node.name]]
             if len(free) < want.gpus:
                 continue
+            if self._fenced(job, now):
+                continue
             image = self._image_ready(job, node, now)
             if image != "ready":
                 if image == "failed":
@@ -453,6 +460,25 @@ class Reconciler:
             in_use[node.name].update(g.index for g in chosen)
             triggers |= self._start(job, node, chosen, target, now)
         return triggers
+
+    def _fenced(self, job: JobView, now: float) -> bool:
+        """A job whose node stopped answering while it ran may still be running there: an
+        engine that shuts down stops its containers within their grace period (SIGTERM,
+        then SIGKILL), so the job starts elsewhere only once ``grace_s`` + a margin have
+        passed since. A node cut off for good needs the agent-side fence (issue 16)."""
+        a = job.latest
+        if (a is None or a.end_s is None or a.start_s is None
+                or a.reason != UNREACHABLE_REASON):
+            return False
+        until = a.end_s + job.grace_s + UNREACHABLE_MARGIN_S
+        if now >= until:
+            return False
+        if self._fence_logged.get(job.id) != a.attempt:
+            self._fence_logged[job.id] = a.attempt
+            log.info("job=%s: its node stopped answering while it ran; it starts elsewhere "
+                     "after %.0f s (its grace period), when any copy there has stopped",
+                     job.id, until - now)
+        return True
 
     @staticmethod
     def _stop_reason(target: Target, job: JobView, a: AttemptView, node: NodeView) -> str | None:
@@ -535,7 +561,7 @@ class Reconciler:
             log.warning("job=%s: %s; waits and is retried", job.id, e)
             return set()
         except NodeUnreachable as e:
-            self._end(running, attempt, now, reason="node unreachable", new=JobState.PREEMPTED)
+            self._end(running, attempt, now, reason=UNREACHABLE_REASON, new=JobState.PREEMPTED)
             log.warning("job=%s: node %s unreachable at start (%s); the next tick looks "
                         "at the node", job.id, node.name, e)
             return set()

@@ -74,6 +74,7 @@ class AttemptView:
     decision_id: int | None
     stop_decision_id: int | None
     stop_requested_s: float | None
+    reason: str | None = None
 
     @property
     def open(self) -> bool:
@@ -141,7 +142,8 @@ _JOB_COLUMNS = (Job.id, Job.state, Job.image, Job.command, Job.env, Job.epochs, 
 _ATTEMPT_COLUMNS = (JobAttempt.id, JobAttempt.job_id, JobAttempt.attempt, JobAttempt.node_id,
                     JobAttempt.gpu_ids, JobAttempt.container_id, JobAttempt.start_s,
                     JobAttempt.end_s, JobAttempt.exit_code, JobAttempt.decision_id,
-                    JobAttempt.stop_decision_id, JobAttempt.stop_requested_s)
+                    JobAttempt.stop_decision_id, JobAttempt.stop_requested_s,
+                    JobAttempt.reason)
 
 
 def load_jobs(s: Session, *, ids: Iterable[str] | None = None) -> dict[str, JobView]:
@@ -178,7 +180,8 @@ def _attempt(a: Any) -> AttemptView:
                        gpu_ids=tuple(int(i) for i in (a.gpu_ids or ())),
                        container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
                        exit_code=a.exit_code, decision_id=a.decision_id,
-                       stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s)
+                       stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s,
+                       reason=a.reason)
 
 
 def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:

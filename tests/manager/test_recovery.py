@@ -104,6 +104,15 @@ def test_unreachable_node_preempts_its_jobs_which_are_replanned_elsewhere(mstore
     (a1, *rest) = attempts(mstore, "j")
     assert a1.reason == "node unreachable" and a1.end_s is not None
     assert m.target.assignments["j"].node == "b"           # the new decision
+    # Fenced: its copy on "a" may still be stopping; it starts on "b" after its grace.
+    grace_s = job(mstore, "j").grace_s
+    assert state_of(mstore, "j") is JobState.PREEMPTED and rest == []
+    clock.advance(grace_s + 4.0)
+    m.tick()
+    assert state_of(mstore, "j") is JobState.PREEMPTED and attempts(mstore, "j")[1:] == []
+    clock.advance(1.5)
+    m.tick()
+    rest = attempts(mstore, "j")[1:]
     assert state_of(mstore, "j") is JobState.RUNNING and rest and ex.node_of(ex.find("j", 2)) == "b"
     calls = len(ex.calls_of("containers"))
     m.tick()                                   # a down node is probed, not polled every tick
