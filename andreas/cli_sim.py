@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from pathlib import Path
 
@@ -191,7 +192,10 @@ def _print_sweep(summary, heads) -> None:
                       f"{r['vs_rg_pct_mean']:+.1f}", f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
     out = console()
     out.print(table)
+    labels = (("rg_vs_best_baseline_pct", "rg vs best of fifo/edf/priority"),
+              ("pr_vs_best_baseline_pct", "pr vs best baseline"), ("pr_vs_rg_pct", "pr vs rg"))
     for key, h in heads.items():
-        out.print(f"{key}: rg vs best of fifo/edf/priority {h['rg_vs_best_baseline_pct']:+.1f} %,"
-                  f" pr vs best baseline {h['pr_vs_best_baseline_pct']:+.1f} %, pr vs rg "
-                  f"{h['pr_vs_rg_pct']:+.1f} % (eq. 3; positive = cheaper)")
+        parts = [f"{label} {h[k]:+.1f} %" for k, label in labels
+                 if isinstance(h.get(k), (int, float)) and math.isfinite(h[k])]
+        if parts:        # a sweep without rg, pr or a baseline has no headline
+            out.print(f"{key}: {', '.join(parts)} (eq. 3; positive = cheaper)")

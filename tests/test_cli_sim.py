@@ -62,6 +62,19 @@ def test_sweep_aggregates_over_seeds(tmp_path: Path) -> None:
     assert all(abs(r["vs_best_baseline_pct_mean"]) < 1e-9 for r in edf)   # edf is the best
 
 
+def test_sweep_table_without_rg_or_pr_prints_the_headline_it_has(tmp_path: Path) -> None:
+    """A sweep of edf and pr only (no rg) used to end in a traceback after the table."""
+    result = run("simulate", "--sweep", "--nodes", "2", "--seeds", "1", "--policies",
+                 "edf,pr", "--iterations", "5", "--out", str(tmp_path), "--quiet",
+                 "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert "pr vs best baseline" in result.stdout and "pr vs rg" not in result.stdout
+    result = run("simulate", "--sweep", "--nodes", "2", "--seeds", "1", "--policies",
+                 "edf,fifo", "--out", str(tmp_path / "b"), "--quiet", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert "eq. 3" not in result.stdout
+
+
 def test_bad_trace_and_options_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "andreas-trace/9", "nodes": [], "jobs": []}))
