@@ -9,8 +9,8 @@ difference, so running it twice in a row changes nothing the second time:
 - :meth:`Reconciler.settle`: (a) a node that does not answer is marked down (once) and
   its open attempts end ("node unreachable"), their jobs preempted so they are planned
   elsewhere from their checkpoints (a job whose container had started waits its grace
-  period first: a stopping engine stops its copy meanwhile); one that answers again is marked up. (b) Exits are
-  recorded: 0 completes the job, 143/137 or any exit after a stop request preempts it,
+  period first: a stopping engine stops its copy meanwhile); one that answers again is
+  marked up. (b) Exits are recorded: 0 completes the job, 143/137 or any exit after a stop request preempts it,
   anything else is a failure (retried from the checkpoint, failed once failures exceed
   ``max_retries``, with the exit code and the tail of the log as reason). Containers of
   earlier attempts are removed (the latest stays for ``andreas logs``). (c) A running

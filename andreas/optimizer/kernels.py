@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from andreas.optimizer.problem import VM_TIE
+
 INF = np.inf
 
 
@@ -59,7 +61,7 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
             k += 1
     if k < 2 or k > 12:
         return False
-    best_price = class_cost_h[ncls[n], 1] + 1e-9   # one VM (see problem.VM_TIE)
+    best_price = class_cost_h[ncls[n], 1] + VM_TIE   # one VM: fewer VMs win a tie
     best_mask = 0
     for mask in range(1, (1 << k) - 1):
         moved = 0
@@ -330,13 +332,20 @@ def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_
 
 
 
+_warmed = False   # set once warm() has run in this process
+
+
 def warm(notice=None) -> float:
     """Compile (or load from the cache) every kernel on a tiny problem; returns seconds.
 
     Call it before forking worker processes, so that they inherit the compiled code
     instead of each compiling it again; the first run on a machine takes 20-60 s, and
-    ``notice`` (a callable taking a message) is called if it takes more than 2 s.
+    ``notice`` (a callable taking a message) is called if it takes more than 2 s. Later
+    calls in the same process (``compare`` per policy, a sweep per trace) return at once.
     """
+    global _warmed
+    if _warmed:
+        return 0.0
     import logging
     import threading
     import time
@@ -360,6 +369,7 @@ def warm(notice=None) -> float:
     construct(compile_problem(snapshot), 4, np.random.default_rng(0), floor=True)
     if timer is not None:
         timer.cancel()
+    _warmed = True
     seconds = time.perf_counter() - start
     if seconds > 2.0:
         logging.getLogger(__name__).info(

@@ -2,9 +2,10 @@
 
 The model is the path-relinking paper's P1 specialised to andreas's f_obj (the
 reference definition is ``andreas.costs.evaluate``): times and tardiness costs are the
-compiled ``Problem``'s (restarts priced as for every other policy), postponement costs
-come from ``andreas.costs``. All variables are binary (j job, n physical node, c
-configuration (class, g), o a node's *rate option*):
+compiled ``Problem``'s (restarts priced as for every other policy), and so are the
+postponement costs (``Problem.post_cost``, from ``andreas.costs.postponement_costs``).
+All variables are binary (j job, n physical node, c configuration (class, g), o a
+node's *rate option*):
 
 - ``x[j,n,c]``: job j runs on node n with configuration c (on premise only the node's
   own class; in cloud any catalog entry, P1's x_jnv). A job with no x is postponed.
@@ -73,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, evaluate, node_classes, postponement_cost
+from andreas.costs import SECONDS_PER_HOUR, evaluate
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.problem import Problem, compile_problem
@@ -239,7 +240,7 @@ def _check_inputs(snapshot: Snapshot) -> None:
 
 def _check_magnitudes(problem: Problem) -> None:
     """Finite but huge coefficients (HiGHS treats >= 1e20 as infinite) are refused too."""
-    post = post_costs(problem.snapshot)
+    post = problem.post_cost     # costs.postponement_costs, as the constructions price it
     for i, job in enumerate(problem.jobs):
         run = problem.runnable[i]
         worst = max(float(np.max(np.abs(problem.tard_cost[i, run]), initial=0.0)),
@@ -340,17 +341,10 @@ def _a_columns(p: Problem, xn, xc, sn, sk, sl) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ax, dtype=np.int64), np.array(ao, dtype=np.int64)
 
 
-def post_costs(snapshot: Snapshot) -> np.ndarray:
-    """What f_obj charges per postponed job, from ``andreas.costs`` (the reference)."""
-    classes = node_classes(snapshot)
-    return np.array([postponement_cost(snapshot, job, classes) for job in snapshot.jobs],
-                    dtype=float)
-
-
 def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
                 work_conserving: bool = True) -> Model:
     """The MILP of one compiled problem (see the module docstring for the formulation)."""
-    post = post_costs(p.snapshot)
+    post = p.post_cost
     xj, xn, xc = _x_columns(p)
     sn, sk, sl, rate = _s_columns(p)
     nx, ns = len(xj), len(sn)

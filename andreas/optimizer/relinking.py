@@ -17,10 +17,10 @@
 
 4. The final choice (andreas; the paper returns the relinked solution by f_bar): among the
    constructions within ``slack`` (20 % on premise, 0 in the cloud) of the lowest f_obj
-   of the batch, the one that restarts the fewest running jobs (then the lower f_obj); the relinked solution
-   replaces it only if it has a lower f_obj and restarts no more jobs. So pr's f_obj is
-   at most (1 + slack) times rg's (the same batch), and with ``floor`` every
-   work-conserving baseline plan's.
+   of the batch, the one that restarts the fewest running jobs (then the lower f_obj);
+   the relinked solution replaces it only if it has a lower f_obj and restarts no more
+   jobs. So pr's f_obj is at most (1 + slack) times rg's (the same batch), and with
+   ``floor`` every work-conserving baseline plan's.
 
 Why: measured in the simulator, f_bar's plans cost more than rg's under load (it has
 no term for postponed jobs), and so did picking pr's plan by f_obj alone: every
@@ -329,15 +329,16 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
         pick = batch.best()
     node, cfg, ncls = batch.node[pick], batch.cfg[pick], batch.node_cls[pick]
     value, chosen = float(batch.f_obj[pick]), batch.names[batch.strategy[pick]]
+    stops = restarts(p, node, cfg)
     relinked = f_obj_of(p, best)
-    if relinked < value and restarts(p, best.node, best.cfg) <= restarts(p, node, cfg):
+    if relinked < value and (best_stops := restarts(p, best.node, best.cfg)) <= stops:
         node, cfg, ncls = best.node, best.cfg, _ncls_for_plan(p, best)
-        value, chosen = relinked, "relinked"
+        value, chosen, stops = relinked, "relinked", best_stops
     stats = {"jobs": p.n_jobs, "iterations": iterations, "elite_pool": len(elites),
              "best_elite_f_bar": best_elite, "relinked_f_bar": best.value,
              "relinked_f_obj": relinked, **relinker.stats, "postprocess_changes": changes,
              "best_f_obj": lowest, "window": int(window.size), "chosen": chosen,
-             "restarts": restarts(p, node, cfg)}
+             "restarts": stops}
     return to_plan(p, node, cfg, ncls, policy="pr", objective=value, objective_name="f_obj",
                    stats=stats)
 
