@@ -15,13 +15,9 @@ from andreas.optimizer.construction import FLOOR, construct
 from andreas.optimizer.problem import compile_problem
 from andreas.optimizer.solution import to_plan
 from andreas.synthetic import random_snapshot
+from tests import strategies
 
-snapshots = st.builds(
-    lambda seed, n, j, sc, cloud, now: random_snapshot(
-        np.random.default_rng(seed), n, j, scenario=sc, cloud=cloud, now_s=now),
-    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12), j=st.integers(1, 60),
-    sc=st.sampled_from([1, 2]), cloud=st.booleans(),
-    now=st.floats(0.0, 300_000.0, allow_nan=False))
+snapshots = strategies.snapshots(max_nodes=12, max_jobs=60)
 
 
 def _plan(problem, batch, row):

@@ -14,6 +14,7 @@ from andreas.feasibility import check_plan
 from andreas.model import ActionKind, Config, Job, Node, Snapshot
 from andreas.optimizer import POLICIES, decide
 from andreas.synthetic import node_power_w, random_snapshot
+from tests import strategies
 
 ALL = sorted(POLICIES)
 HEURISTICS = ["greedy", "rg", "pr"]
@@ -23,12 +24,7 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
-snapshots = st.builds(
-    lambda seed, n, j, sc, cloud, now: random_snapshot(
-        np.random.default_rng(seed), n, j, scenario=sc, cloud=cloud, now_s=now),
-    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 8), j=st.integers(1, 30),
-    sc=st.sampled_from([1, 2]), cloud=st.booleans(),
-    now=st.floats(0.0, 300_000.0, allow_nan=False))
+snapshots = strategies.snapshots(max_nodes=8, max_jobs=30)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
