@@ -93,7 +93,7 @@ def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str
       andreas report --validate --since -1d
     """
     from andreas.config import load_settings
-    from andreas.report.compute import Prices
+    from andreas.costs import Prices
     from andreas.report.read import read_window
     from andreas.report.render import BY_CHOICES, FORMAT_CHOICES, check_choice, render
     from andreas.report.window import make_window

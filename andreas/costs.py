@@ -36,6 +36,7 @@ Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ def c_ng_per_hour(power_w: float, energy: Energy) -> float:
 
 def energy_cost(energy_j: float, energy: Energy) -> float:
     """The bill for ``energy_j`` joules of IT energy: kWh * PUE * price."""
-    return energy_j / 3.6e6 * energy.pue * energy.price_per_kwh
+    return energy_j / J_PER_KWH * energy.pue * energy.price_per_kwh
 
 
 def tardiness_s(finish_s: float, due_s: float) -> float:
@@ -232,3 +233,36 @@ def _nodes(snapshot: Snapshot):
 
 def _catalog(snapshot: Snapshot):
     return {c.name: c for c in snapshot.catalog}
+
+
+# --- Accounting of what happened: views, reports and the simulator use these ----------
+
+J_PER_KWH = 3.6e6
+MJ_PER_KWH = 3.6e9          # the store keeps energy in integer millijoules (NVML's unit)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prices:
+    """What turns measured IT energy into money (× PUE × price) and CO2 (× PUE × grid
+    intensity); the same rule as :func:`energy_cost` and ``c_ng``."""
+
+    pue: float
+    price_per_kwh: float
+    co2_g_per_kwh: float | None = None
+
+    def cost(self, kwh: float) -> float:
+        return kwh * self.pue * self.price_per_kwh
+
+    def co2_kg(self, kwh: float) -> float | None:
+        return None if self.co2_g_per_kwh is None else kwh * self.pue * self.co2_g_per_kwh / 1e3
+
+
+def late_s(*, due_s: float, end_s: float | None, now_s: float, cancelled: bool,
+           finished: bool, start_s: float = -math.inf, stop_s: float = math.inf) -> float:
+    """Seconds a job has been late within [start_s, stop_s): up to its end, or up to now
+    while it is alive. Zero for a job its user cancelled (withdrawn: no penalty for its
+    due date) or a finished job whose end is unknown (nothing to charge it by)."""
+    if cancelled or (finished and end_s is None):
+        return 0.0
+    until = end_s if end_s is not None else now_s
+    return max(0.0, min(until, stop_s) - max(due_s, start_s))

@@ -216,3 +216,24 @@ def test_cloud_node_cost_is_vm_price_only_while_busy():
     assert costs.node_cost_per_hour(CLOUD, "c1", 1, configs) == 1.8
     assert costs.node_cost_per_hour(CLOUD, "c1", 2, configs) == 1.8
     assert costs.node_cost_per_hour(CLOUD, "c1", 0, configs) == 0.0
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(end_s=150.0, now_s=500.0), 50.0),                       # finished 50 s late
+    (dict(end_s=None, now_s=130.0), 30.0),                        # alive: late up to now
+    (dict(end_s=90.0, now_s=500.0), 0.0),                         # on time
+    (dict(end_s=None, now_s=500.0, finished=True), 0.0),          # end unknown: nothing
+    (dict(end_s=400.0, now_s=500.0, cancelled=True), 0.0),        # withdrawn by its user
+    (dict(end_s=400.0, now_s=500.0, start_s=150.0, stop_s=200.0), 50.0),  # window only
+    (dict(end_s=400.0, now_s=500.0, start_s=0.0, stop_s=120.0), 20.0),
+])
+def test_late_s_one_rule_for_views_and_reports(kw, expected):
+    args = dict(due_s=100.0, cancelled=False, finished=False) | kw
+    assert costs.late_s(**args) == pytest.approx(expected)
+
+
+def test_prices_match_energy_cost():
+    energy = Energy(pue=1.5, price_per_kwh=0.2)
+    prices = costs.Prices(pue=1.5, price_per_kwh=0.2, co2_g_per_kwh=300.0)
+    assert prices.cost(2.0) == pytest.approx(costs.energy_cost(2.0 * costs.J_PER_KWH, energy))
+    assert prices.co2_kg(2.0) == pytest.approx(0.9)

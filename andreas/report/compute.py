@@ -21,30 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from andreas.costs import MJ_PER_KWH, Prices, late_s
 from andreas.report.read import AttemptInfo, EnergyWindow, JobInfo, NodeMinute, ReportData
 from andreas.report.window import Window, overlap_s, periods
 
 T = TypeVar("T")
 K = TypeVar("K")
 
-MJ_PER_KWH = 3.6e9
 MINUTE_S = 60.0
 _TERMINAL = ("completed", "failed", "cancelled")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prices:
-    """What turns kWh into money and CO2."""
-
-    pue: float
-    price_per_kwh: float
-    co2_g_per_kwh: float | None = None
-
-    def cost(self, kwh: float) -> float:
-        return kwh * self.pue * self.price_per_kwh
-
-    def co2_kg(self, kwh: float) -> float | None:
-        return None if self.co2_g_per_kwh is None else kwh * self.pue * self.co2_g_per_kwh / 1e3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,12 +146,9 @@ def job_end_s(job: JobInfo, attempts: Iterable[AttemptInfo]) -> float | None:
 
 def tardiness_s(job: JobInfo, end_s: float | None, start_s: float, stop_s: float,
                 now_s: float) -> float:
-    """Seconds the job was late within [start, stop): none for cancelled jobs or a finished
-    job whose end is unknown."""
-    if job.state == "cancelled" or (job.state in _TERMINAL and end_s is None):
-        return 0.0
-    late_until = end_s if end_s is not None else now_s
-    return overlap_s(job.due_s, late_until, start_s, stop_s)
+    """Seconds the job was late within [start, stop) (the rule: :func:`andreas.costs.late_s`)."""
+    return late_s(due_s=job.due_s, end_s=end_s, now_s=now_s, cancelled=job.state == "cancelled",
+                  finished=job.state in _TERMINAL, start_s=start_s, stop_s=stop_s)
 
 
 def gpu_hours(attempts: Iterable[AttemptInfo], start_s: float, stop_s: float,

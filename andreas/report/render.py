@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from andreas.costs import Prices
 from andreas.errors import InputError
 from andreas.report import formats
-from andreas.report.compute import (JobRow, NodeRow, PeriodRow, Prices, build_report,
+from andreas.report.compute import (JobRow, NodeRow, PeriodRow, build_report,
                                     period_rows, power_series)
 from andreas.report.read import ReportData
 from andreas.report.validate import SlotRow, validate as validate_slots

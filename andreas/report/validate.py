@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from andreas.report.compute import MJ_PER_KWH, MINUTE_S, group_by, minute_energy_mj
+from andreas.costs import MJ_PER_KWH, Prices
+from andreas.report.compute import MINUTE_S, group_by, minute_energy_mj
 from andreas.report.read import NodeMinute, ReportData
 from andreas.report.window import overlap_s
 
@@ -140,7 +141,7 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
         act_mj += samples if samples is not None else minute_energy_mj(mine, start, end)
         resolution = "samples" if samples is not None else "minutes"
     act_kwh = act_mj / MJ_PER_KWH
-    act_cost = act_kwh * pue * price
+    act_cost = Prices(pue=pue, price_per_kwh=price).cost(act_kwh)
     note = "" if measured else "no samples from the plan's nodes"
     return SlotRow(**base, nodes=measured, nodes_unmeasured=unmeasured, busy_gpus=busy,
                    predicted_energy_kwh=pred_kwh, actual_energy_kwh=act_kwh,

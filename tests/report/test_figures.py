@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from andreas.report.compute import Prices, build_report, period_rows
+from andreas.costs import Prices
+from andreas.report.compute import build_report, period_rows
 from andreas.report.read import read_window
 from andreas.report.render import render
 from andreas.report.validate import validate
