@@ -13,7 +13,8 @@ import time
 
 import click
 
-from andreas.config import POLICY_CHOICES, load_settings
+from andreas.config import load_settings
+from andreas.optimizer import MANAGER_POLICIES
 from andreas.errors import InputError
 
 
@@ -29,7 +30,7 @@ def manager_group() -> None:
                    "SQLite and fake-GPU nodes). Decisions and attempts are still recorded "
                    "in the store, so use a throw-away one: a real manager started on it "
                    "later finds those attempts without containers and requeues their jobs.")
-@click.option("--policy", type=click.Choice(POLICY_CHOICES), default=None,
+@click.option("--policy", type=click.Choice(MANAGER_POLICIES), default=None,
               help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
 @click.option("--period-s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")

@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.fields import build, rule
+from andreas.optimizer import MANAGER_POLICIES
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")
 DEFAULT_RAW_RETENTION_DAYS = 7.0
@@ -56,24 +58,19 @@ ENV_CONFIG = "ANDREAS_CONFIG"
 ENV_DB_URL = "ANDREAS_DB_URL"
 ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
-# Sections other components own are listed here as they are added; unknown ones are errors
-# so that a typo does not silently fall back to a default.
-_STORE_KEYS = {"url": str, "password_file": str, "raw_retention_days": (int, float),
-               "connect_retries": int}
-_NUMBER = (int, float)
-_MANAGER_KEYS = {"policy": str, "period_s": _NUMBER, "poll_s": _NUMBER, "max_retries": int,
-                 "seed": int, "energy_pue": _NUMBER, "price_per_kwh": _NUMBER,
-                 "restart_overhead_s": _NUMBER, "lock": str, "min_power_samples": int,
-                 "unprofiled_epoch_s": _NUMBER, "image_pull_grace_s": _NUMBER}
-_EXECUTOR_KEYS = {"checkpoint_root": str, "checkpoint_mount": str, "network": str,
-                  "allow_host_network": bool, "image_allowlist": list, "extra_volumes": list,
-                  "tls_ca_cert": str, "tls_client_cert": str, "tls_client_key": str,
-                  "stop_grace_s": _NUMBER, "docker_timeout_s": _NUMBER}
-_REPORT_KEYS = {"grid_co2_g_per_kwh": _NUMBER}
-_SECTIONS: dict[str, dict[str, Any]] = {"store": _STORE_KEYS, "manager": _MANAGER_KEYS,
-                                        "executor": _EXECUTOR_KEYS, "report": _REPORT_KEYS}
-POLICY_CHOICES = ("rg", "pr", "greedy", "fifo", "edf", "priority")
+_SECTIONS = ("store", "manager", "executor", "report")
 LOCK_CHOICES = ("wait", "exit")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreSettings:
+    """``[store]``: where the database is and how long raw samples stay (flattened into
+    :class:`Settings`, where the environment may override the URL)."""
+
+    url: str | None = field(default=None, metadata=rule(secret=True))
+    password_file: str | None = None
+    raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS, metadata=rule(gt=0))
+    connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,8 +83,9 @@ class ExecutorSettings:
     tests whose images bind-mount a runtime from the host; production images need none.
     """
 
-    checkpoint_root: str = "/var/lib/andreas/checkpoints"
-    checkpoint_mount: str = "/andreas/checkpoint"
+    checkpoint_root: str = field(default="/var/lib/andreas/checkpoints",
+                                 metadata=rule(absolute_path=True))
+    checkpoint_mount: str = field(default="/andreas/checkpoint", metadata=rule(absolute_path=True))
     network: str = "bridge"
     allow_host_network: bool = False
     image_allowlist: tuple[str, ...] = ()       # fnmatch patterns; empty: every image
@@ -95,33 +93,37 @@ class ExecutorSettings:
     tls_ca_cert: str | None = None
     tls_client_cert: str | None = None
     tls_client_key: str | None = None
-    stop_grace_s: float = 120.0                 # default grace when a job has none
-    docker_timeout_s: float = 30.0              # API calls (not the stop grace period)
+    stop_grace_s: float = field(default=120.0, metadata=rule(gt=0))   # when a job has none
+    docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0))  # API calls, not stops
 
 
 @dataclass(frozen=True, kw_only=True)
 class ManagerSettings:
     """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
 
-    policy: str = "rg"
-    period_s: float = 3600.0
-    poll_s: float = 1.0                         # how often the store / containers are read
-    max_retries: int = 3                        # non-zero exits before a job fails
+    policy: str = field(default="rg", metadata=rule(choices=MANAGER_POLICIES))
+    period_s: float = field(default=3600.0, metadata=rule(gt=0))
+    poll_s: float = field(default=1.0, metadata=rule(gt=0))   # store and container polling
+    max_retries: int = field(default=3, metadata=rule(ge=0))  # non-zero exits, then failed
     seed: int | None = None                     # rg / pr randomness; None: from the clock
-    energy_pue: float = 1.33
-    price_per_kwh: float = 0.172
-    restart_overhead_s: float = 10.0
-    lock: str = "wait"                          # a second manager waits, or exits (2)
-    min_power_samples: int = 60                 # measured c_ng replaces profiles/ after this
-    unprofiled_epoch_s: float = 3600.0          # epoch time guessed for an unknown application
-    image_pull_grace_s: float = 900.0           # a job whose image pull keeps failing, then fails
+    energy_pue: float = field(default=1.33, metadata=rule(gt=0))
+    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0))
+    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0))
+    # A second manager waits for the lock, or exits (2).
+    lock: str = field(default="wait", metadata=rule(choices=LOCK_CHOICES))
+    # Measured c_ng replaces profiles/ after this many samples.
+    min_power_samples: int = field(default=60, metadata=rule(ge=0))
+    # Epoch time guessed for an application nobody measured.
+    unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0))
+    # A job whose image pull keeps failing waits this long, then fails.
+    image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReportSettings:
     """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
 
-    grid_co2_g_per_kwh: float | None = None
+    grid_co2_g_per_kwh: float | None = field(default=None, metadata=rule(ge=0))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,90 +159,61 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise InputError(f"{ENV_CONFIG}={explicit}: config file not found")
     if path.is_file():
         data = read_toml(path, _SECTIONS)
-    store = data.get("store", {})
+    store = _section(StoreSettings, data, "store", path)
 
     if env.get(ENV_DB_URL):
         url, source = env[ENV_DB_URL], ENV_DB_URL
-    elif "url" in store:
-        url, source = store["url"], f"{path} [store] url"
+    elif store.url is not None:
+        url, source = store.url, f"{path} [store] url"
     else:
         url, source = f"sqlite:///{default_sqlite_path(env)}", "default"
-    password_file = env.get(ENV_DB_PASSWORD_FILE) or store.get("password_file")
-    days = float(store.get("raw_retention_days", DEFAULT_RAW_RETENTION_DAYS))
-    if not days > 0:
-        raise InputError(f"{path}: [store] raw_retention_days must be > 0, got {days:g}")
-    retries = store.get("connect_retries", DEFAULT_CONNECT_RETRIES)
-    if retries < 0:
-        raise InputError(f"{path}: [store] connect_retries must be >= 0, got {retries}")
+    password_file = env.get(ENV_DB_PASSWORD_FILE) or store.password_file
     return Settings(db_url=url, db_url_source=source, db_password_file=password_file,
-                    raw_retention_days=days, connect_retries=retries,
+                    raw_retention_days=store.raw_retention_days,
+                    connect_retries=store.connect_retries,
                     config_path=str(path) if path.is_file() else None,
                     manager=_manager(data.get("manager", {}), env, path),
                     executor=_executor(data.get("executor", {}), path),
-                    report=_report(data.get("report", {}), path))
+                    report=_section(ReportSettings, data, "report", path))
+
+
+def _section(cls: type, data: Mapping[str, Any], name: str, path: Path,
+             origins: Mapping[str, str] | None = None, **table: Any) -> Any:
+    """``[name]`` of the file checked against ``cls``; ``table`` / ``origins``: values
+    that came from elsewhere (the environment) and where."""
+    values = {**data.get(name, {}), **table}
+    where = origins or {}
+    return build(cls, values, section=f"{path}: [{name}]",
+                 where=lambda key: where.get(key, f"{path}: [{name}] {key}"))
 
 
 def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> ManagerSettings:
     """``[manager]`` plus ``ANDREAS_POLICY`` / ``ANDREAS_PERIOD_S`` (environment wins)."""
-    values = dict(raw)
-    where = {k: f"{path}: [manager] {k}" for k in values}
+    table: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     if env.get("ANDREAS_POLICY"):
-        values["policy"], where["policy"] = env["ANDREAS_POLICY"], "ANDREAS_POLICY"
+        table["policy"], origins["policy"] = env["ANDREAS_POLICY"], "ANDREAS_POLICY"
     if env.get("ANDREAS_PERIOD_S"):
         try:
-            values["period_s"] = float(env["ANDREAS_PERIOD_S"])
+            table["period_s"] = float(env["ANDREAS_PERIOD_S"])
         except ValueError:
             raise InputError(f"ANDREAS_PERIOD_S={env['ANDREAS_PERIOD_S']!r}: not a number") \
                 from None
-        where["period_s"] = "ANDREAS_PERIOD_S"
-    if "policy" in values and values["policy"] not in POLICY_CHOICES:
-        raise InputError(f"{where['policy']}: unknown policy {values['policy']!r} "
-                         f"(known: {', '.join(POLICY_CHOICES)})")
-    if "lock" in values and values["lock"] not in LOCK_CHOICES:
-        raise InputError(f"{where['lock']}: must be one of {', '.join(LOCK_CHOICES)}, "
-                         f"got {values['lock']!r}")
-    for key in ("period_s", "poll_s", "energy_pue", "price_per_kwh", "unprofiled_epoch_s"):
-        if key in values and not values[key] > 0:
-            raise InputError(f"{where[key]} must be > 0, got {values[key]!r}")
-    for key in ("max_retries", "restart_overhead_s", "min_power_samples", "image_pull_grace_s"):
-        if key in values and values[key] < 0:
-            raise InputError(f"{where[key]} must be >= 0, got {values[key]!r}")
-    return ManagerSettings(**values)
+        origins["period_s"] = "ANDREAS_PERIOD_S"
+    return _section(ManagerSettings, {"manager": raw}, "manager", path, origins, **table)
 
 
 def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
-    values = dict(raw)
-    for key in ("image_allowlist", "extra_volumes"):
-        if key in values:
-            items = values[key]
-            if not all(isinstance(i, str) and i for i in items):
-                raise InputError(f"{path}: [executor] {key} must be a list of non-empty "
-                                 f"strings, got {items!r}")
-            values[key] = tuple(items)
-    if values.get("network") == "host" and not values.get("allow_host_network", False):
+    settings = _section(ExecutorSettings, {"executor": raw}, "executor", path)
+    if settings.network == "host" and not settings.allow_host_network:
         raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
                          "true (containers get no host network by default)")
-    for key in ("stop_grace_s", "docker_timeout_s"):
-        if key in values and not values[key] > 0:
-            raise InputError(f"{path}: [executor] {key} must be > 0, got {values[key]!r}")
-    for key in ("checkpoint_root", "checkpoint_mount"):
-        if key in values and not values[key].startswith("/"):
-            raise InputError(f"{path}: [executor] {key} must be an absolute path, got "
-                             f"{values[key]!r}")
-    return ExecutorSettings(**values)
+    return settings
 
 
-def _report(raw: Mapping[str, Any], path: Path) -> ReportSettings:
-    co2 = raw.get("grid_co2_g_per_kwh")
-    if co2 is not None and not co2 >= 0:
-        raise InputError(f"{path}: [report] grid_co2_g_per_kwh must be >= 0, got {co2!r}")
-    return ReportSettings(grid_co2_g_per_kwh=None if co2 is None else float(co2))
-
-
-def read_toml(path: Path, sections: Mapping[str, Mapping[str, type]]) -> dict[str, Any]:
-    """A config file checked against ``sections`` (section -> key -> type): unknown sections
-    or keys and wrong types are one-line errors; a bool is accepted only where a bool is
-    expected (TOML booleans are ints to Python)."""
+def read_toml(path: Path, sections: Collection[str]) -> dict[str, Any]:
+    """A config file's tables; an unknown section, or a section that is not a table, is a
+    one-line error (the keys are checked by :func:`andreas.fields.build`)."""
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
@@ -254,16 +227,6 @@ def read_toml(path: Path, sections: Mapping[str, Mapping[str, type]]) -> dict[st
                              f"(known: {', '.join(sorted(sections))})")
         if not isinstance(value, dict):
             raise InputError(f"{path}: '{section}' must be a table ([{section}])")
-        keys = sections[section]
-        for key, item in value.items():
-            if key not in keys:
-                raise InputError(f"{path}: [{section}] unknown key '{key}' "
-                                 f"(known: {', '.join(sorted(keys))})")
-            kind = keys[key]
-            if (isinstance(item, bool) and kind is not bool) or not isinstance(item, kind):
-                # A URL may hold a password: name its type only.
-                shown = "a " + type(item).__name__ if key == "url" else repr(item)
-                raise InputError(f"{path}: [{section}] {key} has the wrong type: {shown}")
     return data
 
 

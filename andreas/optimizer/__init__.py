@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
+
+if TYPE_CHECKING:                   # numpy only for the hint: the agent reads MANAGER_POLICIES
+    import numpy as np
 
 Policy = Callable[..., Plan]
 
@@ -44,6 +45,9 @@ POLICIES: dict[str, tuple[str, str, str]] = {
     "dp-adjwct": ("andreas.optimizer.dp", "decide_dp_adjwct",
                   "DP baseline: F1 = adjusted tardiness (eq. 5), F2 = F_WCT, one job per node"),
 }
+
+# The policies `andreas manager run` offers (the others are for studies: exact, DP, ...).
+MANAGER_POLICIES = ("rg", "pr", "greedy", "fifo", "edf", "priority")
 
 # name -> rescheduling period (s) the simulator uses when the user gives none: the paper
 # runs its DP baselines every Delta t = 15 min (its best) and the others every H = 1 h

@@ -107,3 +107,24 @@ def test_cli_reports_where_the_url_came_from(tmp_path):
     bad = CliRunner().invoke(main, ["db", "current"], env={**env, "ANDREAS_CONFIG": "/nope"})
     assert bad.exit_code == 2
     assert bad.output == "andreas: error: ANDREAS_CONFIG=/nope: config file not found\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[manager]\npolicy = 'fastest'", "[manager] policy must be one of rg, pr, greedy"),
+    ("[manager]\nperiod_s = nan", "[manager] period_s must be a finite number"),
+    ("[manager]\nlock = 'never'", "[manager] lock must be one of wait, exit, got 'never'"),
+    ("[executor]\ncheckpoint_root = 'relative/dir'", "checkpoint_root must be an absolute path"),
+    ("[executor]\nimage_allowlist = ['ok', '']", "image_allowlist must be a list of non-empty"),
+    ("[report]\ngrid_co2_g_per_kwh = true", "grid_co2_g_per_kwh has the wrong type: True"),
+])
+def test_every_key_is_checked_against_its_dataclass(tmp_path, text, message):
+    path = tmp_path / "andreas.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_settings({"ANDREAS_CONFIG": str(path)})
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_environment_values_are_named_by_their_variable(tmp_path):
+    with pytest.raises(InputError, match="^ANDREAS_POLICY must be one of rg"):
+        load_settings({"ANDREAS_POLICY": "fastest", "ANDREAS_CONFIG": ""})
