@@ -6,7 +6,7 @@ Threads and why:
   every ``interval_s`` on the monotonic clock: GPU sampler, host sampler, attribution,
   then hands entries to delivery. It never does I/O on the database and never blocks on
   it, so a slow or absent database cannot disturb the measurements;
-- the **epoch tracker** (:class:`agents.epochs.EpochTracker`) follows the labelled
+- the **epoch tracker** (:class:`agents.tracker.EpochTracker`) follows the labelled
   containers' logs in its own threads and reports epochs (straight to delivery) and
   container starts and exits (to the sampling loop, which turns them into the GPU
   ownership that attribution uses; an exit is kept for the interval it happened in, so
@@ -372,7 +372,7 @@ class Agent:
 
 
 def _docker_client(url: str) -> Any:
-    from agents.epochs import default_client
+    from agents.tracker import default_client
 
     client = default_client(url)
     client.ping()
@@ -380,6 +380,6 @@ def _docker_client(url: str) -> Any:
 
 
 def _epoch_tracker(**kwargs: Any) -> Any:
-    from agents.epochs import EpochTracker
+    from agents.tracker import EpochTracker
 
     return EpochTracker(**kwargs)

@@ -7,7 +7,9 @@
 #   bash scripts/build-example-image.sh --print-volumes    # the bind mounts, one a line
 #
 # --host-runtime (default; tests, laptops): the image holds only /app/train.py,
-#   /app/job.py (a copy of andreas/job.py), /app/history.py, /tmp (1777), /etc/passwd,
+#   /app/andreas/job/ (a copy of the stdlib-only job contract package andreas/job/, no
+#   andreas/__init__.py: train.py's `from andreas import job` finds it as a namespace
+#   package), /app/history.py, /tmp (1777), /etc/passwd,
 #   /etc/group, /etc/alternatives (the host's symlinks: Debian's numpy finds libblas and
 #   liblapack through them), an empty /usr and the host's /bin /sbin /lib /lib64 ...
 #   as they are on the host: symlinks into /usr on a merged-/usr system (Debian 12), an
@@ -125,7 +127,8 @@ fi
 mkdir -p "$root/app" "$root/tmp" "$root/etc"
 chmod 1777 "$root/tmp"
 cp "$here/examples/train/train.py" "$here/examples/train/history.py" "$root/app/"
-cp "$here/andreas/job.py" "$root/app/job.py"
+mkdir -p "$root/app/andreas/job"
+cp "$here"/andreas/job/*.py "$root/app/andreas/job/"
 if [ "$mode" = host-runtime ]; then
     printf '%s\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' \
         'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin' >"$root/etc/passwd"

@@ -1,5 +1,6 @@
-"""The job contract (andreas/job.py): progress lines, environment, labels, checkpoints,
-the epoch reporter, SIGTERM, and the framework callbacks (duck-typed and real bases)."""
+"""The job contract (the andreas/job/ package): progress lines, environment, labels,
+checkpoints, the epoch reporter, SIGTERM, the framework callbacks (duck-typed and real
+bases), and that the package stays stdlib-only and can be copied into an image."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -428,6 +430,34 @@ def test_module_imports_no_framework() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_package_imports_nothing_from_andreas_outside_itself() -> None:
+    code = ("import sys, andreas.job; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith('andreas'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
+    assert out.stdout.split() == ["andreas", "andreas.job", "andreas.job.callbacks",
+                                  "andreas.job.checkpoint", "andreas.job.names",
+                                  "andreas.job.progress", "andreas.job.signals"]
+
+
+@pytest.mark.parametrize(("layout", "statement"), [("andreas/job", "from andreas import job"),
+                                                   ("job", "import job")])
+def test_a_copy_of_the_package_works_with_the_standard_library_alone(
+        tmp_path: Path, layout: str, statement: str) -> None:
+    """What an image does: copy the directory (as andreas/job/ or under any name) and
+    import it with no site-packages at all (-S) and no environment (-I)."""
+    shutil.copytree(ROOT / "andreas" / "job", tmp_path / layout,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {statement}; "
+            "e = job.parse_progress(job.format_progress('j1', 2, 3, 'end', t=5)); "
+            "print(e.epoch, e.t, job.__file__)")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True,
+                         text=True, check=True)
+    epoch, t, where = out.stdout.split()
+    assert (epoch, t) == ("2", "5.0")
+    assert where == str(tmp_path / layout / "__init__.py")
 
 
 class FakeKerasModel:

@@ -23,12 +23,10 @@ call; a container is inspected only when it is first seen and when its state cha
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from andreas.config import ExecutorSettings
@@ -37,17 +35,13 @@ from andreas.executor.base import (ContainerState, Executor, NodeRef, StartReque
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable,
                                      one_line)
-from andreas.executor.events import WATCH_JOIN_S, EventWatch
+from andreas.executor.events import WATCH_JOIN_S, EventWatch, docker_time
 from andreas.job import LABEL_JOB, container_labels, job_environment, job_labels
 
 log = logging.getLogger("andreas.executor")
 
 ClientFactory = Callable[[str], Any]       # endpoint -> docker.DockerClient
 _RUNNING = ("running", "paused", "restarting")
-_ZERO_TIME = "0001-01-01T00:00:00Z"
-_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
-
-
 
 PULL_RETRY_S = 30.0            # a pull that failed in a way that may pass is retried after
 # What a registry answers when the image will never come (unknown, forbidden, bad name):
@@ -113,18 +107,6 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         options["device_requests"] = [docker.types.DeviceRequest(
             device_ids=list(request.gpu_uuids), capabilities=[["gpu"]])]
     return options
-
-
-def docker_time(value: str | None) -> float | None:
-    """Docker's RFC 3339 time (nanoseconds) as UTC seconds; its zero time is None."""
-    if not value or value.startswith("0001-01-01"):
-        return None
-    m = _TIME.match(value.strip())
-    if m is None:
-        return None
-    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
-    base = datetime.fromisoformat(m.group(1) + zone).astimezone(UTC)
-    return base.timestamp() + float(f"0.{m.group(2) or 0}")
 
 
 def container_state(info: dict[str, Any]) -> ContainerState | None:
@@ -452,7 +434,7 @@ class DockerExecutor(Executor):
         """The nodes whose event stream is open now (for operators and tests)."""
         with self._lock:
             watches = list(self._watches)
-        return sorted(w.node.name for x in watches for w in list(x.watchers.values())
+        return sorted(ref.name for x in watches for ref, w in list(x.watchers.items())
                       if w.streaming)
 
     def close(self) -> None:

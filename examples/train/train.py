@@ -25,8 +25,9 @@ as fit in ``EXAMPLE_EPOCH_S`` seconds (default 2). ``EXAMPLE_SEED``
 (default 1234) fixes the data and the initial weights; the minibatch order of epoch n is
 drawn from (seed, n), so a resumed run samples what an uninterrupted one would.
 
-In the image this file sits next to a copy of ``andreas/job.py`` (imported as ``job``);
-in the repository it falls back to ``andreas.job``.
+``from andreas import job`` finds the contract package: in the image a copy of
+``andreas/job/`` next to this file (a namespace package, no ``andreas/__init__.py``), in
+the repository the package itself.
 """
 
 from __future__ import annotations
@@ -48,10 +49,7 @@ if __name__ == "__main__":
 
 import numpy as np  # noqa: E402  (after the thread settings, which it reads at import)
 
-try:  # noqa: E402                      # the image: /app/job.py next to this file
-    import job
-except ImportError:                     # the repository
-    from andreas import job
+from andreas import job  # noqa: E402
 
 ENV_EPOCH_S = "EXAMPLE_EPOCH_S"
 ENV_STEPS = "EXAMPLE_STEPS"

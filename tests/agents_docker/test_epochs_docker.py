@@ -15,8 +15,9 @@ from typing import Any
 import docker
 import pytest
 
-from agents.epochs import ContainerExit, EpochTracker
+from agents.epochs import ContainerExit
 from agents.records import EpochRecord
+from agents.tracker import EpochTracker
 from andreas.job import ENV_JOB_ID, container_labels
 
 # Shell helpers inside the busybox image: `now` sets $T to the wall clock with

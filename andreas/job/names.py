@@ -1,0 +1,128 @@
+"""The contract's names: environment variables, container labels, exit codes, job ids."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_JOB_ID = "ANDREAS_JOB_ID"
+ENV_CHECKPOINT_DIR = "ANDREAS_CHECKPOINT_DIR"
+ENV_EPOCHS = "ANDREAS_EPOCHS"
+ENV_RESTART_COUNT = "ANDREAS_RESTART_COUNT"
+
+LABEL_JOB = "andreas.job"
+LABEL_ATTEMPT = "andreas.attempt"
+LABEL_GPUS = "andreas.gpus"
+
+EXIT_DONE = 0
+EXIT_PREEMPTED = 143      # 128 + SIGTERM: stopped on request, resumable
+EXIT_KILLED = 137         # 128 + SIGKILL: resume from the manifest if there is one
+
+DEFAULT_LOCAL_JOB_ID = "local"
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._\-:@+]{1,64}")
+WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")     # attempts, epochs: digits only, bounded
+
+
+def valid_job_id(job_id: object) -> bool:
+    return isinstance(job_id, str) and _JOB_ID.fullmatch(job_id) is not None
+
+
+def positive_int(value: object, what: str) -> int:
+    """``value`` if it is an int >= 1 (not a bool); else ValueError naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"progress line: {what} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobEnv:
+    """The contract's environment as a training process sees it (None where unset)."""
+
+    job_id: str | None
+    checkpoint_dir: Path | None
+    epochs: int | None
+    restart_count: int = 0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> JobEnv:
+        """Read the variables; a malformed one raises ValueError naming it and its value."""
+        env = os.environ if environ is None else environ
+        job_id = env.get(ENV_JOB_ID) or None
+        if job_id is not None and not valid_job_id(job_id):
+            raise ValueError(f"{ENV_JOB_ID}: must be 1-64 characters of A-Z a-z 0-9 . _ - : "
+                             f"@ +, got {job_id!r}")
+        directory = env.get(ENV_CHECKPOINT_DIR) or None
+        return cls(job_id=job_id, checkpoint_dir=Path(directory) if directory else None,
+                   epochs=_env_int(env, ENV_EPOCHS, 1),
+                   restart_count=_env_int(env, ENV_RESTART_COUNT, 0) or 0)
+
+
+def _env_int(env: Mapping[str, str], name: str, minimum: int) -> int | None:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ValueError(f"{name}: must be a whole number >= {minimum}, got {raw!r}")
+    return value
+
+
+def job_environment(job_id: str, checkpoint_dir: str | Path, epochs: int,
+                    restart_count: int = 0) -> dict[str, str]:
+    """The variables the executor passes to a job's container."""
+    if not valid_job_id(job_id):
+        raise ValueError(f"job id must be 1-64 characters of A-Z a-z 0-9 . _ - : @ +, "
+                         f"got {job_id!r}")
+    positive_int(epochs, "epochs")
+    if isinstance(restart_count, bool) or not isinstance(restart_count, int) \
+            or restart_count < 0:
+        raise ValueError(f"restart_count must be a whole number >= 0, got {restart_count!r}")
+    return {ENV_JOB_ID: job_id, ENV_CHECKPOINT_DIR: str(checkpoint_dir),
+            ENV_EPOCHS: str(epochs), ENV_RESTART_COUNT: str(restart_count)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobLabels:
+    """What the container labels say about a managed container."""
+
+    job_id: str
+    attempt: int
+    gpu_uuids: tuple[str, ...] = ()
+
+
+def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | list[str] = (),
+                     ) -> dict[str, str]:
+    """The labels the executor puts on a job's container."""
+    if not valid_job_id(job_id):
+        raise ValueError(f"job id must be 1-64 characters of A-Z a-z 0-9 . _ - : @ +, "
+                         f"got {job_id!r}")
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+        raise ValueError(f"attempt must be a whole number >= 0, got {attempt!r}")
+    for uuid in gpu_uuids:
+        if not isinstance(uuid, str) or not uuid or "," in uuid or uuid != uuid.strip():
+            raise ValueError(f"GPU UUID must be a non-empty string without commas or "
+                             f"surrounding spaces, got {uuid!r}")
+    return {LABEL_JOB: job_id, LABEL_ATTEMPT: str(attempt), LABEL_GPUS: ",".join(gpu_uuids)}
+
+
+def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
+    """Read a container's labels: None for a container andreas does not manage (no
+    ``andreas.job``); ValueError naming the label for a managed one with a bad value."""
+    if not labels or LABEL_JOB not in labels:
+        return None
+    job_id = labels[LABEL_JOB]
+    if not valid_job_id(job_id):
+        raise ValueError(f"label {LABEL_JOB}: not a valid job id: {job_id!r}")
+    raw = labels.get(LABEL_ATTEMPT)
+    if raw is None or WHOLE_NUMBER.fullmatch(raw.strip()) is None:
+        raise ValueError(f"label {LABEL_ATTEMPT}: must be a whole number >= 0, got {raw!r}")
+    gpus = tuple(u.strip() for u in (labels.get(LABEL_GPUS) or "").split(",") if u.strip())
+    return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus)
+
