@@ -23,9 +23,16 @@ DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
 
 @dataclass(frozen=True, kw_only=True)
 class GpuView:
+    id: int
     index: int
     uuid: str
-    usable: bool          # healthy, not MIG, still on the node (index >= 0)
+    healthy: bool
+    mig: bool
+
+    @property
+    def usable(self) -> bool:
+        """Healthy and not MIG (a node's views hold only GPUs still on it)."""
+        return self.healthy and not self.mig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +44,8 @@ class NodeView:
     gpu_count: int
     state: NodeState
     profiling: bool
-    gpus: tuple[GpuView, ...]
+    gpus: tuple[GpuView, ...]         # still on the node (index >= 0), by index
+    last_heartbeat_s: float | None = None
 
     @property
     def usable(self) -> tuple[GpuView, ...]:
@@ -108,18 +116,19 @@ class JobView:
 def load_nodes(db: Db) -> dict[str, NodeView]:
     """Every node by name, with the GPUs it still has (index >= 0) in index order."""
     gpus: dict[int, list[GpuView]] = defaultdict(list)
-    for node_id, index, uuid, healthy, mig in db.execute(
-            select(Gpu.node_id, Gpu.index, Gpu.uuid, Gpu.healthy, Gpu.mig_enabled)
-            .order_by(Gpu.node_id, Gpu.index)):
-        gpus[node_id].append(GpuView(index=index, uuid=uuid,
-                                     usable=bool(healthy) and not mig and index >= 0))
+    for gpu_id, node_id, index, uuid, healthy, mig in db.execute(
+            select(Gpu.id, Gpu.node_id, Gpu.index, Gpu.uuid, Gpu.healthy, Gpu.mig_enabled)
+            .where(Gpu.index >= 0).order_by(Gpu.node_id, Gpu.index)):
+        gpus[node_id].append(GpuView(id=gpu_id, index=index, uuid=uuid, healthy=bool(healthy),
+                                     mig=bool(mig)))
     out = {}
     for r in db.execute(select(Node.id, Node.name, Node.docker_endpoint, Node.gpu_type,
-                               Node.gpu_count, Node.state, Node.profiling).order_by(Node.name)):
+                               Node.gpu_count, Node.state, Node.profiling,
+                               Node.last_heartbeat_s).order_by(Node.name)):
         out[r.name] = NodeView(id=r.id, name=r.name, endpoint=r.docker_endpoint,
                                gpu_type=r.gpu_type, gpu_count=r.gpu_count, state=r.state,
-                               profiling=bool(r.profiling),
-                               gpus=tuple(g for g in gpus.get(r.id, ()) if g.index >= 0))
+                               profiling=bool(r.profiling), gpus=tuple(gpus.get(r.id, ())),
+                               last_heartbeat_s=r.last_heartbeat_s)
     return out
 
 
