@@ -12,45 +12,36 @@ Costs, in the currency of ``[manager] price_per_kwh``:
   (``weight`` x seconds past the due date, up to now or the job's end);
 - *to go*: ``predicted_cost`` of the job's assignment in the latest decision's plan (the
   manager writes ``{"assignments": [{"job", "node", "gpus", "expected_end_s",
-  "predicted_cost"}, ...]}``), read tolerantly: any missing or malformed part is None.
+  "predicted_cost"}, ...]}``), read tolerantly (any missing or malformed part is None) by
+  :func:`andreas.manager.plandoc.read_assignments`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from andreas.config import ManagerSettings
+from andreas.costs import energy_cost
 from andreas.errors import InputError
 from andreas.executor.base import NodeRef
+from andreas.manager.plandoc import PlanEntry, read_assignments
+from andreas.manager.snapshot import settings_energy
+from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
-from andreas.store.jobs import TERMINAL
-from andreas.store.models import (Decision, EpochEvent, Gpu, GpuGap, HostSample, Job,
-                                  JobAttempt, JobEnergy, JobState, Node, PowerSample)
+from andreas.store.epochs import job_epochs
+from andreas.store.jobs import LIVE, TERMINAL
+from andreas.store.models import JobState
+from andreas.store.nodes import Db
+from andreas.store.read import JobView, load_jobs, load_nodes, load_queue, node_names
+from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps, job_energy,
+                                    latest_gpu_power, latest_host_power, total)
 from andreas.submit import resolve_job_id
 
 MJ_PER_KWH = 3.6e9
+MJ_PER_J = 1000.0
 POWER_WINDOW_S = 60.0
-LIVE = (JobState.RUNNING, JobState.PREEMPTING)
-_CHUNK = 1000
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanEntry:
-    """A job's assignment in the latest decision (every field may be missing)."""
-
-    decision_id: int
-    node: str | None = None
-    gpus: int | None = None
-    expected_end_s: float | None = None
-    predicted_cost: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,14 +70,6 @@ class QueueRow:
     energy_kwh: float | None
     cost_so_far: float | None
     cost_to_go: float | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecisionRef:
-    id: int
-    t: float | None = None              # None: the decision row is gone
-    trigger: str | None = None
-    policy: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,25 +164,21 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
     """Active jobs (or all with ``include_finished``): unfinished ones by due date, then
     finished ones, the most recently finished first."""
     with store.session() as s:
-        stmt = select(Job.id, Job.state, Job.application, Job.epochs, Job.epochs_done,
-                      Job.submit_s, Job.due_s, Job.weight, Job.state_changed_s)
-        if not include_finished:
-            stmt = stmt.where(Job.state.not_in(TERMINAL))
-        jobs = s.execute(stmt).all()
-        ids = [j.id for j in jobs]
-        facts = _attempt_facts(s, ids)
-        energy = _energy_mj(s, ids)
+        jobs = load_queue(s, include_finished=include_finished)
+        names = node_names(s, {a.node_id for j in jobs.values() for a in j.attempts})
+        energy = job_energy(s, list(jobs))
         plan = latest_plan(s)
     rows = []
-    for j in jobs:
-        f = facts.get(j.id, _Facts())
+    for j in jobs.values():
         entry = plan.get(j.id) if j.state not in TERMINAL else None
-        finish, actual = _finish(j.state, f.last_end_s, j.state_changed_s, entry)
-        costs = _costs(settings, j.weight, j.due_s, j.state, finish if actual else None,
-                       now_s, f.started, energy.get(j.id), entry)
+        finish, actual = _finish(j, entry)
+        costs = _costs(settings, j, finish if actual else None, now_s, energy.get(j.id), entry)
+        placed = [a for a in j.open_attempts if a.node_id is not None]
+        here = placed[-1] if placed else None
         rows.append(QueueRow(
             id=j.id, state=j.state.value, application=j.application,
-            node=f.open_node, gpus=f.open_gpus, epochs_done=j.epochs_done or 0,
+            node=names.get(here.node_id) if here is not None else None,
+            gpus=len(here.gpu_ids) if here is not None else None, epochs_done=j.epochs_done,
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
             cost_so_far=costs.so_far, cost_to_go=costs.to_go))
@@ -215,116 +194,73 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
     epochs per configuration and its costs; InputError for an unknown id."""
     with store.session() as s:
         job_id = resolve_job_id(s, job_id)
-        j = s.execute(select(Job).where(Job.id == job_id)).scalar_one()
-        attempts = s.execute(select(JobAttempt).where(JobAttempt.job_id == job_id)
-                             .order_by(JobAttempt.attempt)).scalars().all()
-        node_ids = {a.node_id for a in attempts if a.node_id is not None}
-        events = s.execute(
-            select(EpochEvent.node_id, EpochEvent.gpu_type, EpochEvent.gpus,
-                   func.count(), func.avg(EpochEvent.end_s - EpochEvent.start_s),
-                   func.min(EpochEvent.end_s - EpochEvent.start_s),
-                   func.max(EpochEvent.end_s - EpochEvent.start_s),
-                   func.max(EpochEvent.epoch), func.max(EpochEvent.end_s))
-            .where(EpochEvent.job_id == job_id)
-            .group_by(EpochEvent.node_id, EpochEvent.gpu_type, EpochEvent.gpus)).all()
-        node_ids |= {e[0] for e in events}
-        names = _node_names(s, node_ids)
-        per_attempt = {a: (g, h, n) for a, g, h, n in s.execute(
-            select(JobEnergy.attempt, func.sum(JobEnergy.gpu_energy_mj),
-                   func.sum(JobEnergy.host_energy_mj), func.count())
-            .where(JobEnergy.job_id == job_id).group_by(JobEnergy.attempt))}
-        decision_ids = {d for a in attempts for d in (a.decision_id, a.stop_decision_id)
-                        if d is not None}
-        decisions = {i: DecisionRef(id=i, t=t, trigger=trigger, policy=policy)
-                     for i, t, trigger, policy in s.execute(
-                         select(Decision.id, Decision.t, Decision.trigger, Decision.policy)
-                         .where(Decision.id.in_(sorted(decision_ids))))}
-        entry = latest_plan(s).get(job_id) if j.state not in TERMINAL else None
-        # Everything needed is read: the ORM row must not be touched after the session.
-        job = {c: getattr(j, c) for c in ("id", "state", "image", "application", "command",
-                                          "env", "epochs", "epochs_done", "submit_s",
-                                          "due_s", "weight", "max_gpus", "grace_s",
-                                          "state_changed_s", "failures", "reason",
-                                          "predicted_cost")}
+        job = load_jobs(s, ids=[job_id])[job_id]
+        epochs = job_epochs(s, job_id)
+        names = node_names(s, {a.node_id for a in job.attempts} | {e.node_id for e in epochs})
+        per_attempt = attempt_energy(s, job_id)
+        decisions = decision_refs(s, {d for a in job.attempts
+                                      for d in (a.decision_id, a.stop_decision_id)
+                                      if d is not None})
+        entry = latest_plan(s).get(job_id) if job.state not in TERMINAL else None
     rows = tuple(AttemptRow(
-        attempt=a.attempt, node=names.get(a.node_id), gpus=tuple(int(g) for g in a.gpu_ids or ()),
-        container_id=a.container_id, start_s=a.start_s, end_s=a.end_s, exit_code=a.exit_code,
-        reason=a.reason, stop_requested_s=a.stop_requested_s,
+        attempt=a.attempt, node=names.get(a.node_id) if a.node_id is not None else None,
+        gpus=a.gpu_ids, container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
+        exit_code=a.exit_code, reason=a.reason, stop_requested_s=a.stop_requested_s,
         energy_kwh=_kwh(per_attempt.get(a.attempt)),
         started_by=_ref(a.decision_id, decisions), stopped_by=_ref(a.stop_decision_id, decisions))
-        for a in attempts)
-    stats = tuple(sorted((EpochStats(node=names.get(n), gpu_type=t, gpus=g, epochs=int(c),
-                                     mean_s=float(mean), min_s=float(lo), max_s=float(hi),
-                                     last_epoch=int(last), last_end_s=float(end))
-                          for n, t, g, c, mean, lo, hi, last, end in events),
-                         key=lambda e: e.last_end_s))
-    ends = [a.end_s for a in attempts if a.end_s is not None]
-    state = job["state"]
-    finish, actual = _finish(state, max(ends) if ends else None, job["state_changed_s"], entry)
-    total = _sum_energy(per_attempt.values())
-    started = any(a.start_s is not None for a in attempts)
-    costs = _costs(settings, job["weight"], job["due_s"], state, finish if actual else None,
-                   now_s, started, total, entry)
+        for a in job.attempts)
+    stats = tuple(sorted((EpochStats(node=names.get(e.node_id) if e.node_id is not None else None,
+                                     gpu_type=e.gpu_type, gpus=e.gpus, epochs=e.epochs,
+                                     mean_s=e.mean_s, min_s=e.min_s, max_s=e.max_s,
+                                     last_epoch=e.last_epoch, last_end_s=e.last_end_s)
+                          for e in epochs), key=lambda e: e.last_end_s))
+    finish, actual = _finish(job, entry)
+    costs = _costs(settings, job, finish if actual else None, now_s,
+                   total(per_attempt.values()), entry)
     return JobDetail(
-        id=job["id"], state=state.value, image=job["image"], application=job["application"],
-        command=tuple(str(c) for c in job["command"] or ()),
-        env={str(k): str(v) for k, v in (job["env"] or {}).items()},
-        epochs=job["epochs"], epochs_done=job["epochs_done"] or 0, submit_s=job["submit_s"],
-        due_s=job["due_s"], weight=job["weight"], max_gpus=job["max_gpus"],
-        grace_s=job["grace_s"], state_changed_s=job["state_changed_s"],
-        failures=job["failures"] or 0, reason=job["reason"],
-        predicted_cost_at_submit=job["predicted_cost"], finish_s=finish, finish_actual=actual,
-        plan=entry, costs=costs, attempts=rows, epoch_stats=stats)
+        id=job.id, state=job.state.value, image=job.image, application=job.application,
+        command=job.command, env=dict(job.env), epochs=job.epochs, epochs_done=job.epochs_done,
+        submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
+        grace_s=job.grace_s, state_changed_s=job.state_changed_s, failures=job.failures,
+        reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
+        finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=stats)
 
 
 def nodes(store: Store, now_s: float) -> list[NodeRow]:
     """Every node with its GPUs' use, power now and health, by name."""
     since = now_s - POWER_WINDOW_S
     with store.session() as s:
-        nodes_ = s.execute(select(Node.id, Node.name, Node.state, Node.gpu_type,
-                                  Node.gpu_count, Node.last_heartbeat_s, Node.profiling)
-                           .order_by(Node.name)).all()
-        gpus = s.execute(select(Gpu.id, Gpu.node_id, Gpu.index, Gpu.healthy,
-                                Gpu.mig_enabled).where(Gpu.index >= 0)).all()
-        gpu_ids = [g.id for g in gpus]
+        nodes_ = list(load_nodes(s).values())
+        gpu_ids = [g.id for n in nodes_ for g in n.gpus]
         busy: dict[int, set[int]] = defaultdict(set)
         jobs_on: dict[int, set[str]] = defaultdict(set)
-        for job_id, node_id, gpu_ids_ in s.execute(
-                select(JobAttempt.job_id, JobAttempt.node_id, JobAttempt.gpu_ids)
-                .join(Job, Job.id == JobAttempt.job_id)
-                .where(JobAttempt.end_s.is_(None), Job.state.in_(LIVE),
-                       JobAttempt.node_id.is_not(None))):
-            busy[node_id].update(int(i) for i in gpu_ids_ or ())
-            jobs_on[node_id].add(job_id)
-        gpu_power = _latest_gpu_power(s, gpu_ids, since)
-        host_power = _latest_host_power(s, [n.id for n in nodes_], since)
-        gaps = set()
-        for chunk in _chunks(gpu_ids):
-            gaps.update(s.execute(select(GpuGap.gpu_id).distinct()
-                                  .where(GpuGap.gpu_id.in_(chunk), GpuGap.t >= since))
-                        .scalars())
-    by_node: dict[int, list[Any]] = defaultdict(list)
-    for g in gpus:
-        by_node[g.node_id].append(g)
+        for job in load_jobs(s).values():
+            if job.state not in LIVE:
+                continue
+            for a in job.open_attempts:
+                if a.node_id is not None:
+                    busy[a.node_id].update(a.gpu_ids)
+                    jobs_on[a.node_id].add(job.id)
+        gpu_power = latest_gpu_power(s, gpu_ids, since)
+        host_power = latest_host_power(s, [n.id for n in nodes_], since)
+        gaps = gpus_with_gaps(s, gpu_ids, since)
     out = []
     for n in nodes_:
-        mine = sorted(by_node.get(n.id, ()), key=lambda g: g.index)
         taken = busy.get(n.id, set())
-        usable = [g for g in mine if g.healthy and not g.mig_enabled]
-        powers = [gpu_power[g.id] for g in mine if g.id in gpu_power]
+        powers = [gpu_power[g.id] for g in n.gpus if g.id in gpu_power]
         gpu_w = sum(powers) if powers else None
         host_w = host_power.get(n.id)
-        total = None if gpu_w is None and host_w is None else (gpu_w or 0.0) + (host_w or 0.0)
+        total_w = None if gpu_w is None and host_w is None else (gpu_w or 0.0) + (host_w or 0.0)
         out.append(NodeRow(
             name=n.name, state=n.state.value, gpu_type=n.gpu_type, gpu_count=n.gpu_count,
-            busy=len(taken), free=sum(1 for g in usable if g.index not in taken),
-            jobs=tuple(sorted(jobs_on.get(n.id, ()))), power_w=total, gpu_power_w=gpu_w,
+            busy=len(taken), free=sum(1 for g in n.usable if g.index not in taken),
+            jobs=tuple(sorted(jobs_on.get(n.id, ()))), power_w=total_w, gpu_power_w=gpu_w,
             host_power_w=host_w,
             heartbeat_age_s=(None if n.last_heartbeat_s is None
                              else max(0.0, now_s - n.last_heartbeat_s)),
-            unhealthy_gpus=tuple(g.index for g in mine if not g.healthy or g.id in gaps),
-            mig_gpus=tuple(g.index for g in mine if g.mig_enabled),
-            profiling=bool(n.profiling)))
+            unhealthy_gpus=tuple(g.index for g in n.gpus if not g.healthy or g.id in gaps),
+            mig_gpus=tuple(g.index for g in n.gpus if g.mig),
+            profiling=n.profiling))
     return out
 
 
@@ -332,12 +268,10 @@ def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSour
     """The node and container of the job's attempt (default: the latest one)."""
     with store.session() as s:
         job_id = resolve_job_id(s, job_id)
-        state = s.execute(select(Job.state).where(Job.id == job_id)).scalar_one()
-        stmt = select(JobAttempt.attempt, JobAttempt.node_id, JobAttempt.container_id,
-                      JobAttempt.end_s, JobAttempt.reason).where(JobAttempt.job_id == job_id)
-        rows = s.execute(stmt.order_by(JobAttempt.attempt)).all()
+        job = load_jobs(s, ids=[job_id])[job_id]
+        rows = job.attempts
         if not rows:
-            raise InputError(f"job {job_id}: has not started yet ({state.value}); no logs")
+            raise InputError(f"job {job_id}: has not started yet ({job.state.value}); no logs")
         if attempt is None:
             row = rows[-1]
         else:
@@ -347,157 +281,63 @@ def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSour
                 raise InputError(f"--attempt {attempt}: job {job_id} has attempt(s) {known}")
         node = None
         if row.node_id is not None:
-            node = s.execute(select(Node.name, Node.docker_endpoint)
-                             .where(Node.id == row.node_id)).one_or_none()
+            node = next((n for n in load_nodes(s).values() if n.id == row.node_id), None)
     if row.container_id is None or node is None:
         why = f" ({row.reason})" if row.reason else ""
         raise InputError(f"job {job_id} attempt {row.attempt}: no container was created{why}")
     return LogSource(job_id=job_id, attempt=row.attempt,
-                     node=NodeRef(name=node.name, docker_endpoint=node.docker_endpoint),
+                     node=NodeRef(name=node.name, docker_endpoint=node.endpoint),
                      container_id=row.container_id, live=row.end_s is None)
 
 
-def latest_plan(s: Session) -> dict[str, PlanEntry]:
-    """The assignments of the most recent decision, by job id ({} when there is none)."""
-    row = s.execute(select(Decision.id, Decision.plan)
-                    .order_by(Decision.t.desc(), Decision.id.desc()).limit(1)).one_or_none()
-    if row is None or not isinstance(row.plan, Mapping):
-        return {}
-    items = row.plan.get("assignments")
-    if not isinstance(items, list):
-        return {}
-    out = {}
-    for a in items:
-        if isinstance(a, Mapping) and isinstance(a.get("job"), str):
-            gpus = a.get("gpus")
-            out[a["job"]] = PlanEntry(
-                decision_id=row.id,
-                node=a["node"] if isinstance(a.get("node"), str) else None,
-                gpus=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
-                expected_end_s=_num(a.get("expected_end_s")),
-                predicted_cost=_num(a.get("predicted_cost")))
-    return out
+def latest_plan(db: Db) -> dict[str, PlanEntry]:
+    """The assignments of the latest decision (the manager's target), by job id ({} when
+    there is none)."""
+    latest = latest_decision(db)
+    return {} if latest is None else read_assignments(latest.id, latest.plan)
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Facts:
-    open_node: str | None = None
-    open_gpus: int | None = None
-    last_end_s: float | None = None
-    started: bool = False
-
-
-def _attempt_facts(s: Session, ids: list[str]) -> dict[str, _Facts]:
-    rows: dict[str, list[Any]] = defaultdict(list)
-    for chunk in _chunks(ids):
-        for r in s.execute(select(JobAttempt.job_id, JobAttempt.node_id, JobAttempt.gpu_ids,
-                                  JobAttempt.start_s, JobAttempt.end_s)
-                           .where(JobAttempt.job_id.in_(chunk))
-                           .order_by(JobAttempt.attempt)):
-            rows[r.job_id].append(r)
-    names = _node_names(s, {r.node_id for rs in rows.values() for r in rs})
-    out = {}
-    for job_id, rs in rows.items():
-        open_ = [r for r in rs if r.end_s is None and r.node_id is not None]
-        ends = [r.end_s for r in rs if r.end_s is not None]
-        last = open_[-1] if open_ else None
-        out[job_id] = _Facts(open_node=names.get(last.node_id) if last else None,
-                             open_gpus=len(last.gpu_ids or ()) if last else None,
-                             last_end_s=max(ends) if ends else None,
-                             started=any(r.start_s is not None for r in rs))
-    return out
-
-
-def _energy_mj(s: Session, ids: list[str]) -> dict[str, tuple[Any, Any, int]]:
-    out = {}
-    for chunk in _chunks(ids):
-        for job_id, gpu, host, n in s.execute(
-                select(JobEnergy.job_id, func.sum(JobEnergy.gpu_energy_mj),
-                       func.sum(JobEnergy.host_energy_mj), func.count())
-                .where(JobEnergy.job_id.in_(chunk)).group_by(JobEnergy.job_id)):
-            out[job_id] = (gpu, host, n)
-    return out
-
-
-def _sum_energy(parts: Iterable[tuple[Any, Any, int]]) -> tuple[Any, Any, int] | None:
-    parts = list(parts)
-    if not parts:
+def _mj(energy: EnergyTotal | None) -> int | None:
+    """GPU + host mJ; None when no part was measured."""
+    if energy is None or (energy.gpu_mj is None and energy.host_mj is None):
         return None
-    add = lambda xs: None if all(x is None for x in xs) else sum(int(x) for x in xs  # noqa: E731
-                                                                 if x is not None)
-    return add([p[0] for p in parts]), add([p[1] for p in parts]), sum(p[2] for p in parts)
+    return (energy.gpu_mj or 0) + (energy.host_mj or 0)
 
 
-def _kwh(energy: tuple[Any, Any, int] | None) -> float | None:
-    """kWh of (gpu mJ, host mJ, rows); None when no part was measured."""
-    if energy is None or (energy[0] is None and energy[1] is None):
-        return None
-    return (int(energy[0] or 0) + int(energy[1] or 0)) / MJ_PER_KWH
+def _kwh(energy: EnergyTotal | None) -> float | None:
+    mj = _mj(energy)
+    return None if mj is None else mj / MJ_PER_KWH
 
 
-def _costs(settings: ManagerSettings, weight: float, due_s: float, state: JobState,
-           ended_s: float | None, now_s: float, started: bool,
-           energy: tuple[Any, Any, int] | None, entry: PlanEntry | None) -> Costs:
-    kwh = _kwh(energy)
-    if kwh is None and not started:
-        kwh = 0.0                                   # never ran: truly nothing used
-    energy_cost = None if kwh is None else kwh * settings.energy_pue * settings.price_per_kwh
+def _costs(settings: ManagerSettings, job: JobView, ended_s: float | None, now_s: float,
+           energy: EnergyTotal | None, entry: PlanEntry | None) -> Costs:
+    mj = _mj(energy)
+    if mj is None and not any(a.start_s is not None for a in job.attempts):
+        mj = 0                                      # never ran: truly nothing used
+    kwh = None if mj is None else mj / MJ_PER_KWH
+    money = None if mj is None else energy_cost(mj / MJ_PER_J, settings_energy(settings))
     until = ended_s if ended_s is not None else now_s
-    if state in TERMINAL and ended_s is None:
-        until = due_s                               # finished, end unknown: charge nothing
+    if job.state in TERMINAL and ended_s is None:
+        until = job.due_s                           # finished, end unknown: charge nothing
     # A cancelled job is withdrawn by its user: no penalty for its due date.
-    tardiness = 0.0 if state is JobState.CANCELLED else weight * max(0.0, until - due_s)
-    so_far = None if energy_cost is None else energy_cost + tardiness
-    return Costs(energy_kwh=kwh, energy_cost=energy_cost, tardiness_cost=tardiness,
+    tardiness = (0.0 if job.state is JobState.CANCELLED
+                 else job.weight * max(0.0, until - job.due_s))
+    so_far = None if money is None else money + tardiness
+    return Costs(energy_kwh=kwh, energy_cost=money, tardiness_cost=tardiness,
                  so_far=so_far, to_go=entry.predicted_cost if entry else None)
 
 
-def _finish(state: JobState, last_end_s: float | None, changed_s: float | None,
-            entry: PlanEntry | None) -> tuple[float | None, bool]:
-    """(end time, whether it is actual): a finished job's end, else the plan's estimate."""
-    if state in TERMINAL:
-        end = last_end_s if last_end_s is not None else changed_s
+def _finish(job: JobView, entry: PlanEntry | None) -> tuple[float | None, bool]:
+    """(end time, whether it is actual): a finished job's end (its last attempt's, else its
+    last state change), else the plan's estimate."""
+    if job.state in TERMINAL:
+        ends = [a.end_s for a in job.attempts if a.end_s is not None]
+        end = max(ends) if ends else job.state_changed_s
         return end, end is not None
     return (entry.expected_end_s if entry else None), False
-
-
-def _latest_gpu_power(s: Session, gpu_ids: list[int], since: float) -> dict[int, float]:
-    """Power of each GPU's newest sample since ``since`` (primary-key range reads)."""
-    out: dict[int, float] = {}
-    for chunk in _chunks(gpu_ids):
-        latest = (select(PowerSample.gpu_id, func.max(PowerSample.t).label("t"))
-                  .where(PowerSample.gpu_id.in_(chunk), PowerSample.t >= since)
-                  .group_by(PowerSample.gpu_id).subquery())
-        out.update((g, float(p)) for g, p in s.execute(
-            select(PowerSample.gpu_id, PowerSample.power_w)
-            .join(latest, (PowerSample.gpu_id == latest.c.gpu_id)
-                  & (PowerSample.t == latest.c.t))))
-    return out
-
-
-def _latest_host_power(s: Session, node_ids: list[int], since: float) -> dict[int, float]:
-    """Host power of each node's newest sample since ``since`` that has a reading."""
-    out: dict[int, float] = {}
-    for chunk in _chunks(node_ids):
-        latest = (select(HostSample.node_id, func.max(HostSample.t).label("t"))
-                  .where(HostSample.node_id.in_(chunk), HostSample.t >= since,
-                         HostSample.host_power_w.is_not(None))
-                  .group_by(HostSample.node_id).subquery())
-        out.update((n, float(p)) for n, p in s.execute(
-            select(HostSample.node_id, HostSample.host_power_w)
-            .join(latest, (HostSample.node_id == latest.c.node_id)
-                  & (HostSample.t == latest.c.t))))
-    return out
-
-
-def _node_names(s: Session, ids: Collection[int | None]) -> dict[int, str]:
-    wanted = sorted(i for i in ids if i is not None)
-    if not wanted:
-        return {}
-    return dict(s.execute(select(Node.id, Node.name).where(Node.id.in_(wanted))).all())
 
 
 def _ref(decision_id: int | None, known: Mapping[int, DecisionRef]) -> DecisionRef | None:
@@ -506,16 +346,5 @@ def _ref(decision_id: int | None, known: Mapping[int, DecisionRef]) -> DecisionR
     return known.get(decision_id, DecisionRef(id=decision_id))
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def _terminal(state: str) -> bool:
     return JobState(state) in TERMINAL
-
-
-def _chunks(items: list[T]) -> Iterator[list[T]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start:start + _CHUNK]

@@ -28,14 +28,13 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select
-from sqlalchemy.orm import Session
-
 from andreas.config import ManagerSettings
 from andreas.errors import InputError
 from andreas.profiler.fit import confidence, source_tag
 from andreas.profiles import Profiles, load_profiles
-from andreas.store.models import AppModel, AppProfile, EpochEvent, Job
+from andreas.store.apps import ModelRow, ProfileRow, app_models, app_profiles
+from andreas.store.epochs import epochs_after, newest_epochs
+from andreas.store.nodes import Db
 from andreas.store.samples import NodePower, mean_power_table
 
 log = logging.getLogger(__name__)
@@ -94,10 +93,6 @@ class NodeHardware:
     gpus: int
 
 
-def _conn(db: Session | Connection) -> Connection:
-    return db.connection() if isinstance(db, Session) else db
-
-
 class Estimator:
     """Epoch times and power curves with their sources; ``profiles`` default: the repo's."""
 
@@ -129,7 +124,7 @@ class Estimator:
 
     # ----------------------------------------------------------------- epoch times
 
-    def epoch_tables(self, db: Session | Connection, apps: Iterable[str],
+    def epoch_tables(self, db: Db, apps: Iterable[str],
                      types: Mapping[str, int]) -> dict[tuple[str, str], tuple[EpochEstimate, ...]]:
         """(application, GPU type) -> estimates for g = 1 .. ``types[type]``; a pair is
         missing when the application cannot run on that type (profiles say so)."""
@@ -137,19 +132,9 @@ class Estimator:
         out: dict[tuple[str, str], tuple[EpochEstimate, ...]] = {}
         if not apps or not types:
             return out
-        conn = _conn(db)
-        measured = self._measured_epochs(conn, apps)
-        rows = {(a, t, int(g)): (float(s), src or "profiler", int(n or 0))
-                for a, t, g, s, src, n in conn.execute(
-                    select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
-                           AppProfile.epoch_time_s, AppProfile.source, AppProfile.samples)
-                    .where(AppProfile.application.in_(apps)))}
-        models = {(a, t): (float(t1), float(s), int(n or 0), mape, tuple(counts or ()))
-                  for a, t, t1, s, n, mape, counts in conn.execute(
-            select(AppModel.application, AppModel.gpu_type, AppModel.t1_s,
-                   AppModel.serial_fraction, AppModel.samples, AppModel.mape,
-                   AppModel.gpu_counts)
-            .where(AppModel.application.in_(apps)))}
+        measured = self._measured_epochs(db, apps)
+        rows = app_profiles(db, apps)
+        models = app_models(db, apps)
         for app in apps:
             for gpu_type, max_g in types.items():
                 if max_g < 1:
@@ -159,7 +144,10 @@ class Estimator:
                     out[(app, gpu_type)] = est
         return out
 
-    def _estimates(self, app: str, gpu_type: str, max_g: int, measured, rows, models
+    def _estimates(self, app: str, gpu_type: str, max_g: int,
+                   measured: Mapping[tuple[str, str, int], list[float]],
+                   rows: Mapping[tuple[str, str, int], ProfileRow],
+                   models: Mapping[tuple[str, str], ModelRow]
                    ) -> tuple[EpochEstimate, ...] | None:
         profile = self.profiles.apps.get(app)
         profile_t1 = profile.epoch_s.get(gpu_type) if profile is not None else None
@@ -170,8 +158,9 @@ class Estimator:
                 direct[g] = EpochEstimate(seconds=statistics.median(m), source="measured",
                                           samples=len(m))
             elif (app, gpu_type, g) in rows:
-                s, src, n = rows[(app, gpu_type, g)]
-                direct[g] = EpochEstimate(seconds=s, source=src, samples=n)
+                row = rows[(app, gpu_type, g)]
+                direct[g] = EpochEstimate(seconds=row.epoch_time_s, source=row.source,
+                                          samples=row.samples)
         model = models.get((app, gpu_type)) or self._fit_known(direct, max_g, profile)
         known_here = (profile_t1 is not None or model is not None
                       or any((app, gpu_type, g) in rows or (app, gpu_type, g) in measured
@@ -183,10 +172,11 @@ class Estimator:
             if g in direct:
                 out.append(direct[g])
             elif model is not None:
-                t1, serial, n, mape, counts = model
-                out.append(EpochEstimate(seconds=t1 * (serial + (1 - serial) / g),
-                                         source=source_tag(mape, counts, g), samples=n,
-                                         confidence=confidence(mape, counts, g)))
+                serial = model.serial_fraction
+                out.append(EpochEstimate(seconds=model.t1_s * (serial + (1 - serial) / g),
+                                         source=source_tag(model.mape, model.gpu_counts, g),
+                                         samples=model.samples,
+                                         confidence=confidence(model.mape, model.gpu_counts, g)))
             elif profile_t1 is not None:
                 s = profile.serial_fraction
                 out.append(EpochEstimate(seconds=round(profile_t1 * (s + (1 - s) / g), 3),
@@ -199,7 +189,7 @@ class Estimator:
         return tuple(out)
 
     @staticmethod
-    def _fit_known(direct: dict[int, EpochEstimate], max_g: int, profile):
+    def _fit_known(direct: dict[int, EpochEstimate], max_g: int, profile) -> ModelRow | None:
         """Without an app_models row, Amdahl's law fitted to the GPU counts that have
         measured epochs or profile rows, so that the other counts of this type get a
         prediction (with its confidence) instead of the unprofiled guess. None: no data,
@@ -211,9 +201,10 @@ class Estimator:
         prior = profile.serial_fraction if profile is not None else DEFAULT_PRIOR_SERIAL
         fit = fit_amdahl(list(direct), [e.seconds for e in direct.values()],
                          prior_serial_fraction=prior)
-        return (fit.t1_s, fit.serial_fraction, len(direct), fit.mape, fit.gpu_counts)
+        return ModelRow(t1_s=fit.t1_s, serial_fraction=fit.serial_fraction,
+                        samples=len(direct), mape=fit.mape, gpu_counts=tuple(fit.gpu_counts))
 
-    def _measured_epochs(self, conn: Connection, apps: Sequence[str]
+    def _measured_epochs(self, db: Db, apps: Sequence[str]
                          ) -> dict[tuple[str, str, int], list[float]]:
         """The most recent epoch durations per (application, type, g).
 
@@ -222,31 +213,20 @@ class Estimator:
         because concurrent inserts may commit out of id order) and merge them, so the cost
         per rescheduling does not grow with the history.
         """
-        E = EpochEvent
-        cols = (Job.application.label("app"), E.gpu_type.label("gpu_type"),
-                E.gpus.label("gpus"), E.id.label("id"), E.end_s.label("end_s"),
-                (E.end_s - E.start_s).label("d"))
         if self._epoch_max_id is None:
-            rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
-                                        order_by=E.end_s.desc()).label("rn")
-            inner = select(*cols, rn).join(Job, Job.id == E.job_id).subquery()
-            query = select(inner.c.app, inner.c.gpu_type, inner.c.gpus, inner.c.id,
-                           inner.c.end_s, inner.c.d).where(inner.c.rn <= RECENT_EPOCHS)
-            top = conn.execute(select(func.max(E.id))).scalar()
+            events, top = newest_epochs(db, RECENT_EPOCHS)
         else:
-            since = self._epoch_max_id - ID_MARGIN
-            query = select(*cols).join(Job, Job.id == E.job_id).where(E.id > since)
-            top = None
-        for app, gpu_type, g, event_id, end_s, d in conn.execute(query):
-            if d is None or d <= 0:
+            events, top = epochs_after(db, self._epoch_max_id - ID_MARGIN), None
+        for e in events:
+            if e.seconds is None or e.seconds <= 0:
                 continue
-            recent = self._epochs.setdefault((app, gpu_type, int(g)), {})
-            recent[int(event_id)] = (float(end_s), float(d))
+            recent = self._epochs.setdefault((e.application, e.gpu_type, e.gpus), {})
+            recent[e.event_id] = (e.end_s, e.seconds)
             if len(recent) > 2 * RECENT_EPOCHS:
                 keep = sorted(recent.items(), key=lambda kv: kv[1][0])[-RECENT_EPOCHS:]
                 recent.clear()
                 recent.update(keep)
-            top = max(top or 0, int(event_id))
+            top = max(top or 0, e.event_id)
         if top is not None:
             self._epoch_max_id = max(self._epoch_max_id or 0, int(top))
         wanted = set(apps)
@@ -255,7 +235,7 @@ class Estimator:
 
     # ----------------------------------------------------------------- power
 
-    def power_curves(self, db: Session | Connection, nodes: Iterable[NodeHardware],
+    def power_curves(self, db: Db, nodes: Iterable[NodeHardware],
                      now_s: float, window_s: float = POWER_WINDOW_S) -> dict[str, PowerCurve]:
         """Node name -> power curve over g = 0 .. node GPUs (two queries for all nodes; with
         ``power_refresh_s`` > 0 the means are reused for that long: a 24-h mean moves
@@ -268,7 +248,7 @@ class Estimator:
                 and 0 <= now_s - cached[0] < self.power_refresh_s):
             table = cached[1]
         else:
-            table = mean_power_table(_conn(db), now_s - window_s, now_s + 60.0)
+            table = mean_power_table(db, now_s - window_s, now_s + 60.0)
             self._power = (now_s, table)
         return {n.name: self._curve(n, table) for n in nodes}
 

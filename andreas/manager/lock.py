@@ -1,11 +1,9 @@
 """Only one manager acts at a time.
 
-- MariaDB: ``GET_LOCK('andreas_manager', ...)`` on a dedicated autocommit connection kept
-  for the daemon's life. The server releases it when that connection ends, so a manager
-  that dies (even by SIGKILL, or on another host) frees it at once. :meth:`check` runs a
-  cheap query regularly, which also keeps the idle connection from the server's
-  ``wait_timeout``; a lost lock (connection dropped) is taken back if it is free, else
-  the daemon stops with :class:`LockLost` (systemd restarts it, and it then waits).
+- MariaDB: the database's named lock, :class:`andreas.store.lock.NamedLock` (released by
+  the server when its connection ends, so a manager that dies frees it at once); a lost
+  lock that another manager took stops the daemon with :class:`LockLost` (systemd
+  restarts it, and it then waits).
 - SQLite: ``fcntl.flock`` on ``<database file>.manager.lock``, which the kernel releases
   when the process ends; the file names the holder (pid and host) for messages.
 
@@ -15,7 +13,6 @@
 
 from __future__ import annotations
 
-import abc
 import fcntl
 import logging
 import os
@@ -23,11 +20,11 @@ import socket
 import threading
 import time
 from pathlib import Path
-
-from sqlalchemy import Connection, Engine, text
+from typing import Protocol
 
 from andreas.errors import AndreasError
-from andreas.store.engine import is_sqlite, sqlite_path
+from andreas.store.engine import Engine, is_sqlite, sqlite_path
+from andreas.store.lock import LockLost, NamedLock
 
 log = logging.getLogger("andreas.manager")
 
@@ -38,94 +35,23 @@ class LockHeld(AndreasError):
     """Another manager holds the lock (and the settings say not to wait)."""
 
 
-class LockLost(AndreasError):
-    """The lock went away while this manager held it, and another manager has it now."""
+class ManagerLock(Protocol):
+    """What the daemon and its loop need of a lock, whatever the backend."""
 
-
-class ManagerLock(abc.ABC):
-    @abc.abstractmethod
     def try_acquire(self, timeout_s: float = 0.0) -> bool:
         """Take the lock within ``timeout_s``; True if this process holds it now."""
 
-    @abc.abstractmethod
     def holder(self) -> str:
         """Who holds it, in words (best effort)."""
 
-    @abc.abstractmethod
     def check(self) -> None:
         """Raise LockLost unless this process still holds the lock (retaking it if free)."""
 
-    @abc.abstractmethod
     def release(self) -> None:
         """Give the lock back (idempotent)."""
 
 
-class MariaDBLock(ManagerLock):
-    def __init__(self, engine: Engine, name: str = LOCK_NAME) -> None:
-        self.engine = engine
-        self.name = name
-        self._conn: Connection | None = None
-
-    def _connection(self) -> Connection:
-        if self._conn is None or self._conn.closed or self._conn.invalidated:
-            self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        return self._conn
-
-    def try_acquire(self, timeout_s: float = 0.0) -> bool:
-        got = self._connection().execute(text("SELECT GET_LOCK(:n, :t)"),
-                                         {"n": self.name, "t": max(0, int(timeout_s))}
-                                         ).scalar()
-        return got == 1
-
-    def holder(self) -> str:
-        with self.engine.connect() as conn:
-            cid = conn.execute(text("SELECT IS_USED_LOCK(:n)"), {"n": self.name}).scalar()
-            if cid is None:
-                return "nobody (free now)"
-            try:
-                row = conn.execute(text("SELECT USER, HOST FROM information_schema.PROCESSLIST "
-                                        "WHERE ID = :id"), {"id": cid}).one_or_none()
-            except Exception:  # noqa: BLE001 - who holds it is a courtesy
-                row = None
-        where = f" ({row[0]}@{row[1]})" if row is not None else ""
-        return f"database connection {cid}{where}"
-
-    def check(self) -> None:
-        try:
-            mine = self._connection().execute(
-                text("SELECT IS_USED_LOCK(:n) = CONNECTION_ID()"), {"n": self.name}).scalar()
-        except Exception as e:  # noqa: BLE001 - the connection died: try to retake below
-            log.warning("manager lock connection lost (%s); retaking the lock", e)
-            self._drop()
-            mine = None
-        if mine == 1:
-            return
-        if self.try_acquire(0):
-            log.warning("manager lock was lost and has been taken again")
-            return
-        raise LockLost(f"manager lock {self.name!r} lost; now held by {self.holder()}")
-
-    def _drop(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.invalidate()
-                self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
-            self._conn = None
-
-    def release(self) -> None:
-        if self._conn is None:
-            return
-        try:
-            self._conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
-            self._conn.close()
-        except Exception:  # noqa: BLE001 - closing the connection releases it anyway
-            self._drop()
-        self._conn = None
-
-
-class FileLock(ManagerLock):
+class FileLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
@@ -165,7 +91,7 @@ class FileLock(ManagerLock):
                 self._fd = None
 
 
-class ProcessLock(ManagerLock):
+class ProcessLock:
     """An in-memory SQLite database: nobody else can see it, nothing to lock."""
 
     def try_acquire(self, timeout_s: float = 0.0) -> bool:
@@ -188,7 +114,7 @@ def make_lock(engine: Engine) -> ManagerLock:
         if path is None:
             return ProcessLock()
         return FileLock(Path(f"{path}.manager.lock"))
-    return MariaDBLock(engine)
+    return NamedLock(engine, LOCK_NAME)
 
 
 def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | None = None,

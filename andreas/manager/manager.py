@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import bindparam, select, update
 
 from andreas import optimizer
 from andreas.config import Settings
@@ -32,10 +31,13 @@ from andreas.manager.estimates import Estimator
 from andreas.manager.plandoc import Target, plan_document
 from andreas.manager.reconcile import Reconciler
 from andreas.manager.snapshot import build_snapshot
-from andreas.manager.state import WAITING, StoreState, load_state
+from andreas.manager.state import StoreState, load_state
 from andreas.model import Plan
+from andreas.store.decisions import add_decision, latest_decision
 from andreas.store.engine import Store
-from andreas.store.models import Decision, Job, Node, NodeState
+from andreas.store.jobs import WAITING, fill_predicted_cost
+from andreas.store.models import NodeState
+from andreas.store.nodes import states
 
 log = logging.getLogger("andreas.manager")
 
@@ -112,10 +114,10 @@ class Manager:
     def load_target(self) -> Target:
         """The latest decision's plan (after a restart: what the previous manager wanted)."""
         with self.store.session() as s:
-            row = s.execute(select(Decision.id, Decision.plan)
-                            .order_by(Decision.id.desc()).limit(1)).one_or_none()
-            nodes = dict(s.execute(select(Node.name, Node.state)).all())
-        self.target = Target.from_doc(row.id, row.plan) if row is not None else Target()
+            latest = latest_decision(s)
+            nodes = states(s)
+        self.target = (Target.from_doc(latest.id, latest.plan) if latest is not None
+                       else Target())
         self.reconciler.unreachable = {n for n in self.target.unreachable
                                        if nodes.get(n) is NodeState.DOWN}
         self._target_loaded = True
@@ -157,21 +159,16 @@ class Manager:
                             pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
                             stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
                                    "snapshot_s": snapshot_s, "decide_s": decide_s})
-        costs = [{"b_id": a["job"], "b_cost": a["predicted_cost"]} for a in doc["assignments"]
+        costs = {a["job"]: a["predicted_cost"] for a in doc["assignments"]
                  if a["predicted_cost"] is not None
                  and state.jobs.get(a["job"]) is not None
-                 and state.jobs[a["job"]].predicted_cost is None]
+                 and state.jobs[a["job"]].predicted_cost is None}
         with self.store.session() as s:
-            row = Decision(t=now, trigger=trigger[:32], policy=self.policy[:32],
-                           objective=plan.objective if math.isfinite(plan.objective) else None,
-                           objective_name=plan.objective_name[:16], seconds=decide_s, plan=doc)
-            s.add(row)
-            s.flush()
-            decision_id = row.id
-            if costs:
-                s.connection().execute(
-                    update(Job).where(Job.id == bindparam("b_id"), Job.predicted_cost.is_(None))
-                    .values(predicted_cost=bindparam("b_cost")), costs)
+            decision_id = add_decision(
+                s, t=now, trigger=trigger, policy=self.policy,
+                objective=plan.objective if math.isfinite(plan.objective) else None,
+                objective_name=plan.objective_name, seconds=decide_s, plan=doc)
+            fill_predicted_cost(s, costs)
         self.target = Target.from_doc(decision_id, doc)
         counts: dict[str, int] = {}
         for a in doc["actions"]:

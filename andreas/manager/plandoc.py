@@ -14,6 +14,10 @@ Schema (every key always present)::
      "unreachable": [nodes the manager marked down itself],
      "stats": {policy counters, "jobs", "nodes", "snapshot_s", "decide_s"}}
 
+Stored documents are read back here only: :meth:`Target.from_doc` (the manager's target)
+and :func:`read_assignments` (the user views), tolerantly (a malformed entry is skipped or
+its field is None, never fatal).
+
 ``stats`` values are numbers (null where not finite) or short strings: policies report
 labels there too (milp's ``status``, rg's ``best_strategy``, pr's ``chosen``).
 ``read_stats`` reads them back from any stored document, old or malformed.
@@ -40,6 +44,37 @@ FORMAT = "andreas-decision/1"
 
 
 @dataclass(frozen=True, kw_only=True)
+class PlanEntry:
+    """A job's assignment in a stored plan document (every field may be missing)."""
+
+    decision_id: int | None
+    node: str | None = None
+    gpus: int | None = None
+    expected_end_s: float | None = None
+    predicted_cost: float | None = None
+
+
+def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
+                     ) -> dict[str, PlanEntry]:
+    """The assignments of a stored plan document by job id, in plan order ({} for a
+    missing or malformed document)."""
+    items = doc.get("assignments") if isinstance(doc, Mapping) else None
+    if not isinstance(items, list):
+        return {}
+    out = {}
+    for a in items:
+        if isinstance(a, Mapping) and isinstance(a.get("job"), str):
+            gpus = a.get("gpus")
+            out[a["job"]] = PlanEntry(
+                decision_id=decision_id,
+                node=a["node"] if isinstance(a.get("node"), str) else None,
+                gpus=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
+                expected_end_s=_finite(a.get("expected_end_s")),
+                predicted_cost=_finite(a.get("predicted_cost")))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
 class Target:
     """The desired state: where each planned job should run, which jobs wait, and why."""
 
@@ -57,14 +92,15 @@ class Target:
     @classmethod
     def from_doc(cls, decision_id: int | None, doc: Mapping[str, Any] | None) -> Target:
         doc = doc or {}
-        assignments = {a["job"]: Config(node=a["node"], gpus=int(a["gpus"]))
-                       for a in doc.get("assignments", ())}
+        assignments = {job: Config(node=e.node, gpus=e.gpus)
+                       for job, e in read_assignments(decision_id, doc).items()
+                       if e.node is not None and e.gpus is not None}
         return cls(decision_id=decision_id, assignments=MappingProxyType(assignments),
                    postponed=frozenset(doc.get("postponed", ())),
                    reasons=MappingProxyType({a["job"]: a.get("reason", "")
                                              for a in doc.get("actions", ())}),
                    unreachable=frozenset(doc.get("unreachable", ())),
-                   order=tuple(a["job"] for a in doc.get("assignments", ())),
+                   order=tuple(assignments),
                    stats=MappingProxyType(read_stats(doc)))
 
 
@@ -72,6 +108,13 @@ def _num(x: float | None) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     return float(x)
+
+
+def _finite(value: Any) -> float | None:
+    """A number read from a stored document: finite int or float (not bool), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 MAX_STAT_CHARS = 200

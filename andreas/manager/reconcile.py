@@ -10,8 +10,8 @@ difference, so running it twice in a row changes nothing the second time:
   its open attempts end ("node unreachable"), their jobs preempted so they are planned
   elsewhere from their checkpoints (a job whose container had started waits its grace
   period first: a stopping engine stops its copy meanwhile); one that answers again is
-  marked up. (b) Exits are recorded: 0 completes the job, 143/137 or any exit after a stop request preempts it,
-  anything else is a failure (retried from the checkpoint, failed once failures exceed
+  marked up. (b) Exits are recorded as :mod:`andreas.manager.exits` classifies them
+  (completed, resumable, or a failure retried from the checkpoint until failures exceed
   ``max_retries``, with the exit code and the tail of the log as reason). Containers of
   earlier attempts are removed (the latest stays for ``andreas logs``). (c) A running
   container of a job's open latest attempt is adopted; any other running container
@@ -37,23 +37,23 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 
 from andreas.config import Settings
 from andreas.executor.base import ContainerState, Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
+from andreas.manager.exits import ExitKind, classify_exit, retry
 from andreas.manager.plandoc import Target
 from andreas.manager.snapshot import schedulable
-from andreas.manager.state import (LIVE, WAITING, AttemptView, GpuView, JobView, NodeView,
-                                   StoreState, load_jobs, load_state)
-from andreas.store.errors import TransitionConflict
-from andreas.store.jobs import TERMINAL, transition
-from andreas.store.models import Job, JobAttempt, JobState, Node, NodeState
+from andreas.manager.state import StoreState, load_state, node_ref
+from andreas.store.attempts import (end_attempt, note_stop, open_attempt, record_container,
+                                    request_stop)
 from andreas.store.engine import Store
+from andreas.store.errors import TransitionConflict
+from andreas.store.jobs import LIVE, TERMINAL, WAITING, record, transition
+from andreas.store.models import JobState, NodeState
+from andreas.store.nodes import move_if
+from andreas.store.read import AttemptView, GpuView, JobView, NodeView, load_jobs
 
 log = logging.getLogger("andreas.manager")
 
@@ -139,11 +139,12 @@ class Reconciler:
             elif n.id in open_nodes or (n.state in (NodeState.UP, NodeState.DRAINING)
                                         and not n.profiling):
                 polled.append(n)
-        self.polled = tuple(n.ref for n in polled)
-        futures = {self.pool.submit(self.executor.containers, n.ref): n.name for n in polled}
+        self.polled = tuple(node_ref(n) for n in polled)
+        futures = {self.pool.submit(self.executor.containers, node_ref(n)): n.name
+                   for n in polled}
         for n in probe:
             if n.name not in self._probes and now >= self._probe_after.get(n.name, 0.0):
-                self._probes[n.name] = self.pool.submit(self.executor.containers, n.ref)
+                self._probes[n.name] = self.pool.submit(self.executor.containers, node_ref(n))
         containers: dict[str, list[ContainerState]] = {}
         failed: dict[str, str] = {name: "marked down" for name in forced_down}
         for future in cf.as_completed(futures):
@@ -181,8 +182,7 @@ class Reconciler:
         for name in obs.recovered:
             node = state.nodes[name]
             with self.store.session() as s:
-                s.execute(update(Node).where(Node.id == node.id, Node.state == NodeState.DOWN)
-                          .values(state=NodeState.UP))
+                move_if(s, node.id, NodeState.DOWN, NodeState.UP)
             self.unreachable.discard(name)
             self._probe_after.pop(name, None)
             log.info("node %s: engine answers again; marked up", name)
@@ -207,8 +207,7 @@ class Reconciler:
         triggers = set()
         if node.state is NodeState.UP:
             with self.store.session() as s:
-                s.execute(update(Node).where(Node.id == node.id, Node.state == NodeState.UP)
-                          .values(state=NodeState.DOWN))
+                move_if(s, node.id, NodeState.UP, NodeState.DOWN)
             self.unreachable.add(node.name)
             self._probe_after[node.name] = obs.now_s + self.probe_backoff_s
             log.warning("node %s: engine unreachable (%s); marked down, its jobs will be "
@@ -281,10 +280,9 @@ class Reconciler:
 
     def _adopt(self, job: JobView, a: AttemptView, c: ContainerState, now: float) -> None:
         with self.store.session() as s:
-            s.execute(update(JobAttempt).where(JobAttempt.id == a.id)
-                      .values(container_id=c.container_id,
-                              start_s=a.start_s if a.start_s is not None
-                              else (c.started_s if c.started_s is not None else now)))
+            record_container(s, a.id, c.container_id,
+                             a.start_s if a.start_s is not None
+                             else (c.started_s if c.started_s is not None else now))
         log.info("adopted container %s (job=%s attempt=%d)", c.container_id[:12], job.id,
                  a.attempt)
 
@@ -297,31 +295,29 @@ class Reconciler:
             self._end(job, a, end_s, exit_code=code, reason=f"exit {code} ({job.state.value})")
             log.info("%s: exited %d (job %s)", where, code, job.state.value)
             return set()
-        if code == 0:
-            self._end(job, a, end_s, exit_code=0, reason="completed", new=JobState.COMPLETED,
+        requested = a.stop_requested_s is not None
+        out = classify_exit(code, oom_killed=c.oom_killed, stop_requested=requested,
+                            failures=job.failures, max_retries=self.max_retries)
+        if out.kind is ExitKind.COMPLETED:
+            self._end(job, a, end_s, exit_code=0, reason=out.reason, new=out.state,
                       epochs_done=job.epochs)
             log.info("completed %s", where)
             return {"complete"}
-        requested = a.stop_requested_s is not None
-        if requested or (code in (143, 137) and not c.oom_killed):
-            why = "stopped on request" if requested else "stopped by a signal"
-            self._end(job, a, end_s, exit_code=code, reason=f"{why} (exit {code})",
-                      new=JobState.PREEMPTED)
-            log.info("preempted %s: %s (exit %d)", where, why, code)
+        if out.kind is ExitKind.RESUMABLE:
+            self._end(job, a, end_s, exit_code=code, reason=out.reason, new=out.state)
+            log.info("preempted %s: %s", where, out.reason)
             return set() if requested else {"failed"}
-        failures = job.failures + 1
-        detail = " (out of memory)" if c.oom_killed else ""
-        tail = _tail(self.executor.log_tail(node.ref, c.container_id, 20))
-        reason = _clip(f"exit {code}{detail}: {tail}" if tail else f"exit {code}{detail}")
-        final = failures > self.max_retries
-        self._end(job, a, end_s, exit_code=code, reason=reason,
-                  new=JobState.FAILED if final else JobState.PREEMPTED, failures=failures,
-                  job_reason=reason if final else None)
-        if final:
-            log.warning("failed %s after %d failures: %s", where, failures, reason)
+        counted = out.retry
+        assert counted is not None                       # a failure always counts
+        tail = _tail(self.executor.log_tail(node_ref(node), c.container_id, 20))
+        reason = _clip(f"{out.reason}: {tail}" if tail else out.reason)
+        self._end(job, a, end_s, exit_code=code, reason=reason, new=out.state,
+                  failures=counted.failures, job_reason=reason if counted.final else None)
+        if counted.final:
+            log.warning("failed %s after %d failures: %s", where, counted.failures, reason)
         else:
-            log.warning("%s: %s; retry %d of %d from the checkpoint", where, reason, failures,
-                        self.max_retries)
+            log.warning("%s: %s; retry %d of %d from the checkpoint", where, reason,
+                        counted.failures, self.max_retries)
         return {"failed"}
 
     def _end(self, job: JobView, a: AttemptView, end_s: float, *, reason: str,
@@ -331,20 +327,12 @@ class Reconciler:
         """Close an attempt and (optionally) move its job, in one transaction."""
         try:
             with self.store.session() as s:
-                s.execute(update(JobAttempt)
-                          .where(JobAttempt.id == a.id, JobAttempt.end_s.is_(None))
-                          .values(end_s=end_s, exit_code=exit_code, reason=_clip(reason)))
+                end_attempt(s, a.id, end_s, exit_code=exit_code, reason=_clip(reason))
                 if new is not None:
                     transition(s, job.id, new, expected=job.state, now_s=self.clock())
-                values: dict[str, Any] = {}
-                if failures is not None:
-                    values["failures"] = failures
-                if job_reason is not None:
-                    values["reason"] = _clip(job_reason)
-                if epochs_done is not None:
-                    values["epochs_done"] = epochs_done
-                if values:
-                    s.execute(update(Job).where(Job.id == job.id).values(**values))
+                record(s, job.id, failures=failures,
+                       reason=_clip(job_reason) if job_reason is not None else None,
+                       epochs_done=epochs_done)
             return True
         except TransitionConflict as e:
             log.info("job %s changed meanwhile (%s); will look again", job.id, e)
@@ -357,12 +345,12 @@ class Reconciler:
         """SIGTERM once (per manager process), SIGKILL once the grace period has passed."""
         try:
             if key not in self._signalled:
-                self.executor.signal(node.ref, cid, "SIGTERM")
+                self.executor.signal(node_ref(node), cid, "SIGTERM")
                 self._signalled.add(key)
                 log.info("SIGTERM %s node=%s container=%s (kill after %.0f s)", what,
                          node.name, cid[:12], grace_s)
             if now >= since_s + grace_s and key not in self._killed:
-                self.executor.kill(node.ref, cid)
+                self.executor.kill(node_ref(node), cid)
                 self._killed.add(key)
                 log.warning("SIGKILL %s node=%s container=%s: grace period of %.0f s over",
                             what, node.name, cid[:12], grace_s)
@@ -374,9 +362,7 @@ class Reconciler:
         since = a.stop_requested_s
         if since is None:
             with self.store.session() as s:
-                s.execute(update(JobAttempt).where(JobAttempt.id == a.id,
-                                                   JobAttempt.stop_requested_s.is_(None))
-                          .values(stop_requested_s=now))
+                note_stop(s, a.id, now)
             since = now
         self._signal(node, c.container_id, (job.id, a.attempt), since, job.grace_s, now,
                      f"job={job.id} attempt={a.attempt} ({job.state.value})")
@@ -393,7 +379,7 @@ class Reconciler:
 
     def _safe_remove(self, node: NodeView, c: ContainerState) -> None:
         try:
-            self.executor.remove(node.ref, c.container_id)
+            self.executor.remove(node_ref(node), c.container_id)
         except ExecutorError as e:
             log.warning("could not remove container %s on node %s: %s", c.name, node.name, e)
 
@@ -494,8 +480,7 @@ class Reconciler:
         """Record the stop request (deadline) and running -> preempting, before any signal."""
         try:
             with self.store.session() as s:
-                s.execute(update(JobAttempt).where(JobAttempt.id == a.id)
-                          .values(stop_requested_s=now, stop_decision_id=target.decision_id))
+                request_stop(s, a.id, now, target.decision_id)
                 transition(s, job.id, JobState.PREEMPTING, expected=JobState.RUNNING,
                            now_s=now)
             return True
@@ -518,14 +503,11 @@ class Reconciler:
         number = previous + 1
         try:
             with self.store.session() as s:
-                row = JobAttempt(job_id=job.id, attempt=number, node_id=node.id,
-                                 gpu_ids=[g.index for g in gpus],
-                                 decision_id=target.decision_id)
-                s.add(row)
-                s.flush()
-                attempt_id = row.id
+                attempt_id = open_attempt(s, job_id=job.id, attempt=number, node_id=node.id,
+                                          gpu_ids=[g.index for g in gpus],
+                                          decision_id=target.decision_id)
                 transition(s, job.id, JobState.RUNNING, expected=job.state, now_s=now)
-        except (TransitionConflict, IntegrityError) as e:
+        except TransitionConflict as e:
             log.info("job %s: not started, it changed meanwhile (%s)", job.id,
                      str(e).splitlines()[0])
             return set()
@@ -543,7 +525,7 @@ class Reconciler:
                               stop_requested_s=None)
         running = _replace_state(job, JobState.RUNNING)
         try:
-            cid = self.executor.start(node.ref, request)
+            cid = self.executor.start(node_ref(node), request)
         except ContainerConflict:
             cid = self._find_existing(node, job.id, number)
             if cid is None:
@@ -566,17 +548,15 @@ class Reconciler:
                         "at the node", job.id, node.name, e)
             return set()
         except ExecutorError as e:
-            failures = job.failures + 1
-            final = failures > self.max_retries
+            counted = retry(job.failures, self.max_retries)
             reason = _clip(f"start failed: {e}")
-            self._end(running, attempt, now, reason=reason,
-                      new=JobState.FAILED if final else JobState.PREEMPTED, failures=failures,
-                      job_reason=reason if final else None)
-            log.warning("job=%s: %s (%d of %d)", job.id, reason, failures, self.max_retries)
+            self._end(running, attempt, now, reason=reason, new=counted.state,
+                      failures=counted.failures, job_reason=reason if counted.final else None)
+            log.warning("job=%s: %s (%d of %d)", job.id, reason, counted.failures,
+                        self.max_retries)
             return {"failed"}
         with self.store.session() as s:
-            s.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
-                      .values(container_id=cid, start_s=now))
+            record_container(s, attempt_id, cid, now)
         return set()
 
     def _image_ready(self, job: JobView, node: NodeView, now: float) -> str:
@@ -587,7 +567,7 @@ class Reconciler:
         Other errors are left to the start, which records them as today.
         Returns "ready", "wait" or "failed"."""
         try:
-            self.executor.ensure_image(node.ref, job.image)
+            self.executor.ensure_image(node_ref(node), job.image)
         except ImagePullFailed as e:
             first = self._pull_failing.setdefault(job.id, now)
             grace = self.settings.manager.image_pull_grace_s
@@ -601,7 +581,7 @@ class Reconciler:
             try:
                 with self.store.session() as s:
                     transition(s, job.id, JobState.FAILED, expected=job.state, now_s=now)
-                    s.execute(update(Job).where(Job.id == job.id).values(reason=reason))
+                    record(s, job.id, reason=reason)
                 log.warning("failed job=%s: %s", job.id, reason)
             except TransitionConflict as c:
                 log.info("job %s changed meanwhile (%s)", job.id, c)
@@ -615,7 +595,7 @@ class Reconciler:
 
     def _find_existing(self, node: NodeView, job_id: str, attempt: int) -> str | None:
         try:
-            for c in self.executor.containers(node.ref):
+            for c in self.executor.containers(node_ref(node)):
                 if c.job_id == job_id and c.attempt == attempt:
                     return c.container_id
         except ExecutorError:

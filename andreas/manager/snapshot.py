@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.orm import Session
-
 from andreas.config import ManagerSettings
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
-from andreas.manager.state import NodeView, StoreState, WAITING
+from andreas.manager.state import StoreState
 from andreas.model import Config, Energy, Job, Node, Params, Snapshot
-from andreas.store.models import EpochEvent, JobState, NodeState
-from andreas.store.models import Job as JobRow
+from andreas.store.engine import Session
+from andreas.store.epochs import max_epochs, write_epochs_done
+from andreas.store.jobs import WAITING
+from andreas.store.models import JobState, NodeState
+from andreas.store.read import NodeView
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,29 +56,6 @@ def settings_energy(settings: ManagerSettings) -> Energy:
 
 def settings_params(settings: ManagerSettings) -> Params:
     return Params(period_s=settings.period_s, restart_overhead_s=settings.restart_overhead_s)
-
-
-def epochs_done(s: Session, job_ids: Collection[str]) -> dict[str, int]:
-    """The highest epoch each job reported (jobs without events are absent)."""
-    ids = sorted(job_ids)
-    out: dict[str, int] = {}
-    for start in range(0, len(ids), 1000):
-        out.update((j, int(e)) for j, e in s.execute(
-            select(EpochEvent.job_id, func.max(EpochEvent.epoch))
-            .where(EpochEvent.job_id.in_(ids[start:start + 1000]))
-            .group_by(EpochEvent.job_id)))
-    return out
-
-
-def write_epochs_done(s: Session, done: Mapping[str, int], stored: Mapping[str, int]) -> int:
-    """``jobs.epochs_done`` = the reported epochs where they grew; one statement for all."""
-    rows = [{"b_id": j, "b_done": e} for j, e in done.items() if e > stored.get(j, 0)]
-    if rows:
-        s.connection().execute(
-            update(JobRow).where(JobRow.id == bindparam("b_id"),
-                                 JobRow.epochs_done < bindparam("b_done"))
-            .values(epochs_done=bindparam("b_done")), rows)
-    return len(rows)
 
 
 def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
@@ -108,7 +85,7 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                 planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids))))
             else:
                 pinned.append(job.id)
-    done = epochs_done(s, [j.id for j, _ in planned])
+    done = max_epochs(s, [j.id for j, _ in planned])
     write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
     tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -46,6 +46,12 @@ ALLOWED: Mapping[JobState, frozenset[JobState]] = {
     X: frozenset(),
 }
 TERMINAL = frozenset(s for s, targets in ALLOWED.items() if not targets)
+# A container should exist for the job (its open attempt runs or is being stopped).
+LIVE = (R, PG)
+# Waiting for GPUs: planned by the manager, started when the target places them.
+WAITING = (Q, PD)
+# Jobs the manager plans or watches.
+ACTIVE = (Q, R, PG, PD)
 
 
 def allowed(old: JobState, new: JobState) -> bool:
@@ -104,3 +110,28 @@ def transition(db: Session | Connection, job_id: str, new: JobState | str, *,
         if job is not None:
             db.expire(job, ["state", "state_changed_s"])
     return old
+
+
+def record(db: Session | Connection, job_id: str, *, failures: int | None = None,
+           reason: str | None = None, epochs_done: int | None = None) -> None:
+    """What the manager learned about a job besides its state (the given fields only)."""
+    values: dict[str, object] = {}
+    if failures is not None:
+        values["failures"] = failures
+    if reason is not None:
+        values["reason"] = reason
+    if epochs_done is not None:
+        values["epochs_done"] = epochs_done
+    if values:
+        db.execute(update(Job).where(Job.id == job_id).values(**values)
+                   .execution_options(synchronize_session=False))
+
+
+def fill_predicted_cost(db: Session | Connection, costs: Mapping[str, float]) -> None:
+    """``jobs.predicted_cost`` at a job's first assignment: set where still NULL (one
+    statement for all jobs)."""
+    rows = [{"b_id": job_id, "b_cost": cost} for job_id, cost in costs.items()]
+    if rows:
+        conn = db.connection() if isinstance(db, Session) else db
+        conn.execute(update(Job).where(Job.id == bindparam("b_id"), Job.predicted_cost.is_(None))
+                     .values(predicted_cost=bindparam("b_cost")), rows)

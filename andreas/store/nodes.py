@@ -105,3 +105,8 @@ def set_profiling_by_name(db: Db, name: str, flag: bool) -> bool:
         db.execute(update(Node).where(Node.name == name).values(profiling=flag)
                    .execution_options(synchronize_session=False))
     return was
+
+
+def states(db: Db) -> dict[str, NodeState]:
+    """Every node's state, by name."""
+    return dict(db.execute(select(Node.name, Node.state)).all())

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from andreas.report.read import DecisionInfo, NodeInfo, NodeMinute, ReportData
+from andreas.report.read import NodeInfo, ReportData
 from andreas.report.validate import validate
 from andreas.report.window import Window
+from andreas.store.decisions import DecisionInfo
+from andreas.store.window import NodeMinute
 
 T = 1_800_000_000.0
 PLAN = {"nodes": {"a": {"busy_gpus": 1, "power_w": [100.0, 300.0], "cost_per_hour": 0.3},

@@ -1,0 +1,64 @@
+"""Job attempts (one container each): the only writers of ``job_attempts`` rows.
+
+Each function runs in the caller's transaction, so that, e.g., an attempt and its job's
+move to ``running`` commit together (:func:`andreas.store.jobs.transition`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from andreas.store.errors import TransitionConflict
+from andreas.store.models import JobAttempt
+from andreas.store.nodes import Db
+
+
+def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
+                 gpu_ids: Sequence[int], decision_id: int | None) -> int:
+    """A new attempt row (no container yet); its id. TransitionConflict when the job
+    already has attempt number ``attempt`` (another writer started it first)."""
+    row = JobAttempt(job_id=job_id, attempt=attempt, node_id=node_id, gpu_ids=list(gpu_ids),
+                     decision_id=decision_id)
+    s.add(row)
+    try:
+        s.flush()
+    except IntegrityError as e:
+        raise TransitionConflict(f"job {job_id}: attempt {attempt} exists already "
+                                 f"({str(e).splitlines()[0]})") from None
+    return row.id
+
+
+def record_container(db: Db, attempt_id: int, container_id: str, start_s: float) -> None:
+    """The attempt's container and when it started (at start, or when adopted)."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+               .values(container_id=container_id, start_s=start_s)
+               .execution_options(synchronize_session=False))
+
+
+def request_stop(db: Db, attempt_id: int, now_s: float, decision_id: int | None) -> None:
+    """The stop request of a decision: the deadline (``stop_requested_s``) and who asked."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+               .values(stop_requested_s=now_s, stop_decision_id=decision_id)
+               .execution_options(synchronize_session=False))
+
+
+def note_stop(db: Db, attempt_id: int, now_s: float) -> None:
+    """The first stop request of an attempt with no decision behind it (its job ended);
+    a recorded request is kept, so the kill deadline survives a manager restart."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id,
+                                        JobAttempt.stop_requested_s.is_(None))
+               .values(stop_requested_s=now_s).execution_options(synchronize_session=False))
+
+
+def end_attempt(db: Db, attempt_id: int, end_s: float, *, exit_code: int | None,
+                reason: str) -> bool:
+    """Close the attempt if it is still open; returns whether it was."""
+    done = db.execute(update(JobAttempt)
+                      .where(JobAttempt.id == attempt_id, JobAttempt.end_s.is_(None))
+                      .values(end_s=end_s, exit_code=exit_code, reason=reason)
+                      .execution_options(synchronize_session=False))
+    return done.rowcount == 1

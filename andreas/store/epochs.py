@@ -1,0 +1,109 @@
+"""Reads of ``epoch_events`` (and the one write they cause, ``jobs.epochs_done``): the
+progress of jobs, the epoch durations the estimator measures, a job's epochs per
+configuration for ``andreas show``."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.orm import Session
+
+from andreas.store.chunks import chunks
+from andreas.store.models import EpochEvent, Job
+from andreas.store.nodes import Db
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpochDuration:
+    """One finished epoch as the estimator keys it: (application, GPU type, g)."""
+
+    application: str
+    gpu_type: str
+    gpus: int
+    event_id: int
+    end_s: float
+    seconds: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigEpochs:
+    """A job's epochs on one configuration (node id, GPU type, g)."""
+
+    node_id: int | None
+    gpu_type: str
+    gpus: int
+    epochs: int
+    mean_s: float
+    min_s: float
+    max_s: float
+    last_epoch: int
+    last_end_s: float
+
+
+def max_epochs(db: Db, job_ids: Collection[str]) -> dict[str, int]:
+    """The highest epoch each job reported (jobs without events are absent)."""
+    out: dict[str, int] = {}
+    for chunk in chunks(sorted(job_ids)):
+        out.update((j, int(e)) for j, e in db.execute(
+            select(EpochEvent.job_id, func.max(EpochEvent.epoch))
+            .where(EpochEvent.job_id.in_(chunk)).group_by(EpochEvent.job_id)))
+    return out
+
+
+def write_epochs_done(s: Session, done: Mapping[str, int], stored: Mapping[str, int]) -> int:
+    """``jobs.epochs_done`` = the reported epochs where they grew; one statement for all."""
+    rows = [{"b_id": j, "b_done": e} for j, e in done.items() if e > stored.get(j, 0)]
+    if rows:
+        s.connection().execute(
+            update(Job).where(Job.id == bindparam("b_id"), Job.epochs_done < bindparam("b_done"))
+            .values(epochs_done=bindparam("b_done")), rows)
+    return len(rows)
+
+
+def _duration_columns() -> tuple[Any, ...]:
+    E = EpochEvent
+    return (Job.application.label("app"), E.gpu_type.label("gpu_type"), E.gpus.label("gpus"),
+            E.id.label("id"), E.end_s.label("end_s"), (E.end_s - E.start_s).label("d"))
+
+
+def _durations(rows: Any) -> list[EpochDuration]:
+    return [EpochDuration(application=app, gpu_type=t, gpus=int(g), event_id=int(i),
+                          end_s=float(end), seconds=None if d is None else float(d))
+            for app, t, g, i, end, d in rows]
+
+
+def newest_epochs(db: Db, per_key: int) -> tuple[list[EpochDuration], int | None]:
+    """The newest ``per_key`` epochs per (application, GPU type, g) (one window query), and
+    the highest event id now (None: no events)."""
+    E = EpochEvent
+    rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
+                                order_by=E.end_s.desc()).label("rn")
+    inner = select(*_duration_columns(), rn).join(Job, Job.id == E.job_id).subquery()
+    rows = db.execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus, inner.c.id,
+                             inner.c.end_s, inner.c.d).where(inner.c.rn <= per_key))
+    out = _durations(rows)
+    top = db.execute(select(func.max(E.id))).scalar()
+    return out, None if top is None else int(top)
+
+
+def epochs_after(db: Db, event_id: int) -> list[EpochDuration]:
+    """Every epoch with an event id above ``event_id``."""
+    return _durations(db.execute(select(*_duration_columns())
+                                 .join(Job, Job.id == EpochEvent.job_id)
+                                 .where(EpochEvent.id > event_id)))
+
+
+def job_epochs(db: Db, job_id: str) -> list[ConfigEpochs]:
+    """The job's finished epochs grouped per (node, GPU type, g)."""
+    E = EpochEvent
+    d = E.end_s - E.start_s
+    return [ConfigEpochs(node_id=n, gpu_type=t, gpus=g, epochs=int(c), mean_s=float(mean),
+                         min_s=float(lo), max_s=float(hi), last_epoch=int(last),
+                         last_end_s=float(end))
+            for n, t, g, c, mean, lo, hi, last, end in db.execute(
+                select(E.node_id, E.gpu_type, E.gpus, func.count(), func.avg(d), func.min(d),
+                       func.max(d), func.max(E.epoch), func.max(E.end_s))
+                .where(E.job_id == job_id).group_by(E.node_id, E.gpu_type, E.gpus))]

@@ -1,0 +1,204 @@
+"""The one read model of nodes, jobs and attempts: plain frozen rows, loaded with one query
+per table (IN-clauses in chunks), so that the manager, the user views and the reports
+never touch ORM objects (and never lazy-load) and map the same columns once."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from sqlalchemy import ColumnElement, or_, select
+
+from andreas.store.chunks import chunks
+from andreas.store.jobs import ACTIVE, TERMINAL
+from andreas.store.models import Gpu, Job, JobAttempt, JobState, Node, NodeState
+from andreas.store.nodes import Db
+
+FAKE_GPU_PREFIX = "GPU-fake-"
+DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuView:
+    id: int
+    index: int
+    uuid: str
+    healthy: bool
+    mig: bool
+
+    @property
+    def usable(self) -> bool:
+        """Healthy and not MIG (a node's views hold only GPUs still on it)."""
+        return self.healthy and not self.mig
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeView:
+    id: int
+    name: str
+    endpoint: str
+    gpu_type: str
+    gpu_count: int
+    state: NodeState
+    profiling: bool
+    gpus: tuple[GpuView, ...]         # still on the node (index >= 0), by index
+    last_heartbeat_s: float | None = None
+
+    @property
+    def usable(self) -> tuple[GpuView, ...]:
+        return tuple(g for g in self.gpus if g.usable)
+
+    @property
+    def fake(self) -> bool:
+        return bool(self.gpus) and all(g.uuid.startswith(FAKE_GPU_PREFIX) for g in self.gpus)
+
+    def uuid_of(self, index: int) -> str | None:
+        return next((g.uuid for g in self.gpus if g.index == index), None)
+
+    def index_of(self, uuid: str) -> int | None:
+        return next((g.index for g in self.gpus if g.uuid == uuid), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptView:
+    id: int
+    job_id: str
+    attempt: int
+    node_id: int | None
+    gpu_ids: tuple[int, ...]
+    container_id: str | None
+    start_s: float | None
+    end_s: float | None
+    exit_code: int | None
+    decision_id: int | None
+    stop_decision_id: int | None
+    stop_requested_s: float | None
+    reason: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.end_s is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobView:
+    id: str
+    state: JobState
+    image: str
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    epochs: int
+    epochs_done: int
+    submit_s: float
+    due_s: float
+    weight: float
+    application: str
+    grace_s: float
+    failures: int
+    max_gpus: int | None
+    predicted_cost: float | None
+    state_changed_s: float | None = None
+    reason: str | None = None
+    attempts: tuple[AttemptView, ...] = ()
+
+    @property
+    def latest(self) -> AttemptView | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def open_attempts(self) -> tuple[AttemptView, ...]:
+        return tuple(a for a in self.attempts if a.open)
+
+
+def load_nodes(db: Db) -> dict[str, NodeView]:
+    """Every node by name, with the GPUs it still has (index >= 0) in index order."""
+    gpus: dict[int, list[GpuView]] = defaultdict(list)
+    for gpu_id, node_id, index, uuid, healthy, mig in db.execute(
+            select(Gpu.id, Gpu.node_id, Gpu.index, Gpu.uuid, Gpu.healthy, Gpu.mig_enabled)
+            .where(Gpu.index >= 0).order_by(Gpu.node_id, Gpu.index)):
+        gpus[node_id].append(GpuView(id=gpu_id, index=index, uuid=uuid, healthy=bool(healthy),
+                                     mig=bool(mig)))
+    out = {}
+    for r in db.execute(select(Node.id, Node.name, Node.docker_endpoint, Node.gpu_type,
+                               Node.gpu_count, Node.state, Node.profiling,
+                               Node.last_heartbeat_s).order_by(Node.name)):
+        out[r.name] = NodeView(id=r.id, name=r.name, endpoint=r.docker_endpoint,
+                               gpu_type=r.gpu_type, gpu_count=r.gpu_count, state=r.state,
+                               profiling=bool(r.profiling), gpus=tuple(gpus.get(r.id, ())),
+                               last_heartbeat_s=r.last_heartbeat_s)
+    return out
+
+
+def node_names(db: Db, ids: Collection[int | None]) -> dict[int, str]:
+    """Node id -> name for the given ids (None and unknown ids are left out)."""
+    out: dict[int, str] = {}
+    for chunk in chunks(sorted({i for i in ids if i is not None})):
+        out.update(db.execute(select(Node.id, Node.name).where(Node.id.in_(chunk))).all())
+    return out
+
+
+_JOB_COLUMNS = (Job.id, Job.state, Job.image, Job.command, Job.env, Job.epochs, Job.epochs_done,
+                Job.submit_s, Job.due_s, Job.weight, Job.application, Job.grace_s,
+                Job.failures, Job.max_gpus, Job.predicted_cost, Job.state_changed_s,
+                Job.reason)
+_ATTEMPT_COLUMNS = (JobAttempt.id, JobAttempt.job_id, JobAttempt.attempt, JobAttempt.node_id,
+                    JobAttempt.gpu_ids, JobAttempt.container_id, JobAttempt.start_s,
+                    JobAttempt.end_s, JobAttempt.exit_code, JobAttempt.decision_id,
+                    JobAttempt.stop_decision_id, JobAttempt.stop_requested_s,
+                    JobAttempt.reason)
+
+
+def load_jobs(db: Db, *, ids: Iterable[str] | None = None) -> dict[str, JobView]:
+    """The jobs the manager acts on (default: active jobs plus terminal jobs with an open
+    attempt), or exactly the given ids; each with all its attempts in order."""
+    if ids is None:
+        open_ids = select(JobAttempt.job_id).where(JobAttempt.end_s.is_(None))
+        return _with_attempts(db, _rows(db, or_(Job.state.in_(ACTIVE), Job.id.in_(open_ids))))
+    rows: list[Any] = []
+    for chunk in chunks(sorted(set(ids))):
+        rows.extend(_rows(db, Job.id.in_(chunk)))
+    return _with_attempts(db, rows)
+
+
+def load_queue(db: Db, *, include_finished: bool = False) -> dict[str, JobView]:
+    """Unfinished jobs (or every job), each with all its attempts."""
+    where = Job.state.not_in(TERMINAL) if not include_finished else None
+    return _with_attempts(db, _rows(db, where))
+
+
+def _rows(db: Db, where: ColumnElement[bool] | None) -> list[Any]:
+    stmt = select(*_JOB_COLUMNS)
+    return list(db.execute(stmt if where is None else stmt.where(where)))
+
+
+def _with_attempts(db: Db, rows: list[Any]) -> dict[str, JobView]:
+    attempts: dict[str, list[AttemptView]] = defaultdict(list)
+    for chunk in chunks([r.id for r in rows]):
+        for a in db.execute(select(*_ATTEMPT_COLUMNS).where(JobAttempt.job_id.in_(chunk))
+                            .order_by(JobAttempt.job_id, JobAttempt.attempt)):
+            attempts[a.job_id].append(_attempt(a))
+    return {r.id: _job(r, tuple(attempts.get(r.id, ()))) for r in rows}
+
+
+def _attempt(a: Any) -> AttemptView:
+    return AttemptView(id=a.id, job_id=a.job_id, attempt=a.attempt, node_id=a.node_id,
+                       gpu_ids=tuple(int(i) for i in (a.gpu_ids or ())),
+                       container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
+                       exit_code=a.exit_code, decision_id=a.decision_id,
+                       stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s,
+                       reason=a.reason)
+
+
+def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:
+    return JobView(id=r.id, state=r.state, image=r.image,
+                   command=tuple(str(c) for c in (r.command or ())),
+                   env=MappingProxyType({str(k): str(v) for k, v in (r.env or {}).items()}),
+                   epochs=r.epochs, epochs_done=r.epochs_done or 0, submit_s=r.submit_s,
+                   due_s=r.due_s, weight=r.weight, application=r.application,
+                   grace_s=r.grace_s if r.grace_s is not None else DEFAULT_GRACE_S,
+                   failures=r.failures or 0, max_gpus=r.max_gpus,
+                   predicted_cost=r.predicted_cost, state_changed_s=r.state_changed_s,
+                   reason=r.reason, attempts=attempts)
