@@ -23,11 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from andreas.config import ManagerSettings
-from andreas.costs import energy_cost
+from andreas.costs import MJ_PER_KWH, Prices, late_s
 from andreas.errors import InputError
 from andreas.executor.base import NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments
-from andreas.manager.snapshot import settings_energy
 from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
 from andreas.store.epochs import job_epochs
@@ -39,8 +38,6 @@ from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps,
                                     latest_gpu_power, latest_host_power, total)
 from andreas.submit import resolve_job_id
 
-MJ_PER_KWH = 3.6e9
-MJ_PER_J = 1000.0
 POWER_WINDOW_S = 60.0
 
 
@@ -318,13 +315,11 @@ def _costs(settings: ManagerSettings, job: JobView, ended_s: float | None, now_s
     if mj is None and not any(a.start_s is not None for a in job.attempts):
         mj = 0                                      # never ran: truly nothing used
     kwh = None if mj is None else mj / MJ_PER_KWH
-    money = None if mj is None else energy_cost(mj / MJ_PER_J, settings_energy(settings))
-    until = ended_s if ended_s is not None else now_s
-    if job.state in TERMINAL and ended_s is None:
-        until = job.due_s                           # finished, end unknown: charge nothing
-    # A cancelled job is withdrawn by its user: no penalty for its due date.
-    tardiness = (0.0 if job.state is JobState.CANCELLED
-                 else job.weight * max(0.0, until - job.due_s))
+    money = None if kwh is None else Prices(pue=settings.energy_pue,
+                                            price_per_kwh=settings.price_per_kwh).cost(kwh)
+    tardiness = job.weight * late_s(due_s=job.due_s, end_s=ended_s, now_s=now_s,
+                                    cancelled=job.state is JobState.CANCELLED,
+                                    finished=job.state in TERMINAL)
     so_far = None if money is None else money + tardiness
     return Costs(energy_kwh=kwh, energy_cost=money, tardiness_cost=tardiness,
                  so_far=so_far, to_go=entry.predicted_cost if entry else None)
