@@ -38,32 +38,32 @@ CLI exits 2).
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
 from andreas.config import mask_url, read_toml
 from andreas.errors import InputError
+from andreas.fields import Rule, check, rule
 
 DEFAULT_CONFIG = Path("/etc/andreas/agent.toml")
 DEFAULT_SPOOL = Path("/var/lib/andreas-agent/spool")
 DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
 
-_NUMBER = (int, float)
-_KEYS: dict[str, dict[str, Any]] = {
-    "agent": {"node_name": str, "interval_s": _NUMBER, "docker_url": str,
-              "docker_endpoint": str, "heartbeat_s": _NUMBER, "fake_gpus": str,
-              "powercap_root": str, "job_energy_window_s": _NUMBER, "log_level": str,
-              "min_energy_interval_s": _NUMBER},
-    "store": {"url": str, "password_file": str, "self_register": bool},
-    "spool": {"path": str, "max_size": (str, int)},
-    "delivery": {"batch_rows": int, "batch_s": _NUMBER, "shutdown_s": _NUMBER,
-                 "max_backoff_s": _NUMBER},
+# The file's sections and keys -> the AgentConfig field each one sets (its type and limits
+# come from there: andreas.fields); [spool] max_size is parsed by parse_size.
+_KEYS: dict[str, dict[str, str]] = {
+    "agent": {k: k for k in ("node_name", "interval_s", "docker_url", "docker_endpoint",
+                             "heartbeat_s", "fake_gpus", "powercap_root",
+                             "job_energy_window_s", "log_level", "min_energy_interval_s")},
+    "store": {"url": "db_url", "password_file": "db_password_file",
+              "self_register": "self_register"},
+    "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
+    "delivery": {k: k for k in ("batch_rows", "batch_s", "shutdown_s", "max_backoff_s")},
 }
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -73,24 +73,24 @@ class AgentConfig:
     """The resolved settings (``config_path``: the file read, if any)."""
 
     node_name: str
-    db_url: str
+    db_url: str = field(metadata=rule(secret=True))
     db_password_file: str | None = None
     self_register: bool | None = None          # None: yes on SQLite, no on MariaDB
-    interval_s: float = 1.0
-    min_energy_interval_s: float = 1.0
+    interval_s: float = field(default=1.0, metadata=rule(gt=0))
+    min_energy_interval_s: float = field(default=1.0, metadata=rule(gt=0))
     docker_url: str = DEFAULT_DOCKER_URL
     docker_endpoint: str = ""
-    heartbeat_s: float = 10.0
+    heartbeat_s: float = field(default=10.0, metadata=rule(gt=0))
     fake_gpus: str = ""
     powercap_root: str = "/sys/class/powercap"
-    job_energy_window_s: float = 60.0
-    log_level: str = "info"
+    job_energy_window_s: float = field(default=60.0, metadata=rule(gt=0))
+    log_level: str = field(default="info", metadata=rule(choices=LOG_LEVELS))
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
-    batch_rows: int = 500
-    batch_s: float = 1.0
-    shutdown_s: float = 10.0
-    max_backoff_s: float = 60.0
+    batch_rows: int = field(default=500, metadata=rule(ge=1))
+    batch_s: float = field(default=1.0, metadata=rule(gt=0))
+    shutdown_s: float = field(default=10.0, metadata=rule(gt=0))
+    max_backoff_s: float = field(default=60.0, metadata=rule(gt=0))
     config_path: str | None = None
 
     @property
@@ -134,65 +134,49 @@ def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | 
     env = os.environ if environ is None else environ
     explicit = path is not None
     file = Path(path) if explicit else DEFAULT_CONFIG
-    data: dict[str, Any] = {}
     if explicit and not file.is_file():
         raise InputError(f"config file {file}: not found")
-    if file.is_file():
-        data = _read(file)
     where = str(file) if file.is_file() else "defaults"
-    agent, store = data.get("agent", {}), data.get("store", {})
-    spool, delivery = data.get("spool", {}), data.get("delivery", {})
-
-    node = env.get("ANDREAS_NODE_NAME") or agent.get("node_name") or socket.gethostname()
-    url = env.get("ANDREAS_DB_URL") or store.get("url")
-    if not url:
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    if file.is_file():
+        for section, table in read_toml(file, _KEYS).items():
+            for key, value in table.items():
+                if key not in _KEYS[section]:
+                    raise InputError(f"{file}: [{section}] unknown key '{key}' "
+                                     f"(known: {', '.join(sorted(_KEYS[section]))})")
+                values[_KEYS[section][key]] = value
+                origin[_KEYS[section][key]] = f"{file}: [{section}] {key}"
+    for name, var in _ENV.items():
+        if env.get(var):
+            values[name], origin[name] = env[var], var
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name], origin[name] = value, name
+    values.setdefault("node_name", socket.gethostname())
+    if not values.get("db_url"):
         raise InputError(f"{where}: no database: set [store] url or ANDREAS_DB_URL "
                          "(the agent has no default database)")
-    max_size = env.get("ANDREAS_SPOOL_MAX_SIZE") or spool.get("max_size", DEFAULT_MAX_BYTES)
-    cfg = AgentConfig(
-        node_name=node, db_url=url,
-        db_password_file=env.get("ANDREAS_DB_PASSWORD_FILE") or store.get("password_file"),
-        self_register=store.get("self_register"),
-        interval_s=float(agent.get("interval_s", 1.0)),
-        min_energy_interval_s=float(agent.get("min_energy_interval_s", 1.0)),
-        docker_url=agent.get("docker_url", DEFAULT_DOCKER_URL),
-        docker_endpoint=agent.get("docker_endpoint", ""),
-        heartbeat_s=float(agent.get("heartbeat_s", 10.0)),
-        fake_gpus=env.get("ANDREAS_FAKE_GPUS") or agent.get("fake_gpus", ""),
-        powercap_root=agent.get("powercap_root", "/sys/class/powercap"),
-        job_energy_window_s=float(agent.get("job_energy_window_s", 60.0)),
-        log_level=agent.get("log_level", "info"),
-        spool_dir=env.get("ANDREAS_SPOOL_DIR") or spool.get("path", str(DEFAULT_SPOOL)),
-        spool_max_bytes=parse_size(max_size, "[spool] max_size / ANDREAS_SPOOL_MAX_SIZE"),
-        batch_rows=int(delivery.get("batch_rows", 500)),
-        batch_s=float(delivery.get("batch_s", 1.0)),
-        shutdown_s=float(delivery.get("shutdown_s", 10.0)),
-        max_backoff_s=float(delivery.get("max_backoff_s", 60.0)),
-        config_path=str(file) if file.is_file() else None)
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if given:
-        cfg = replace(cfg, **given)
+    if "spool_max_bytes" in values:
+        values["spool_max_bytes"] = parse_size(values["spool_max_bytes"],
+                                               origin["spool_max_bytes"])
+    hints = get_type_hints(AgentConfig)
+    rules = {f.name: f.metadata.get("rule", Rule()) for f in fields(AgentConfig)}
+    checked = {name: check(origin.get(name, name), value, hints[name], rules[name])
+               for name, value in values.items()}
+    cfg = AgentConfig(**checked, config_path=str(file) if file.is_file() else None)
     _check(cfg, where)
     return cfg
 
 
-def _check(cfg: AgentConfig, where: str) -> None:
-    def positive(name: str, value: float, minimum: float = 0.0) -> None:
-        if not (math.isfinite(value) and value > minimum):
-            raise InputError(f"{where}: {name} must be a number > {minimum:g}, got {value!r}")
+# Environment variables -> the field each one sets (they win over the file).
+_ENV = {"node_name": "ANDREAS_NODE_NAME", "db_url": "ANDREAS_DB_URL",
+        "db_password_file": "ANDREAS_DB_PASSWORD_FILE", "fake_gpus": "ANDREAS_FAKE_GPUS",
+        "spool_dir": "ANDREAS_SPOOL_DIR", "spool_max_bytes": "ANDREAS_SPOOL_MAX_SIZE"}
 
-    positive("interval_s", cfg.interval_s)
-    positive("min_energy_interval_s", cfg.min_energy_interval_s)
-    positive("heartbeat_s", cfg.heartbeat_s)
-    positive("job_energy_window_s", cfg.job_energy_window_s)
-    positive("batch_s", cfg.batch_s)
-    positive("shutdown_s", cfg.shutdown_s)
-    positive("max_backoff_s", cfg.max_backoff_s)
-    if cfg.batch_rows < 1:
-        raise InputError(f"{where}: [delivery] batch_rows must be >= 1, got {cfg.batch_rows}")
-    if cfg.log_level not in LOG_LEVELS:
-        raise InputError(f"{where}: [agent] log_level must be one of {', '.join(LOG_LEVELS)}, "
-                         f"got {cfg.log_level!r}")
+
+def _check(cfg: AgentConfig, where: str) -> None:
+    """What one field's type and limits cannot say."""
     if not cfg.node_name or len(cfg.node_name) > 128 or any(c.isspace() for c in cfg.node_name):
         raise InputError(f"{where}: node name must be 1-128 characters without spaces, "
                          f"got {cfg.node_name!r}")
@@ -207,7 +191,3 @@ def _check(cfg: AgentConfig, where: str) -> None:
             parse_spec(cfg.fake_gpus)
         except InputError as e:
             raise InputError(f"fake GPUs {cfg.fake_gpus!r}: {e}") from None
-
-
-def _read(path: Path) -> dict[str, Any]:
-    return read_toml(path, _KEYS)
