@@ -171,7 +171,7 @@ class Agent:
         if self.tracker is not None:
             try:
                 self.tracker.stop()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("stopping the epoch tracker")
         if self.delivery is not None:
             self.delivery.put_many([to_entry(r) for r in self.windows.flush()])
@@ -197,7 +197,7 @@ class Agent:
         now_mono, now_wall = self.mono(), self.wall()
         try:
             self._tick(now_mono, now_wall)
-        except Exception:  # noqa: BLE001 - the daemon outlives one bad interval
+        except Exception:
             self.stats.tick_errors += 1
             if self.stats.tick_errors <= 10 or self.stats.tick_errors % 100 == 0:
                 log.exception("sampling interval failed (%d so far)", self.stats.tick_errors)

@@ -131,7 +131,7 @@ class Delivery:
                         self._handle(batch)
                     elif self.stats.mode == "spool" and self._clock() >= self._retry_at:
                         self._replay()
-                except Exception:  # noqa: BLE001 - a bug must not end delivery: keep data
+                except Exception:
                     log.exception("delivery: unexpected error; the batch goes to the spool")
                     self.stats.mode = "spool"
                     self._retry_at = self._clock() + self.max_backoff_s
@@ -139,7 +139,7 @@ class Delivery:
                 if stop:
                     break
             self._shutdown()
-        except Exception:  # noqa: BLE001 - the last line of defence: log, keep data
+        except Exception:
             log.exception("delivery thread failed; spooling what is queued")
             self._spool_rest()
         finally:
@@ -348,5 +348,5 @@ class Delivery:
             if rest:
                 self._to_spool(rest)
             self.spool.flush()
-        except Exception:  # noqa: BLE001 - nothing more can be done
+        except Exception:
             log.exception("could not spool the remaining records")

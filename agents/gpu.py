@@ -304,7 +304,7 @@ class GpuSampler:
             raise RuntimeError("GpuSampler.sample() before start()")
         try:
             self._maybe_reinit(now_mono)
-        except Exception:  # noqa: BLE001 - a failed re-init is retried, never fatal
+        except Exception:
             log.exception("NVML: re-initialisation failed unexpectedly")
             self._next_backoff(now_mono)
         out: list[GpuSample | GpuGap] = []
@@ -316,7 +316,7 @@ class GpuSampler:
                     item = self._tick(gpu, now_mono, now_wall)
                 except _DeviceFailed as e:
                     self._mark_lost(gpu, str(e), now_mono)
-                except Exception as e:  # noqa: BLE001 - one bad reading never stops the daemon
+                except Exception as e:
                     log.exception("GPU %s: unexpected error while sampling", gpu.info.uuid)
                     self._mark_lost(gpu, f"unexpected error: {e!r}", now_mono)
                 else:

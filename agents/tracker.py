@@ -231,7 +231,7 @@ class EpochTracker:
             if event.action == "start":
                 try:
                     container = self.client.containers.get(cid)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     if _is_not_found(e):
                         log.warning("container %s started and was removed before its "
                                     "log could be read", cid[:12])

@@ -188,7 +188,8 @@ def _print_sweep(summary, heads) -> None:
                       f"{r['total_cost_mean']:.1f} ± {r['total_cost_std']:.1f}",
                       f"{r['energy_cost_mean']:.1f}", f"{r['tardiness_cost_mean']:.1f}",
                       f"{r['late_jobs_mean']:.1f}",
-                      f"{r['vs_best_baseline_pct_mean']:+.1f} ± {r['vs_best_baseline_pct_std']:.1f}",
+                      f"{r['vs_best_baseline_pct_mean']:+.1f} "
+                      f"± {r['vs_best_baseline_pct_std']:.1f}",
                       f"{r['vs_rg_pct_mean']:+.1f}", f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
     out = console()
     out.print(table)

@@ -17,7 +17,8 @@ Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
   one more period of waiting adds rho times: with ``b_j`` its remaining time after a
   restart on its best configuration (the cheapest that meets its due date, else the
   fastest), ``w * (late_now + rho * (late_after_H - late_now))`` where ``late_now =
-  max(0, now + b_j - d_j)`` and ``late_after_H = max(0, now + H + b_j - d_j)``. P1a as published (``"paper"``) charges ``rho * w * tau_hat_j`` with the
+  max(0, now + b_j - d_j)`` and ``late_after_H = max(0, now + H + b_j - d_j)``. P1a as
+  published (``"paper"``) charges ``rho * w * tau_hat_j`` with the
   worst-case ``tau_hat_j = max(0, now + H + M_j - d_j)``: rho times the slowest
   configuration's whole lateness, so postponing a job that is already late, or long,
   looked rho times dearer than running it, and plans that ran many jobs on one GPU each
@@ -63,7 +64,7 @@ def tardiness_s(finish_s: float, due_s: float) -> float:
 
 def node_cost_per_hour(snapshot: Snapshot, node_name: str, busy_gpus: int,
                        node_configs: dict[str, str] | None = None) -> float:
-    """c_ng of a node with ``busy_gpus`` busy: measured power curve, or its VM price in cloud mode."""
+    """c_ng of a node with ``busy_gpus`` busy: measured power curve, or (cloud) its VM price."""
     if snapshot.cloud:
         entry = _catalog(snapshot)[(node_configs or {})[node_name]]
         return entry.cost_per_hour if busy_gpus > 0 else 0.0

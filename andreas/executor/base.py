@@ -95,7 +95,7 @@ class Executor(abc.ABC):
         """Create and start the attempt's container; returns its id. Raises
         ImageNotAllowed, ImageNotFound, ContainerConflict, NodeUnreachable, ExecutorError."""
 
-    def ensure_image(self, node: NodeRef, image: str) -> None:
+    def ensure_image(self, node: NodeRef, image: str) -> None:  # noqa: B027 - optional hook
         """Make sure the node has ``image`` (pull it), before an attempt is recorded.
         Raises ImagePullFailed (may pass), ImageNotFound, ImageNotAllowed, NodeUnreachable.
         Default: nothing to prepare (the dry run, fakes)."""
@@ -144,5 +144,5 @@ class Executor(abc.ABC):
         """
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

@@ -214,7 +214,7 @@ class DockerExecutor(Executor):
                     engine.client = self._factory(endpoint)
                 except ExecutorError:
                     raise
-                except Exception as e:  # noqa: BLE001 - translated
+                except Exception as e:
                     raise self._translate(e, node, "connect") from e
             return engine, engine.client
 
@@ -250,7 +250,7 @@ class DockerExecutor(Executor):
             return fn(client)
         except ExecutorError:
             raise
-        except Exception as e:  # noqa: BLE001 - translated at this boundary
+        except Exception as e:
             err = self._translate(e, node, what)
             if isinstance(err, NodeUnreachable):
                 self._drop(node, client)
@@ -280,7 +280,7 @@ class DockerExecutor(Executor):
             self._remove_unstarted(client, name)
             raise ExecutorError(f"node {node.name}: start container {name}: "
                                 f"{one_line(e)}") from e
-        except Exception as e:  # noqa: BLE001 - translated at this boundary
+        except Exception as e:
             err = self._translate(e, node, f"start container {name}")
             if isinstance(err, NodeUnreachable):
                 self._drop(node, client)
@@ -417,7 +417,7 @@ class DockerExecutor(Executor):
             yield from stream
         except ExecutorError:
             raise
-        except Exception as e:  # noqa: BLE001 - translated at this boundary
+        except Exception as e:
             raise self._translate(e, node, what) from e
 
     def watch(self, nodes: Callable[[], list[NodeRef]], wake: Callable[[str], None],

@@ -287,7 +287,7 @@ class EventWatch:
     def _sync(self) -> None:
         try:
             wanted = set(self._nodes())
-        except Exception:  # noqa: BLE001 - keep the current set; try again later
+        except Exception:
             log.debug("event watch: nodes() failed", exc_info=True)
             return
         for ref in [r for r in self.watchers if r not in wanted]:
@@ -310,7 +310,7 @@ class EventWatch:
                 deadline = time.monotonic() + (WATCH_NODES_S if self.watchers else 1.0)
                 while not self._done() and time.monotonic() < deadline:
                     self._stop.wait(_WATCH_SLICE_S)
-        except Exception:  # noqa: BLE001 - never escapes; polling goes on without events
+        except Exception:
             log.exception("event watch failed; the manager polls without it")
         finally:
             self.shutdown()

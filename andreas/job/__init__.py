@@ -24,7 +24,8 @@ Container labels (set by the executor, read by the agent)
 
 Progress line, format v1 (one per epoch start and one per epoch end, on stdout or stderr)::
 
-    ANDREAS-PROGRESS v1 job=<id> epoch=<n> of=<N> event=<start|end> t=<unix seconds> [<metric>=<number> ...]
+    ANDREAS-PROGRESS v1 job=<id> epoch=<n> of=<N> event=<start|end> t=<unix seconds> \
+        [<metric>=<number> ...]
 
     ANDREAS-PROGRESS v1 job=j00042 epoch=3 of=10 event=end t=1716212345.123456 loss=0.4121
 

@@ -89,7 +89,7 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
             try:
                 manager.tick()
                 errors, wait_s = 0, settings.poll_s
-            except Exception:  # noqa: BLE001 - the loop outlives a database outage
+            except Exception:
                 errors += 1
                 wait_s = min(MAX_ERROR_BACKOFF_S, settings.poll_s * 2 ** errors)
                 log.exception("tick failed (%d in a row); next try in %.1f s", errors, wait_s)

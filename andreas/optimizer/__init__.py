@@ -66,7 +66,8 @@ def get_policy(name: str) -> Policy:
     try:
         module, func, _ = POLICIES[name]
     except KeyError:
-        raise InputError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})") from None
+        raise InputError(f"policy: unknown policy {name!r} "
+                         f"(known: {', '.join(POLICIES)})") from None
     return getattr(importlib.import_module(module), func)
 
 

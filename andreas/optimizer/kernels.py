@@ -313,8 +313,8 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
 def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_gpus,
                    class_group, class_cost_h, cfg_class, cfg_g, cfg_group, cfg_index,
                    pack_class, group_cheapest, group_best, group_nodes, group_count, t, tard,
-                   fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue, s_pref, s_cdf,
-                   s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls, out_obj,
+                   fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue, s_pref,
+                   s_cdf, s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls, out_obj,
                    out_bar, out_wc):
     """Every row b with strategy ``row_strategy[b]``; results in the out_* arrays."""
     for b in range(row_strategy.shape[0]):

@@ -168,7 +168,8 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         cfg_cost_h = class_cost_h[cfg_class, cfg_g]
     with np.errstate(invalid="ignore"):
         pi = np.where(runnable, t * cfg_cost_h / SECONDS_PER_HOUR, INF)
-        tard_cost = np.where(runnable, weight[:, None] * np.maximum(0.0, now + t - due[:, None]), INF)
+        late = np.maximum(0.0, now + t - due[:, None])
+        tard_cost = np.where(runnable, weight[:, None] * late, INF)
     max_t = np.where(runnable, t, -INF).max(axis=1, initial=0.0) if nj else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fbar_term = np.where(runnable, max_t[:, None] / (pi + tard_cost), 0.0)

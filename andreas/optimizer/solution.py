@@ -58,7 +58,7 @@ def _relabel(problem: Problem, node: np.ndarray, cfg: np.ndarray,
         scores[(int(node[i]), phys)] += 2 if same_g else 1
     if problem.cloud:
         for s in used:
-            for name, p in index.items():
+            for p in index.values():
                 current = problem.snapshot.nodes[p].config
                 if current == problem.class_name[node_cls[s]]:
                     scores[(s, p)] += 1

@@ -90,7 +90,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             })
     out = []
     for (sc, arr, n, policy), items in sorted(groups.items()):
-        def stats(key: str) -> tuple[float, float]:
+        def stats(key: str, items: list = items) -> tuple[float, float]:
             values = [i[key] for i in items if i[key] is not None]
             if not values:
                 return (float("nan"), float("nan"))

@@ -47,9 +47,9 @@ if __name__ == "__main__":
     for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
-import numpy as np  # noqa: E402  (after the thread settings, which it reads at import)
+import numpy as np
 
-from andreas import job  # noqa: E402
+from andreas import job
 
 ENV_EPOCH_S = "EXAMPLE_EPOCH_S"
 ENV_STEPS = "EXAMPLE_STEPS"

@@ -36,7 +36,7 @@ class FakePsutil:
     def virtual_memory(self):
         return VM(total=64_000 * MIB, available=48_000 * MIB)
 
-    def Process(self):  # noqa: N802 - psutil's name
+    def Process(self):
         return self.process
 
 

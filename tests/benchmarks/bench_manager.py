@@ -12,8 +12,9 @@ every GPU. Measured, median of ``--repeat`` runs:
 - baseline: the policy alone on the same snapshot, measured in the same run.
 
 Prints times and ratios to the baseline; target (issue 6): snapshot + decision + diff
-(reschedule + tick) under 2 s. Times are printed, never asserted. SQLite by default; ``--mariadb`` uses a fresh
-database on ANDREAS_TEST_MARIADB_URL (an administrator's URL of a throw-away server).
+(reschedule + tick) under 2 s. Times are printed, never asserted. SQLite by default;
+``--mariadb`` uses a fresh database on
+ANDREAS_TEST_MARIADB_URL (an administrator's URL of a throw-away server).
 Run: ``python tests/benchmarks/bench_manager.py [--policy rg] [--mariadb]``.
 """
 

@@ -324,7 +324,7 @@ def run_task(task: Task) -> dict[str, Any]:
               "load": task.load}
     try:
         out = run_cpp(task) if task.kind == "cpp" else run_andreas(task)
-    except Exception as exc:   # one failed run must not lose the others
+    except Exception as exc:  # noqa: BLE001 - one failed run must not lose the others
         out = {"error": f"{type(exc).__name__}: {exc}"}
     return {**common, **out}
 

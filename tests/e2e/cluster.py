@@ -68,7 +68,7 @@ class Cluster:
     extra_volumes: tuple[str, ...]
     manager: subprocess.Popen | None = None
     manager_runs: int = 0
-    monitor: "Monitor | None" = None
+    monitor: Monitor | None = None
     cleanup: list[Callable[[], None]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ processes

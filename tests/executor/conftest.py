@@ -25,7 +25,7 @@ from andreas.job import LABEL_JOB
 from andreas.store import Store, migrate, open_store
 from andreas.store.engine import make_engine
 from tests.agents_docker.conftest import (docker_client, image,  # noqa: F401
-                                          run_container)  # noqa: F401  (fixtures)
+                                          run_container)
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def settings(tmp_path: Path) -> ExecutorSettings:
 
 
 @pytest.fixture
-def node(docker_client: docker.DockerClient) -> NodeRef:  # noqa: F811
+def node(docker_client: docker.DockerClient) -> NodeRef:
     return NodeRef(name="local", docker_endpoint=os.environ["DOCKER_HOST"])
 
 
@@ -51,7 +51,7 @@ def executor(settings: ExecutorSettings) -> Iterator[DockerExecutor]:
 
 
 @pytest.fixture
-def new_job(docker_client: docker.DockerClient) -> Iterator[Callable[[], str]]:  # noqa: F811
+def new_job(docker_client: docker.DockerClient) -> Iterator[Callable[[], str]]:
     """``new_job()``: a unique job id; its containers are removed at teardown."""
     made: list[str] = []
 
@@ -70,7 +70,7 @@ def new_job(docker_client: docker.DockerClient) -> Iterator[Callable[[], str]]: 
 
 
 @pytest.fixture
-def request_for(image: str) -> Callable[..., StartRequest]:  # noqa: F811
+def request_for(image: str) -> Callable[..., StartRequest]:
     """``request_for(job_id, script, **fields)``: a StartRequest running ``sh -c script``
     in the test image on two fake GPUs."""
 

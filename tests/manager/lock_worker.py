@@ -1,4 +1,5 @@
-"""Holds the manager lock of a database until killed: ``python -m tests.manager.lock_worker URL``."""
+"""Holds the manager lock of a database until killed:
+``python -m tests.manager.lock_worker URL``."""
 
 from __future__ import annotations
 

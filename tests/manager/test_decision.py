@@ -51,7 +51,7 @@ def test_plan_document_schema_and_predicted_cost(mstore):
         assert set(a) == {"job", "kind", "node", "gpus", "reason"}
         assert a["reason"].split(":")[0] in ("start", "wait", "continue", "preempt", "move",
                                              "resize")
-    for name, n in plan["nodes"].items():
+    for n in plan["nodes"].values():
         assert n["power_source"] == "profiles" and n["samples"] == 0
         assert n["cost_per_hour"] == pytest.approx(
             c_ng_per_hour(n["power_w"][n["busy_gpus"]], Energy()))

@@ -43,7 +43,7 @@ def test_random_sequences_keep_capacity_and_consistency(mstore, seed):
     m, ex, clock = make(mstore, max_retries=1, policy=POLICIES[seed % len(POLICIES)])
     m.start()
     jobs = 0
-    for step in range(60):
+    for _ in range(60):
         event = rng.random()
         if event < 0.3:
             jobs += 1

@@ -109,11 +109,11 @@ def seed(store) -> World:
 
 
 @pytest.fixture(scope="module")
-def world(store):  # noqa: F811
+def world(store):
     return seed(store)
 
 
-def run_cli(db_url: str, *args: str, now: float = NOW,  # noqa: F811
+def run_cli(db_url: str, *args: str, now: float = NOW,
             env: dict[str, str] | None = None) -> Result:
     environ = {"ANDREAS_DB_URL": db_url, "ANDREAS_CONFIG": "", "ANDREAS_POLICY": "",
                "ANDREAS_PERIOD_S": ""}
