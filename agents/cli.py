@@ -120,7 +120,16 @@ def _register(cfg: Any) -> int:
     return 0
 
 
+def without_ssh_transport(docker_url: str) -> None:
+    """The agent follows its own engine (unix:// or tcp://); the Docker SDK would import
+    paramiko and cryptography for ssh:// support it never uses: about 19 MB of resident
+    memory on every GPU node. Marking paramiko absent makes the SDK skip that transport."""
+    if not docker_url.startswith("ssh://") and "paramiko" not in sys.modules:
+        sys.modules["paramiko"] = None  # type: ignore[assignment]
+
+
 def _run(cfg: Any, *, once: bool) -> int:
+    without_ssh_transport(cfg.docker_url)
     from agents.daemon import Agent
     from agents.gpu import NvmlUnavailable
 

@@ -4,7 +4,8 @@
   ``backend`` fixture with its ``mariadb`` parameter, and modules that drive a server);
 - ``docker``: needs the test Docker daemon (any test using the ``docker_client`` fixture);
 - ``e2e``: the whole cluster (tests/e2e, minutes);
-- ``slow``: pure tests that take seconds each (set in the modules themselves).
+- ``slow``: tests that need no service but take seconds each (``_SLOW``: measured with
+  ``--durations``; whole modules of exact solvers and property sweeps, and single tests).
 
 Quick loop: ``pytest -m "not mariadb and not docker and not e2e and not slow"``.
 ``scripts/test.sh`` runs everything and fails on any skip.
@@ -18,6 +19,24 @@ import pytest
 
 _HERE = Path(__file__).parent
 _MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py"}
+_SLOW = (
+    "test_milp.py::", "test_never_worse.py::", "test_dp.py::", "test_exact.py::",
+    "agents_daemon/test_spool_file.py::test_sigkill_at_random_moments",
+    "agents_daemon/test_agent_cli_e2e.py::test_daemon_samples_fake_gpus",
+    "agents_daemon/test_agent_cli_e2e.py::test_once_takes_one_interval",
+    "agents_daemon/test_agent_loop_jobs.py::test_jobs_get_their_gpus",
+    "test_optimizer.py::test_every_policy_returns_a_feasible_plan",
+    "test_optimizer.py::test_seeded_runs_are_reproducible_bit_for_bit",
+    "jobs/test_submit_script.py::", "store/test_jobs.py::test_processes_race",
+    "examples/test_train.py::", "manager/test_daemon.py::test_sigterm_stops",
+    "manager/test_random.py::", "manager/test_loop.py::", "manager/test_lock.py::",
+    "report/test_cli.py::test_html_page_opens_in_headless_chromium",
+    "executor/test_docker_events.py::test_an_unreachable_engine",
+    "store/test_retention.py::", "store/test_samples.py::test_batched_insert",
+    "test_cli.py::test_python_dash_m", "test_cli_sim.py::test_simulate_a_trace_writes",
+    "test_simulator.py::test_conservation_on_random_traces",
+    "test_snapshot.py::test_fuzz_parse",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -31,3 +50,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.mariadb)
         if "docker_client" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
+        if ("/".join(parts) + "::" + item.name).startswith(_SLOW):
+            item.add_marker(pytest.mark.slow)

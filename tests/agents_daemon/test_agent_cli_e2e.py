@@ -193,3 +193,15 @@ def test_without_nvml_and_without_fake_it_says_so(tmp_path, monkeypatch):
                                 env={"ANDREAS_DB_URL": None})
     assert result.exit_code == 1
     assert "NVML cannot be initialised" in result.output and "--fake-gpus" in result.output
+
+
+def test_the_agent_does_without_the_ssh_transport_unless_it_needs_it():
+    code = ("import sys; from agents.cli import without_ssh_transport; "
+            "without_ssh_transport(sys.argv[1]); import docker; "
+            "c = docker.DockerClient(base_url='unix:///nonexistent.sock', version='1.41'); "
+            "print('paramiko' in sys.modules and sys.modules['paramiko'] is not None)")
+    local = subprocess.run([sys.executable, "-c", code, "unix:///var/run/docker.sock"],
+                           capture_output=True, text=True, check=True)
+    remote = subprocess.run([sys.executable, "-c", code, "ssh://gpu07"],
+                            capture_output=True, text=True, check=True)
+    assert local.stdout.strip() == "False" and remote.stdout.strip() == "True"
