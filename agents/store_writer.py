@@ -1,4 +1,7 @@
-"""The agent's side of the database: node registration and idempotent batch writes.
+"""The agent's side of the database: registration before the first write, then
+idempotent batch writes. The SQL is the store's (:mod:`andreas.store.registry`,
+:mod:`andreas.store.samples`, :mod:`andreas.store.nodes`, :mod:`andreas.store.schema`);
+here is what the delivery thread does with it.
 
 Why it is shaped like this:
 
@@ -8,7 +11,8 @@ Why it is shaped like this:
 - **Every insert skips rows already stored** (``skip_duplicates``): after a lost
   connection the agent cannot know whether its last commit arrived, so it may send a
   batch twice; the second time changes nothing.
-- **Errors are sorted by what to do about them** (:func:`classify`): ``transient``
+- **Errors are sorted by what to do about them** (:func:`classify`, database errors by
+  :func:`andreas.store.faults.error_kind`): ``transient``
   (server down, connection lost, lock timeout: spool and retry with back-off),
   ``refused`` (the database answers but will not take writes from this agent: wrong
   password, missing privilege, schema not at head, node not registered; spool, retry
@@ -23,40 +27,35 @@ Why it is shaped like this:
   afterwards the agent only checks that the inventory still matches. On SQLite (one
   machine) the agent registers itself.
 - The agent never overrides an operator: it sets its node ``up`` at start only if it was
-  ``down``, and ``down`` at a clean stop only if it was ``up`` (``draining`` stays).
+  ``down``, and ``down`` at a clean stop only if it was ``up`` (``draining`` stays), both
+  through the node transition table (:func:`andreas.store.nodes.move_if`).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-
-from sqlalchemy import Connection, Engine, insert, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
 
 from agents.entries import HEARTBEAT, Entry
-from agents.records import GpuInfo
 from andreas.config import mask_url
 from andreas.errors import InputError
-from andreas.store.engine import describe_error, error_code, is_sqlite, make_engine
-from andreas.store.errors import StoreError
-from andreas.store.models import Gpu, Node, NodeState
+from andreas.store.engine import Engine
+from andreas.store.faults import describe, error_kind
+from andreas.store.models import NodeState
+from andreas.store.nodes import move_if, touch_heartbeat
+from andreas.store.registry import (NodeSpec, Registration, RegistrationRefused, agent_engine,
+                                    register)
 from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, PowerRow, insert_epoch_events,
                                    insert_gpu_gaps, insert_host_samples, insert_job_energy,
                                    insert_power_samples)
+from andreas.store.schema import schema_problem
+
+# The agent's other modules import the registration names from here, with the writer.
+__all__ = ["DeliveryError", "NodeSpec", "RegistrationRefused", "StoreWriter", "agent_engine",
+           "classify", "register"]
 
 log = logging.getLogger(__name__)
-
-# Server gone, unreachable, overloaded, shutting down, read-only during a fail-over,
-# lock wait timeout, deadlock, connection killed.
-TRANSIENT_CODES = frozenset({2002, 2003, 2005, 2006, 2013, 2055, 1040, 1053, 1205, 1213, 1290,
-                             1836, 1927, 4031})
-# The server answers but refuses this account or this schema.
-REFUSED_CODES = frozenset({1044, 1045, 1049, 1142, 1143, 1146, 1054, 1227, 1370})
 
 
 class DeliveryError(Exception):
@@ -67,189 +66,20 @@ class DeliveryError(Exception):
         self.kind = kind
 
 
-class RegistrationRefused(StoreError):
-    """The node's inventory must be written but this account may not write it."""
-
-
 def classify(e: BaseException) -> str:
     """``transient`` | ``refused`` | ``data`` for an exception raised while writing."""
     if isinstance(e, DeliveryError):
         return e.kind
     if isinstance(e, RegistrationRefused):
         return "refused"
-    if isinstance(e, (IntegrityError, InputError)):
+    if isinstance(e, InputError):
         return "data"
-    if isinstance(e, DBAPIError):
-        if e.connection_invalidated or isinstance(e, InterfaceError):
-            return "transient"
-        code = error_code(e)
-        if code in TRANSIENT_CODES:
-            return "transient"
-        if code in REFUSED_CODES:
-            return "refused"
-        text = str(getattr(e, "orig", e)).lower()
-        if "database is locked" in text or "database is busy" in text:   # SQLite
-            return "transient"
-        if code is None and ("unable to open" in text or "disk i/o" in text
-                             or "readonly" in text):
-            return "refused"
-        if code is not None and code >= 2000:    # client-side: connection trouble
-            return "transient"
-        return "data"
+    kind = error_kind(e)
+    if kind is not None:
+        return kind
     if isinstance(e, (ConnectionError, TimeoutError, OSError)):
         return "transient"
     return "data"
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeSpec:
-    """What registration writes: the node and its GPUs (MIG-refused ones included)."""
-
-    name: str
-    docker_endpoint: str
-    gpu_type: str
-    gpus: tuple[GpuInfo, ...]
-    unhealthy: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Registration:
-    node_id: int
-    gpu_ids: dict[str, int]
-    changed: tuple[str, ...] = ()      # what registration wrote (empty: all matched)
-
-
-def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registration:
-    """Make the store's inventory match ``spec``; with ``write=False`` only check it.
-
-    Raises RegistrationRefused (naming ``andreas-agent --register``) when rows must change
-    and ``write`` is off or the account lacks the privilege.
-    """
-    changes: list[str] = []
-
-    def need(what: str) -> None:
-        changes.append(what)
-        if not write:
-            raise RegistrationRefused(
-                f"node {spec.name}: {what}; the agent's database account may not change the "
-                "inventory: run `andreas-agent --register` once with the manager's account "
-                "(ANDREAS_DB_URL / ANDREAS_DB_PASSWORD_FILE of andreas_manager)")
-
-    node = conn.execute(select(Node.id, Node.docker_endpoint, Node.gpu_type, Node.gpu_count)
-                        .where(Node.name == spec.name)).one_or_none()
-    values = dict(docker_endpoint=spec.docker_endpoint, gpu_type=spec.gpu_type[:64],
-                  gpu_count=len(spec.gpus))
-    if node is None:
-        need("not registered")
-        node_id = conn.execute(insert(Node).values(name=spec.name, state=NodeState.UP,
-                                                   **values)).inserted_primary_key[0]
-    else:
-        node_id = node.id
-        differs = [k for k, v in values.items() if getattr(node, k) != v]
-        if differs:
-            need("inventory changed (" + ", ".join(
-                f"{k}: {getattr(node, k)!r} -> {values[k]!r}" for k in differs) + ")")
-            conn.execute(update(Node).where(Node.id == node_id).values(**values))
-    stored = {r.uuid: r for r in conn.execute(
-        select(Gpu.id, Gpu.uuid, Gpu.node_id, Gpu.index.label("gpu_index"), Gpu.model,
-               Gpu.memory_mib,
-               Gpu.power_limit_w, Gpu.has_energy_counter, Gpu.healthy, Gpu.mig_enabled)
-        .where(Gpu.uuid.in_([g.uuid for g in spec.gpus])))} if spec.gpus else {}
-    # (Row.index is tuple.index: the GPU index is read as gpu_index)
-    mine = {r.uuid: r for r in conn.execute(select(Gpu.id, Gpu.uuid,
-                                                   Gpu.index.label("gpu_index"))
-                                            .where(Gpu.node_id == node_id))}
-    wanted_index = {g.index for g in spec.gpus}
-    for uuid, r in mine.items():      # GPUs that left this node: free their index
-        if uuid not in {g.uuid for g in spec.gpus} and r.gpu_index in wanted_index:
-            need(f"GPU {uuid} is gone")
-            conn.execute(update(Gpu).where(Gpu.id == r.id).values({Gpu.index: -r.id,
-                                                                   Gpu.healthy: False}))
-    moved = [r for g in spec.gpus if (r := stored.get(g.uuid)) is not None
-             and (r.gpu_index != g.index or r.node_id != node_id)]
-    for r in moved:                   # indices permuted: step aside first (unique index)
-        need(f"GPU {r.uuid} moved to another index or node")
-        conn.execute(update(Gpu).where(Gpu.id == r.id).values({Gpu.index: -r.id}))
-    moved_ids = {r.id for r in moved}
-    gpu_ids: dict[str, int] = {}
-    for g in spec.gpus:
-        values = dict(node_id=node_id, index=g.index, model=g.model[:64],  # attribute names
-                      memory_mib=g.memory_mib, power_limit_w=g.power_limit_w,
-                      has_energy_counter=g.has_energy_counter,
-                      healthy=g.uuid not in spec.unhealthy, mig_enabled=g.mig_enabled)
-        r = stored.get(g.uuid)
-        if r is None:
-            need(f"GPU {g.uuid} not registered")
-            gpu_ids[g.uuid] = conn.execute(insert(Gpu).values(uuid=g.uuid, **values)
-                                           ).inserted_primary_key[0]
-            continue
-        gpu_ids[g.uuid] = r.id
-        was_moved = r.id in moved_ids
-        differs = [k for k, v in values.items()
-                   if k != "healthy" and getattr(r, "gpu_index" if k == "index" else k) != v]
-        if differs or was_moved:
-            need(f"GPU {g.uuid} changed ({', '.join(differs) or 'index'})")
-            conn.execute(update(Gpu).where(Gpu.id == r.id)
-                         .values({getattr(Gpu, k): v for k, v in values.items()}))
-        elif write and r.healthy != values["healthy"]:
-            changes.append(f"GPU {g.uuid} healthy={values['healthy']}")
-            conn.execute(update(Gpu).where(Gpu.id == r.id).values(healthy=values["healthy"]))
-    return Registration(node_id=node_id, gpu_ids=gpu_ids, changed=tuple(changes))
-
-
-_REVISION = re.compile(r"""^revision\s*=\s*["']([^"']+)["']""", re.MULTILINE)
-_DOWN_REVISION = re.compile(r"""^down_revision\s*=\s*["']([^"']+)["']""", re.MULTILINE)
-
-
-@functools.cache
-def head_revision() -> str:
-    """The newest migration, read from the migration scripts without importing Alembic:
-    the long-running agent saves Alembic's ~10 MB of memory (the check is the same
-    ``andreas.store.migrate.head_revision``; a test compares them)."""
-    import andreas.store
-
-    versions = Path(andreas.store.__file__).resolve().parent / "migrations" / "versions"
-    revisions, parents = set(), set()
-    for script in versions.glob("*.py"):
-        text = script.read_text()
-        if (m := _REVISION.search(text)) is not None:
-            revisions.add(m.group(1))
-        if (m := _DOWN_REVISION.search(text)) is not None:
-            parents.add(m.group(1))
-    heads = revisions - parents
-    if len(heads) != 1:
-        raise StoreError(f"migration scripts in {versions} have {len(heads)} heads")
-    return heads.pop()
-
-
-def schema_problem(engine: Engine) -> str | None:
-    """None when the database is at this agent's head revision, else what to do."""
-    shown = mask_url(engine.url)
-    try:
-        with engine.connect() as conn:
-            revision = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-    except DBAPIError as e:
-        text = str(getattr(e, "orig", e)).lower()
-        if error_code(e) == 1146 or "no such table" in text:
-            return f"database {shown} is not migrated; run `andreas db upgrade`"
-        raise
-    head = head_revision()
-    if revision != head:
-        return (f"database {shown} is at revision {revision or 'none'}, this agent needs "
-                f"{head}; run `andreas db upgrade` (or use the agent of that version)")
-    return None
-
-
-def agent_engine(url: str, password_file: str | None = None) -> Engine:
-    """An engine for the agent: MariaDB reads and writes time out (30 s) so a hung server
-    cannot stall the delivery thread forever; connect_timeout is the store's 10 s."""
-    from andreas.store.engine import parse_url
-
-    parsed = parse_url(url, password_file)
-    if not is_sqlite(parsed):
-        extra = {k: "30" for k in ("read_timeout", "write_timeout") if k not in parsed.query}
-        parsed = parsed.update_query_dict(extra)
-    return make_engine(parsed)
 
 
 @dataclass
@@ -295,15 +125,13 @@ class StoreWriter:
                 if reg.changed:
                     log.info("node %s registered in %s: %s", spec.name, self.url,
                              "; ".join(reg.changed))
-                conn.execute(update(Node).where(Node.id == reg.node_id,
-                                                Node.state == NodeState.DOWN)
-                             .values(state=NodeState.UP))
+                move_if(conn, reg.node_id, NodeState.DOWN, NodeState.UP)
         except DeliveryError:
             raise
         except Exception as e:  # noqa: BLE001 - sorted and re-raised as DeliveryError
             kind = classify(e)
             raise DeliveryError(f"registration of node {spec.name} in {self.url} failed: "
-                                f"{_describe(e)}", "refused" if kind == "data" else kind
+                                f"{describe(e)}", "refused" if kind == "data" else kind
                                 ) from e
         self._registration, self._unhealthy = reg, spec.unhealthy
         return reg
@@ -324,13 +152,12 @@ class StoreWriter:
                 insert_epoch_events(conn, rows["epoch"], skip_duplicates=True)
                 insert_job_energy(conn, rows["job_energy"], skip_duplicates=True)
                 if heartbeat_t is not None:
-                    conn.execute(update(Node).where(Node.id == reg.node_id)
-                                 .values(last_heartbeat_s=heartbeat_t))
+                    touch_heartbeat(conn, reg.node_id, heartbeat_t)
         except Exception as e:  # noqa: BLE001 - sorted and re-raised as DeliveryError
             kind = classify(e)
             if kind == "transient":
                 self._schema_ok = False    # a restarted server may come back migrated
-            raise DeliveryError(_describe(e), kind) from e
+            raise DeliveryError(describe(e), kind) from e
 
     def mark_down(self) -> None:
         """Clean shutdown: ``up`` -> ``down`` (best effort; an operator's state stays)."""
@@ -339,20 +166,12 @@ class StoreWriter:
             return
         try:
             with self.engine.begin() as conn:
-                conn.execute(update(Node).where(Node.id == reg.node_id,
-                                                Node.state == NodeState.UP)
-                             .values(state=NodeState.DOWN))
+                move_if(conn, reg.node_id, NodeState.UP, NodeState.DOWN)
         except Exception as e:  # noqa: BLE001 - shutting down anyway
-            log.warning("could not mark node %s down: %s", self.spec().name, _describe(e))
+            log.warning("could not mark node %s down: %s", self.spec().name, describe(e))
 
     def close(self) -> None:
         self.engine.dispose()
-
-
-def _describe(e: BaseException) -> str:
-    if isinstance(e, DBAPIError):
-        return describe_error(e)
-    return str(e) or type(e).__name__
 
 
 def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[str, list]:

@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from sqlalchemy.exc import DBAPIError
 
 from andreas.config import load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
-from andreas.store.engine import connect, describe_error, is_sqlite, make_engine, open_store
-from andreas.store.errors import SchemaError, StoreError
+from andreas.store.engine import connect, is_sqlite, make_engine, open_store
+from andreas.store.errors import SchemaError
+from andreas.store.faults import database_errors
 from andreas.store.retention import downsample
 
 
@@ -29,10 +29,8 @@ def _db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with database_errors():
             return fn(*args, **kwargs)
-        except DBAPIError as e:
-            raise StoreError(f"database error: {describe_error(e)}") from None
 
     return wrapper
 

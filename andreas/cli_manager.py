@@ -61,25 +61,21 @@ def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: flo
 def costs_cmd(as_json: bool, window_h: float) -> None:
     """Energy cost per hour c_ng of every node with g GPUs busy, and where the power comes
     from: measured (mean of the 1-minute aggregates) or profiles/ (the power model)."""
-    from sqlalchemy import func, select
-
     from andreas.costs import c_ng_per_hour
     from andreas.manager.estimates import Estimator, NodeHardware
     from andreas.manager.snapshot import settings_energy
     from andreas.store.engine import open_store
-    from andreas.store.models import Gpu, Node
+    from andreas.store.nodes import gpu_counts, list_nodes
 
     settings = load_settings()
     energy = settings_energy(settings.manager)
     store = open_store(settings=settings, retries=0)
     try:
         with store.session() as s:
-            counts = dict(s.execute(select(Gpu.node_id, func.count()).where(Gpu.index >= 0)
-                                    .group_by(Gpu.node_id)).all())
+            counts = gpu_counts(s)
             nodes = [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type,
                                   gpus=counts.get(n.id, n.gpu_count))
-                     for n in s.execute(select(Node.id, Node.name, Node.gpu_type,
-                                               Node.gpu_count).order_by(Node.name))]
+                     for n in list_nodes(s)]
             curves = Estimator(settings.manager).power_curves(s, nodes, time.time(),
                                                               window_h * 3600.0)
     finally:

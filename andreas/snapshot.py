@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from andreas.errors import InputError
 from andreas.model import (POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config, Energy,
                            Job, Node, Params, Snapshot)
+from andreas.strictload import RepeatedKey, json_loads
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 
@@ -384,28 +385,14 @@ def read_json(path: str | Path) -> Any:
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json_loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
-    except _DuplicateKey as e:
-        raise InputError(f"{path}: not valid: key {show(e.args[0])} appears twice in one object"
+    except RepeatedKey as e:
+        raise InputError(f"{path}: not valid: key {show(e.key)} appears twice in one object"
                          ) from None
     except RecursionError:
         raise InputError(f"{path}: not valid: JSON nested too deeply") from None
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """JSON keeps the last of two equal keys silently; a snapshot must not."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
 
 
 def load_snapshot(path: str | Path) -> Snapshot:

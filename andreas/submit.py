@@ -23,16 +23,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
 from andreas.errors import InputError
 from andreas.executor.base import image_allowed
 from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
-from andreas.store.jobs import TERMINAL, transition
-from andreas.store.models import Job, JobState
+from andreas.store.models import JobState
+from andreas.store.submissions import JobIdTaken, NewJob, add_job, cancel_job
+from andreas.strictload import RepeatedKey, yaml_loads
 from andreas.timefmt import stamp
 
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -136,8 +133,8 @@ def load_job_file(path: str | Path, *, now_s: float,
     except UnicodeDecodeError:
         raise InputError(f"{shown}: not UTF-8 text") from None
     try:
-        data = yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as e:
+        data = yaml_loads(text)
+    except RepeatedKey as e:
         raise InputError(f"{shown}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -162,17 +159,13 @@ def submit(store: Store, spec: JobSpec, now_s: float, *, default_grace_s: float 
     id (ignoring case) is an InputError, also when two submissions race."""
     grace = spec.grace_s if spec.grace_s is not None else default_grace_s
     try:
-        with store.session() as s:
-            existing = _find_id(s, spec.id)
-            if existing is not None:
-                raise _duplicate(spec.id, existing)
-            s.add(Job(id=spec.id, image=spec.image, command=list(spec.command),
-                      env=spec.env_dict, epochs=spec.epochs, epochs_done=0, submit_s=now_s,
-                      due_s=spec.due_s, weight=spec.weight, application=spec.application,
-                      grace_s=grace, state=JobState.QUEUED, state_changed_s=now_s,
-                      max_gpus=spec.max_gpus, failures=0))
-    except IntegrityError:
-        raise _duplicate(spec.id, spec.id) from None
+        add_job(store, NewJob(id=spec.id, image=spec.image, command=spec.command,
+                              env=spec.env_dict, epochs=spec.epochs, submit_s=now_s,
+                              due_s=spec.due_s, weight=spec.weight,
+                              application=spec.application, grace_s=grace,
+                              max_gpus=spec.max_gpus))
+    except JobIdTaken as e:
+        raise _duplicate(spec.id, e.existing) from None
     return spec.id
 
 
@@ -191,33 +184,10 @@ def cancel(store: Store, job_id: str, *, reason: str, now_s: float) -> tuple[str
     for _ in range(5):
         try:
             with store.session() as s:
-                stored = resolve_job_id(s, job_id)
-                state = s.execute(select(Job.state).where(Job.id == stored)).scalar_one()
-                if state in TERMINAL:
-                    raise InputError(f"job {stored}: already {state.value}; nothing to cancel")
-                transition(s, stored, JobState.CANCELLED, expected=state, now_s=now_s)
-                s.execute(update(Job).where(Job.id == stored).values(reason=reason)
-                          .execution_options(synchronize_session=False))
-                return stored, state
+                return cancel_job(s, job_id, reason=reason, now_s=now_s)
         except TransitionConflict:
             continue
     raise TransitionConflict(f"job {job_id}: its state kept changing; try again")
-
-
-def resolve_job_id(s: Session, job_id: str) -> str:
-    """The stored id of ``job_id`` (exact, else ignoring case); InputError if none."""
-    found = _find_id(s, job_id)
-    if found is None:
-        raise InputError(f"job {job_id}: no such job (see `andreas queue --all`)")
-    return found
-
-
-def _find_id(s: Session, job_id: str) -> str | None:
-    exact = s.execute(select(Job.id).where(Job.id == job_id)).scalar_one_or_none()
-    if exact is not None:
-        return exact
-    return s.execute(select(Job.id).where(func.lower(Job.id) == job_id.lower())
-                     .limit(1)).scalar_one_or_none()
 
 
 def _duplicate(job_id: str, existing: str) -> InputError:
@@ -445,33 +415,3 @@ def _env(value: Any, label: str) -> tuple[tuple[str, str], ...]:
             raise InputError(f"{label} {k!r}: given twice")
         seen[k] = v
     return tuple(seen.items())
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _strict_loader() -> type:
-    """A SafeLoader that refuses repeated mapping keys (PyYAML keeps the last silently)."""
-    import yaml
-
-    class StrictLoader(yaml.SafeLoader):
-        pass
-
-    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            try:
-                repeated = key in seen
-                seen.add(key)
-            except TypeError:
-                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: a key must be a "
-                                    "plain value") from None
-            if repeated:
-                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {str(key)!r} "
-                                    "appears twice")
-        return loader.construct_mapping(node, deep=deep)
-
-    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return StrictLoader

@@ -36,7 +36,7 @@ from andreas.store.nodes import Db
 from andreas.store.read import JobView, load_jobs, load_nodes, load_queue, node_names
 from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps, job_energy,
                                     latest_gpu_power, latest_host_power, total)
-from andreas.submit import resolve_job_id
+from andreas.store.lookup import resolve_job_id
 
 POWER_WINDOW_S = 60.0
 

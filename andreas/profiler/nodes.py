@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
 from andreas.executor.base import NodeRef
 from andreas.job import valid_job_id
 from andreas.store.engine import Store
-from andreas.store.models import Gpu, JobAttempt, Node, NodeState
+from andreas.store.models import NodeState
+from andreas.store.nodes import (Db, NodeInfo, held_gpu_indexes, list_nodes, set_profiling,
+                                 usable_gpus)
 
 APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")   # as andreas.submit
 FAKE_PREFIX = "GPU-fake-"
@@ -58,26 +58,11 @@ def profile_job_id(app: str, node: str, g: int, rng: np.random.Generator) -> str
     return job_id
 
 
-def _usable(s: Session, node_id: int) -> tuple[tuple[int, str], ...]:
-    return tuple((int(i), u) for i, u in s.execute(
-        select(Gpu.index, Gpu.uuid).where(Gpu.node_id == node_id, Gpu.healthy.is_(True),
-                                          Gpu.mig_enabled.is_(False)).order_by(Gpu.index)))
-
-
-def _held(s: Session, node_id: int) -> set[int]:
-    """GPU indexes of the node held by open production attempts (pinned jobs)."""
-    held: set[int] = set()
-    for ids in s.scalars(select(JobAttempt.gpu_ids).where(JobAttempt.node_id == node_id,
-                                                          JobAttempt.end_s.is_(None))):
-        held.update(int(i) for i in ids or ())
-    return held
-
-
-def select_targets(s: Session, *, nodes: Sequence[str] = (),
+def select_targets(s: Db, *, nodes: Sequence[str] = (),
                    gpus: Sequence[int] | None = None) -> list[Target]:
     """The nodes to profile on and their g (InputError naming the option otherwise); the
     caller marks them in the same transaction (:func:`mark`)."""
-    rows = {n.name: n for n in s.scalars(select(Node).order_by(Node.name))}
+    rows = {n.name: n for n in list_nodes(s)}
     if nodes:
         chosen = []
         for name in dict.fromkeys(nodes):
@@ -94,15 +79,15 @@ def select_targets(s: Session, *, nodes: Sequence[str] = (),
         if not marked:
             raise InputError("--node: no profiling node (no up node has its profiling flag "
                              "set); name one with --node NODE")
-        per_type: dict[str, Node] = {}
+        per_type: dict[str, NodeInfo] = {}
         for n in marked:
             best = per_type.get(n.gpu_type)
-            if best is None or len(_usable(s, n.id)) > len(_usable(s, best.id)):
+            if best is None or len(usable_gpus(s, n.id)) > len(usable_gpus(s, best.id)):
                 per_type[n.gpu_type] = n
         chosen = sorted(per_type.values(), key=lambda n: n.name)
     out = []
     for n in chosen:
-        usable = _usable(s, n.id)
+        usable = usable_gpus(s, n.id)
         if not usable:
             raise InputError(f"--node {n.name!r}: node has no usable GPU (healthy, not MIG)")
         counts = tuple(range(1, len(usable) + 1)) if not gpus else tuple(sorted(set(gpus)))
@@ -117,24 +102,22 @@ def select_targets(s: Session, *, nodes: Sequence[str] = (),
     return out
 
 
-def mark(s: Session, targets: Sequence[Target]) -> None:
-    ids = [t.id for t in targets if t.marked]
-    if ids:
-        s.execute(update(Node).where(Node.id.in_(ids)).values(profiling=True))
+def mark(s: Db, targets: Sequence[Target]) -> None:
+    """Set the profiling flag of the targets this run marks, in the choosing transaction."""
+    set_profiling(s, (t.id for t in targets if t.marked), True)
 
 
 def restore(store: Store, targets: Sequence[Target]) -> None:
+    """Clear the flag this run set (only on the targets it marked)."""
     ids = [t.id for t in targets if t.marked]
     if ids:
         with store.session() as s:
-            s.execute(update(Node).where(Node.id.in_(ids)).values(profiling=False))
-
-
+            set_profiling(s, ids, False)
 
 
 def free_gpus(store: Store, target: Target, g: int) -> tuple[str, ...] | None:
     """UUIDs of the first g usable GPUs no production attempt holds (None: too few)."""
     with store.session() as s:
-        held = _held(s, target.id)
+        held = held_gpu_indexes(s, target.id)
     free = [u for i, u in target.usable if i not in held]
     return tuple(free[:g]) if len(free) >= g else None

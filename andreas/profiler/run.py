@@ -44,7 +44,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import update
 
 from andreas.errors import InputError
 from andreas.executor.base import Executor, NodeRef, StartRequest
@@ -54,9 +53,11 @@ from andreas.job import parse_progress
 from andreas.profiler.fit import AmdahlFit, fit_amdahl, prior_serial_fraction
 from andreas.profiler.nodes import (Target, check_app, free_gpus, mark, profile_job_id, restore,
                                     select_targets)
-from andreas.profiler.store import write_model, write_profiles
+from andreas.profiler.store import write_model
 from andreas.store.engine import Store
-from andreas.store.models import Job, JobState
+from andreas.store.models import JobState
+from andreas.store.profiles import upsert_profiles
+from andreas.store.submissions import NewJob, insert_job, job_exists, record_run_end
 
 log = logging.getLogger(__name__)
 
@@ -340,10 +341,10 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest, tar
                          prior_serial_fraction=prior_serial_fraction(prior_serial, request.app))
         now = clock()
         with store.session() as s:
-            write_profiles(s, [dict(application=request.app, gpu_type=target.gpu_type, gpus=r.g,
-                                    epoch_time_s=float(r.median_s), source="profiler",
-                                    samples=len(r.kept_s), updated_s=now)
-                               for r in runs if r.median_s is not None])
+            upsert_profiles(s, [dict(application=request.app, gpu_type=target.gpu_type,
+                                     gpus=r.g, epoch_time_s=float(r.median_s),
+                                     source="profiler", samples=len(r.kept_s), updated_s=now)
+                                for r in runs if r.median_s is not None])
             write_model(s, request.app, target.gpu_type, fit, source="profiler", now_s=now)
     return NodeProfile(node=target.name, gpu_type=target.gpu_type,
                        max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
@@ -356,13 +357,12 @@ def record_job(store: Store, request: ProfileRequest, target: Target, g: int,
     with store.session() as s:
         for _ in range(100):                           # 16**6 suffixes: a clash is rare
             job_id = profile_job_id(request.app, target.name, g, rng)
-            if s.get(Job, job_id) is None:
+            if not job_exists(s, job_id):
                 break
-        s.add(Job(id=job_id, image=request.image, command=list(request.command), env={},
-                  epochs=request.epochs, epochs_done=0, submit_s=now_s, due_s=now_s,
-                  weight=0.0, application=request.app, grace_s=GRACE_S,
-                  state=JobState.COMPLETED, state_changed_s=now_s, max_gpus=g,
-                  reason=JOB_REASON))
+        insert_job(s, NewJob(id=job_id, image=request.image, command=request.command,
+                             epochs=request.epochs, submit_s=now_s, due_s=now_s, weight=0.0,
+                             application=request.app, grace_s=GRACE_S,
+                             state=JobState.COMPLETED, max_gpus=g, reason=JOB_REASON))
     return job_id
 
 
@@ -372,9 +372,7 @@ def finish_job(store: Store, job_id: str, *, now_s: float, epochs_done: int,
     completed). ``quiet``: on an interrupted run, a store error is logged, not raised."""
     try:
         with store.session() as s:
-            s.execute(update(Job).where(Job.id == job_id)
-                      .values(state_changed_s=now_s, epochs_done=epochs_done)
-                      .execution_options(synchronize_session=False))
+            record_run_end(s, job_id, now_s=now_s, epochs_done=epochs_done)
     except Exception as e:  # noqa: BLE001 - the caller's exception matters more
         if not quiet:
             raise

@@ -1,9 +1,5 @@
-"""The profiler's writes: ``app_profiles`` and ``app_models`` rows, upserted, and the
-production refinement (:func:`refresh_models`) from ``epoch_events``.
-
-Upserts are one statement per batch on both backends (SQLite ``ON CONFLICT DO UPDATE``,
-MariaDB ``ON DUPLICATE KEY UPDATE``), so two writers of the same key never fail on a
-duplicate: the later one wins.
+"""The production refinement of application profiles (:func:`refresh_models`) from
+``epoch_events``; the rows it reads and writes are :mod:`andreas.store.profiles`.
 
 Refinement, per (application, GPU type), with every epoch weighted by recency
 ``w = exp(-ln 2 * age / half_life_s)`` (age = ``now_s - end_s``):
@@ -20,59 +16,27 @@ Refinement, per (application, GPU type), with every epoch weighted by recency
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from sqlalchemy import Connection, func, select
-from sqlalchemy.orm import Session
 
 from andreas.profiler.fit import (MODEL, AmdahlFit, fit_amdahl, prior_serial_fraction,
                                   recency_weights, weighted_median)
-from andreas.store.models import AppModel, AppProfile, EpochEvent, Job
+from andreas.store.nodes import Db
+from andreas.store.profiles import (ModelRow, profiler_points, recent_epochs, upsert_model,
+                                    upsert_profiles)
 
 DEFAULT_HALF_LIFE_S = 7 * 24 * 3600.0
 MAX_EPOCHS_PER_CONFIG = 200      # newest epochs read per (application, type, g)
 MIN_MEASURED = 3                 # production epochs before a g gets a "measured" row
 
 
-def _conn(db: Session | Connection) -> Connection:
-    return db.connection() if isinstance(db, Session) else db
-
-
-def _upsert(db: Session | Connection, table: Any, rows: Sequence[Mapping[str, Any]],
-            keys: Sequence[str]) -> None:
-    if not rows:
-        return
-    conn = _conn(db)
-    columns = [c for c in rows[0] if c not in keys]
-    if conn.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-        stmt = insert(table)
-        stmt = stmt.on_conflict_do_update(index_elements=list(keys),
-                                          set_={c: stmt.excluded[c] for c in columns})
-    else:
-        from sqlalchemy.dialects.mysql import insert
-        stmt = insert(table)
-        stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in columns})
-    conn.execute(stmt, [dict(r) for r in rows])
-
-
-def write_profiles(db: Session | Connection, rows: Iterable[Mapping[str, Any]]) -> None:
-    """Upsert ``app_profiles`` rows (application, gpu_type, gpus, epoch_time_s, source,
-    samples, updated_s)."""
-    _upsert(db, AppProfile.__table__, list(rows), ("application", "gpu_type", "gpus"))
-
-
-def write_model(db: Session | Connection, app: str, gpu_type: str, fit: AmdahlFit, *,
-                source: str, now_s: float) -> None:
-    """Upsert the ``app_models`` row of (app, gpu_type)."""
-    _upsert(db, AppModel.__table__, [dict(
-        application=app, gpu_type=gpu_type, model=MODEL, t1_s=float(fit.t1_s),
-        serial_fraction=float(fit.serial_fraction),
-        mape=None if fit.mape is None else float(fit.mape), samples=int(fit.samples),
-        gpu_counts=list(fit.gpu_counts), source=source, updated_s=float(now_s))],
-        ("application", "gpu_type"))
+def write_model(db: Db, app: str, gpu_type: str, fit: AmdahlFit, *, source: str,
+                now_s: float) -> None:
+    """Upsert the ``app_models`` row of (app, gpu_type) from an Amdahl fit."""
+    upsert_model(db, ModelRow(application=app, gpu_type=gpu_type, model=MODEL, t1_s=fit.t1_s,
+                             serial_fraction=fit.serial_fraction, mape=fit.mape,
+                             samples=fit.samples, gpu_counts=tuple(fit.gpu_counts),
+                             source=source, updated_s=now_s))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,41 +51,21 @@ class Refreshed:
     epochs: int
 
 
-def _recent_epochs(conn: Connection) -> list[tuple[str, str, int, float, float]]:
-    """(application, type, g, end_s, seconds) of the newest epochs per key (a window query:
-    the cost does not grow with the history)."""
-    E = EpochEvent
-    rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
-                                order_by=E.end_s.desc()).label("rn")
-    inner = (select(Job.application.label("app"), E.gpu_type.label("gpu_type"),
-                    E.gpus.label("gpus"), E.end_s.label("end_s"),
-                    (E.end_s - E.start_s).label("d"), rn)
-             .join(Job, Job.id == E.job_id).subquery())
-    rows = conn.execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus, inner.c.end_s,
-                               inner.c.d).where(inner.c.rn <= MAX_EPOCHS_PER_CONFIG))
-    return [(a, t, int(g), float(e), float(d)) for a, t, g, e, d in rows
-            if d is not None and d > 0]
-
-
-def refresh_models(db: Session | Connection, now_s: float, *,
+def refresh_models(db: Db, now_s: float, *,
                    half_life_s: float = DEFAULT_HALF_LIFE_S,
                    prior_serial: Mapping[str, float] | None = None) -> list[Refreshed]:
     """Refit every (application, type) with production epochs (module docstring); in the
     caller's transaction. ``prior_serial``: the profiles' s per application, the prior of
     one-g fits (:func:`andreas.profiler.fit.prior_serial_fraction`)."""
-    conn = _conn(db)
     epochs: dict[tuple[str, str], list[tuple[int, float, float]]] = defaultdict(list)
-    for app, gpu_type, g, end_s, d in _recent_epochs(conn):
-        epochs[(app, gpu_type)].append((g, end_s, d))
+    for p in recent_epochs(db, MAX_EPOCHS_PER_CONFIG):
+        epochs[(p.application, p.gpu_type)].append((p.gpus, p.end_s, p.seconds))
     if not epochs:
         return []
-    apps = sorted({a for a, _ in epochs})
     profiler_rows: dict[tuple[str, str], list[tuple[int, float, int, float]]] = defaultdict(list)
-    for a, t, g, s, n, u in conn.execute(
-            select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
-                   AppProfile.epoch_time_s, AppProfile.samples, AppProfile.updated_s)
-            .where(AppProfile.application.in_(apps), AppProfile.source == "profiler")):
-        profiler_rows[(a, t)].append((int(g), float(s), max(int(n or 0), 1), float(u)))
+    for r in profiler_points(db, (a for a, _ in epochs)):
+        profiler_rows[(r.application, r.gpu_type)].append(
+            (r.gpus, r.epoch_time_s, r.samples, r.updated_s))
     out = []
     for (app, gpu_type), points in sorted(epochs.items()):
         gs = [g for g, _, _ in points]
@@ -142,12 +86,12 @@ def refresh_models(db: Session | Connection, now_s: float, *,
             continue
         prior = prior_serial_fraction(prior_serial or {}, app)
         fit = fit_amdahl(gs, ys, ws, prior_serial_fraction=prior)
-        write_profiles(conn, [dict(
+        upsert_profiles(db, [dict(
             application=app, gpu_type=gpu_type, gpus=g,
             epoch_time_s=weighted_median([ys[i] for i in by_g[g]], [ws[i] for i in by_g[g]]),
             source="measured", samples=len(by_g[g]), updated_s=float(now_s))
             for g in measured])
-        write_model(conn, app, gpu_type, fit, source="measured", now_s=now_s)
+        write_model(db, app, gpu_type, fit, source="measured", now_s=now_s)
         out.append(Refreshed(app=app, gpu_type=gpu_type, fit=fit,
                              measured_gpus=tuple(measured), epochs=len(points)))
     return out

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from andreas.config import mask_url
 from andreas.store.engine import describe_error, is_sqlite, sqlite_path
 from andreas.store.errors import SchemaError, StoreError, StoreUnavailable
+from andreas.store.schema import head_revision
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 UPGRADE_HINT = "run `andreas db upgrade`"
@@ -45,12 +46,6 @@ def alembic_config(connection: Connection | None = None, *, output: io.StringIO 
 
 def script_directory() -> ScriptDirectory:
     return ScriptDirectory.from_config(alembic_config())
-
-
-def head_revision() -> str:
-    head = script_directory().get_current_head()
-    assert head is not None, "no migration scripts in andreas/store/migrations/versions"
-    return head
 
 
 @dataclass(frozen=True)

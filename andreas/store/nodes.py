@@ -8,7 +8,8 @@ and ``nodes.profiling``.
      │  ╲        ▼
      └── draining ◄──         operator (`andreas node drain` / `resume`)
 
-Two kinds of writers use it. Machines (the agent, the manager's reconciler) move a node
+A node is born ``up`` (:func:`insert_node`, the agent's registration). Two kinds of
+writers move it. Machines (the agent, the manager's reconciler) move a node
 only when it is still where they saw it (:func:`move_if`): a conditional ``UPDATE … WHERE
 state = old``, so an operator's ``draining`` is never overwritten by a heartbeat or a
 probe. Operators move a node from wherever it is (:func:`operator_move`), with an
@@ -18,13 +19,14 @@ InputError naming the node when the move is not allowed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
 from andreas.store.errors import InvalidTransition
-from andreas.store.models import Node, NodeState
+from andreas.store.models import Gpu, JobAttempt, Node, NodeState
 
 UP, DOWN, DRAINING = NodeState.UP, NodeState.DOWN, NodeState.DRAINING
 
@@ -37,6 +39,29 @@ ALLOWED: Mapping[NodeState, frozenset[NodeState]] = {
 }
 
 Db = Session | Connection
+"""What the store's functions take: an ORM session or a Core connection, in the caller's
+transaction (callers outside the store name the type through this alias)."""
+
+
+class UnknownNode(InputError):
+    """No node has this name; ``name`` lets a command name its own option or argument."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"node {name!r}: no such node (see `andreas nodes`)")
+        self.name = name
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeInfo:
+    """A ``nodes`` row as the profiler and ``andreas costs`` read it."""
+
+    id: int
+    name: str
+    state: NodeState
+    profiling: bool
+    gpu_type: str
+    gpu_count: int
+    docker_endpoint: str
 
 
 def allowed(old: NodeState, new: NodeState) -> bool:
@@ -59,11 +84,19 @@ def move_if(db: Db, node_id: int, old: NodeState, new: NodeState) -> bool:
     return done.rowcount == 1
 
 
+def insert_node(db: Db, *, name: str, docker_endpoint: str, gpu_type: str,
+                gpu_count: int) -> int:
+    """A new node, ``up``; returns its id."""
+    return db.execute(insert(Node).values(name=name, state=UP, docker_endpoint=docker_endpoint,
+                                          gpu_type=gpu_type, gpu_count=gpu_count)
+                      ).inserted_primary_key[0]
+
+
 def state_of(db: Db, name: str) -> NodeState:
-    """The node's state; InputError naming the node when there is none."""
+    """The node's state; UnknownNode when there is none."""
     state = db.execute(select(Node.state).where(Node.name == name)).scalar_one_or_none()
     if state is None:
-        raise InputError(f"node {name!r}: no such node (see `andreas nodes`)")
+        raise UnknownNode(name)
     return state
 
 
@@ -86,7 +119,7 @@ def operator_move(db: Db, name: str, new: NodeState) -> NodeState:
 def profiling_of(db: Db, name: str) -> bool:
     flag = db.execute(select(Node.profiling).where(Node.name == name)).scalar_one_or_none()
     if flag is None:
-        raise InputError(f"node {name!r}: no such node (see `andreas nodes`)")
+        raise UnknownNode(name)
     return bool(flag)
 
 
@@ -110,3 +143,42 @@ def set_profiling_by_name(db: Db, name: str, flag: bool) -> bool:
 def states(db: Db) -> dict[str, NodeState]:
     """Every node's state, by name."""
     return dict(db.execute(select(Node.name, Node.state)).all())
+
+
+def touch_heartbeat(db: Db, node_id: int, t_s: float) -> None:
+    """The agent's sign of life (its state is left alone)."""
+    db.execute(update(Node).where(Node.id == node_id).values(last_heartbeat_s=t_s)
+               .execution_options(synchronize_session=False))
+
+
+def list_nodes(db: Db) -> list[NodeInfo]:
+    """Every node, by name."""
+    return [NodeInfo(id=n.id, name=n.name, state=n.state, profiling=bool(n.profiling),
+                     gpu_type=n.gpu_type, gpu_count=n.gpu_count,
+                     docker_endpoint=n.docker_endpoint)
+            for n in db.execute(select(Node.id, Node.name, Node.state, Node.profiling,
+                                       Node.gpu_type, Node.gpu_count, Node.docker_endpoint)
+                                .order_by(Node.name))]
+
+
+def gpu_counts(db: Db) -> dict[int, int]:
+    """Node id -> its GPUs in the inventory (GPUs that left a node, index < 0, excluded);
+    nodes without GPU rows are absent."""
+    return {int(n): int(c) for n, c in db.execute(
+        select(Gpu.node_id, func.count()).where(Gpu.index >= 0).group_by(Gpu.node_id))}
+
+
+def usable_gpus(db: Db, node_id: int) -> tuple[tuple[int, str], ...]:
+    """(index, UUID) of the node's healthy, non-MIG GPUs, by index."""
+    return tuple((int(i), u) for i, u in db.execute(
+        select(Gpu.index, Gpu.uuid).where(Gpu.node_id == node_id, Gpu.healthy.is_(True),
+                                          Gpu.mig_enabled.is_(False)).order_by(Gpu.index)))
+
+
+def held_gpu_indexes(db: Db, node_id: int) -> set[int]:
+    """GPU indexes of the node that open attempts (containers not yet ended) hold."""
+    held: set[int] = set()
+    for (ids,) in db.execute(select(JobAttempt.gpu_ids).where(JobAttempt.node_id == node_id,
+                                                              JobAttempt.end_s.is_(None))):
+        held.update(int(i) for i in ids or ())
+    return held

@@ -148,10 +148,10 @@ def test_an_agent_that_may_not_register_says_how(tmp_path):
 
 
 def test_the_agents_head_revision_is_alembics():
-    from agents.store_writer import head_revision
-    from andreas.store.migrate import head_revision as alembic_head
+    from andreas.store.migrate import script_directory
+    from andreas.store.schema import head_revision
 
-    assert head_revision() == alembic_head()
+    assert head_revision() == script_directory().get_current_head()
 
 
 def test_a_database_behind_is_refused_naming_the_upgrade(tmp_path):

@@ -1,0 +1,128 @@
+"""The Job Profiler's tables: ``app_profiles`` and ``app_models`` rows, upserted, and the
+reads its production refinement needs (recent ``epoch_events`` per application, type and
+g; the profiler's own rows).
+
+Upserts are one statement per batch on both backends (SQLite ``ON CONFLICT DO UPDATE``,
+MariaDB ``ON DUPLICATE KEY UPDATE``), so two writers of the same key never fail on a
+duplicate: the later one wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+from sqlalchemy.orm import Session
+
+from andreas.store.models import AppModel, AppProfile, EpochEvent, Job
+from andreas.store.nodes import Db
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRow:
+    """An ``app_models`` row: the Amdahl fit of one (application, GPU type)."""
+
+    application: str
+    gpu_type: str
+    model: str
+    t1_s: float
+    serial_fraction: float
+    mape: float | None
+    samples: int
+    gpu_counts: tuple[int, ...]
+    source: str
+    updated_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpochPoint:
+    """One production epoch of an application: on ``gpus`` GPUs of ``gpu_type``, ended at
+    ``end_s``, lasted ``seconds``."""
+
+    application: str
+    gpu_type: str
+    gpus: int
+    end_s: float
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfilerPoint:
+    """A stored ``app_profiles`` row of source ``profiler``."""
+
+    application: str
+    gpu_type: str
+    gpus: int
+    epoch_time_s: float
+    samples: int
+    updated_s: float
+
+
+def _conn(db: Db) -> Connection:
+    return db.connection() if isinstance(db, Session) else db
+
+
+def _upsert(db: Db, table: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
+            ) -> None:
+    if not rows:
+        return
+    conn = _conn(db)
+    columns = [c for c in rows[0] if c not in keys]
+    if conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+        stmt = insert(table)
+        stmt = stmt.on_conflict_do_update(index_elements=list(keys),
+                                          set_={c: stmt.excluded[c] for c in columns})
+    else:
+        from sqlalchemy.dialects.mysql import insert
+        stmt = insert(table)
+        stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in columns})
+    conn.execute(stmt, [dict(r) for r in rows])
+
+
+def upsert_profiles(db: Db, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Upsert ``app_profiles`` rows (application, gpu_type, gpus, epoch_time_s, source,
+    samples, updated_s)."""
+    _upsert(db, AppProfile.__table__, list(rows), ("application", "gpu_type", "gpus"))
+
+
+def upsert_model(db: Db, row: ModelRow) -> None:
+    """Upsert the ``app_models`` row of (application, gpu_type)."""
+    _upsert(db, AppModel.__table__, [dict(
+        application=row.application, gpu_type=row.gpu_type, model=row.model,
+        t1_s=float(row.t1_s), serial_fraction=float(row.serial_fraction),
+        mape=None if row.mape is None else float(row.mape), samples=int(row.samples),
+        gpu_counts=list(row.gpu_counts), source=row.source, updated_s=float(row.updated_s))],
+        ("application", "gpu_type"))
+
+
+def recent_epochs(db: Db, per_config: int) -> list[EpochPoint]:
+    """The newest ``per_config`` epochs per (application, type, g) with a positive
+    duration (a window query: the cost does not grow with the history)."""
+    E = EpochEvent
+    rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
+                                order_by=E.end_s.desc()).label("rn")
+    inner = (select(Job.application.label("app"), E.gpu_type.label("gpu_type"),
+                    E.gpus.label("gpus"), E.end_s.label("end_s"),
+                    (E.end_s - E.start_s).label("d"), rn)
+             .join(Job, Job.id == E.job_id).subquery())
+    rows = _conn(db).execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus,
+                                    inner.c.end_s, inner.c.d).where(inner.c.rn <= per_config))
+    return [EpochPoint(application=a, gpu_type=t, gpus=int(g), end_s=float(e),
+                       seconds=float(d))
+            for a, t, g, e, d in rows if d is not None and d > 0]
+
+
+def profiler_points(db: Db, applications: Iterable[str]) -> list[ProfilerPoint]:
+    """The ``profiler`` rows of these applications (``samples`` at least 1)."""
+    apps = sorted(set(applications))
+    if not apps:
+        return []
+    return [ProfilerPoint(application=a, gpu_type=t, gpus=int(g), epoch_time_s=float(s),
+                          samples=max(int(n or 0), 1), updated_s=float(u))
+            for a, t, g, s, n, u in _conn(db).execute(
+                select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
+                       AppProfile.epoch_time_s, AppProfile.samples, AppProfile.updated_s)
+                .where(AppProfile.application.in_(apps), AppProfile.source == "profiler"))]
