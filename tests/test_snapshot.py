@@ -402,3 +402,20 @@ def test_fuzz_parse_returns_snapshot_or_input_error(doc: dict) -> None:
     else:
         assert isinstance(s, Snapshot)
         assert parse_snapshot(snapshot_to_dict(s)) == s
+
+
+def test_the_strict_loaders_refuse_a_repeated_key_naming_it_and_the_line():
+    from andreas.strictload import RepeatedKey, json_loads, yaml_loads
+
+    assert json_loads('{"a": {"b": 1}, "c": [{"b": 2}]}') == {"a": {"b": 1}, "c": [{"b": 2}]}
+    with pytest.raises(RepeatedKey) as err:
+        json_loads('{"a": {"b": 1, "b": 2}}')
+    assert (err.value.key, err.value.line, str(err.value)) == ("b", None,
+                                                               "key 'b' appears twice")
+    assert yaml_loads("a: 1\nb: {c: 2}\n") == {"a": 1, "b": {"c": 2}}
+    with pytest.raises(RepeatedKey) as err:
+        yaml_loads("a: 1\nb:\n  c: 2\n  c: 3\n")
+    assert (err.value.key, err.value.line, str(err.value)) == ("c", 4,
+                                                               "line 4: key 'c' appears twice")
+    with pytest.raises(RepeatedKey, match="^line 1: a key must be a plain value$"):
+        yaml_loads("? [1, 2]\n: x\n")

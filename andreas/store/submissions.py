@@ -87,7 +87,7 @@ def cancel_job(db: Db, job_id: str, *, reason: str, now_s: float) -> tuple[str, 
 
 
 def job_exists(db: Db, job_id: str) -> bool:
-    """Whether a row has exactly this id."""
+    """Whether a row has this id (the backend's comparison: MariaDB ignores case)."""
     return db.execute(select(Job.id).where(Job.id == job_id)).scalar_one_or_none() is not None
 
 
