@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from andreas import views
-from andreas.cli_db import _db_errors
+from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
 from andreas.console import console
 from andreas.errors import InputError
@@ -100,7 +100,7 @@ def _money(x: float | None) -> str:
                    "<UTC yyyymmdd-HHMMSS>-<6 hex>.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the job id (for scripts).")
 @click.pass_context
-@_db_errors
+@db_errors
 def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | None,
                weight: str | None, app: str | None, cmd: str | None, env: tuple[str, ...],
                max_gpus: str | None, grace_s: str | None, name: str | None,
@@ -167,7 +167,7 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
               help="Also finished jobs (completed, failed, cancelled).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list (times in unix seconds).")
 @click.pass_context
-@_db_errors
+@db_errors
 def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """The jobs that are queued, running or stopped: where they run, their progress, when
     they should finish, and what they cost.
@@ -232,7 +232,7 @@ _STATE_STYLE = {"running": "green", "preempting": "yellow", "preempted": "yellow
 @click.argument("job_id", metavar="JOB")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (times in unix seconds).")
 @click.pass_context
-@_db_errors
+@db_errors
 def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Everything about one job: its spec, state, costs, every attempt (node, GPUs,
     container, start, end, exit code, reason, and the decisions that started and stopped
@@ -345,7 +345,7 @@ def _quote(text: str) -> str:
               help="Why (stored with the job, shown by `andreas show`); default: "
                    "'cancelled by <user>'.")
 @click.pass_context
-@_db_errors
+@db_errors
 def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     """Cancel a queued, running or stopped job. The manager stops its container (SIGTERM,
     then SIGKILL after the job's grace period). A finished job cannot be cancelled (exit 2).
@@ -380,7 +380,7 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
 @click.option("--tail", type=click.IntRange(min=0), default=None, metavar="N",
               help="Only the last N lines.")
 @click.pass_context
-@_db_errors
+@db_errors
 def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
              tail: int | None) -> None:
     """Print a job's container output (stdout and stderr), fetched from its node's Docker
@@ -414,7 +414,7 @@ def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
 @click.command("nodes")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list.")
 @click.pass_context
-@_db_errors
+@db_errors
 def nodes_cmd(ctx: click.Context, as_json: bool) -> None:
     """The nodes: state, GPUs busy and free, jobs, power now and health.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from andreas.cli_db import _db_errors
+from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
 from andreas.errors import InputError
 
@@ -85,7 +85,7 @@ def _prior_serial() -> dict[str, float]:
               help="Per run: the container is killed after this long (epochs so far count).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 @click.pass_context
-@_db_errors
+@db_errors
 def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: str, epochs: int,
                 nodes: tuple[str, ...], gpus: str | None, timeout_s: float,
                 as_json: bool) -> None:
@@ -238,7 +238,7 @@ def _print(app: str, results) -> None:
               help="Recency: an epoch this many hours old weighs half as much as a new one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
-@_db_errors
+@db_errors
 def refresh_cmd(ctx: click.Context, half_life_h: float, as_json: bool) -> None:
     """Refit the runtime models from production epoch events (recent epochs weigh more) and
     store the measured epoch times (app_profiles / app_models, source measured)."""

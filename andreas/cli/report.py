@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from andreas.cli_db import _db_errors
+from andreas.cli.common import db_errors
 from andreas.errors import InputError
 from andreas.fileio import write_text_atomic
 
@@ -75,7 +75,7 @@ def _tables_text(tables: tuple[Any, ...], lines: tuple[str, ...]) -> str:
               help="Predicted vs actual energy cost per rescheduling slot, and overall (the "
                    "ANDREAS paper's Table III).")
 @click.pass_context
-@_db_errors
+@db_errors
 def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str, fmt: str,
                output: str | None, co2_g_per_kwh: str | None, validate: bool) -> None:
     """Energy (kWh), energy cost (x PUE x price), tardiness penalty, GPU-hours and

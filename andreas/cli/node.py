@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import click
 
-from andreas.cli_db import _db_errors
+from andreas.cli.common import db_errors
 from andreas.config import load_settings
 from andreas.errors import InputError
 from andreas.store.engine import open_store
@@ -50,7 +50,7 @@ def _on_store(action: Callable[[Db, str], T], node: str) -> T:
 
 @node_group.command("drain")
 @click.argument("node")
-@_db_errors
+@db_errors
 def drain_cmd(node: str) -> None:
     """Start nothing new on NODE; its running jobs finish there (not moved, not stopped)."""
     before = _on_store(lambda s, name: operator_move(s, name, NodeState.DRAINING), node)
@@ -63,7 +63,7 @@ def drain_cmd(node: str) -> None:
 
 @node_group.command("resume")
 @click.argument("node")
-@_db_errors
+@db_errors
 def resume_cmd(node: str) -> None:
     """Put a draining or down NODE back into scheduling (the manager marks it down again
     if its Docker engine does not answer)."""
@@ -76,7 +76,7 @@ def resume_cmd(node: str) -> None:
 
 @node_group.command("unmark-profiling")
 @click.argument("node")
-@_db_errors
+@db_errors
 def unmark_profiling_cmd(node: str) -> None:
     """Clear NODE's profiling mark (left by a profiler that was killed)."""
     was = _on_store(lambda s, name: set_profiling_by_name(s, name, False), node)

@@ -326,19 +326,19 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
 
 # --------------------------------------------------------------------------- sub-commands
 # Each family of commands lives in its own module and is registered here, one line each.
-from andreas.cli_sim import simulate_cmd  # noqa: E402
+from andreas.cli.sim import simulate_cmd  # noqa: E402
 main.add_command(simulate_cmd)
-from andreas.cli_trace import trace_group  # noqa: E402
+from andreas.cli.trace import trace_group  # noqa: E402
 main.add_command(trace_group)
-from andreas.cli_db import db_group  # noqa: E402
+from andreas.cli.db import db_group  # noqa: E402
 main.add_command(db_group)
-from andreas.cli_jobs import register_jobs  # noqa: E402
+from andreas.cli.jobs import register_jobs  # noqa: E402
 register_jobs(main)
-from andreas.cli_manager import register_manager  # noqa: E402
+from andreas.cli.manager import register_manager  # noqa: E402
 register_manager(main)
-from andreas.cli_profile import register_profile  # noqa: E402
+from andreas.cli.profile import register_profile  # noqa: E402
 register_profile(main)
-from andreas.cli_report import register_report  # noqa: E402
+from andreas.cli.report import register_report  # noqa: E402
 register_report(main)
-from andreas.cli_node import register_node  # noqa: E402
+from andreas.cli.node import register_node  # noqa: E402
 register_node(main)

@@ -7,32 +7,18 @@ masked; passwords are read from files or the environment, never from the command
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
+from andreas.cli.common import db_errors
 from andreas.config import load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
 from andreas.store.engine import connect, is_sqlite, make_engine, open_store
 from andreas.store.errors import SchemaError
-from andreas.store.faults import database_errors
 from andreas.store.retention import downsample
-
-
-def _db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A database error in the middle of a command is one line too, not a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with database_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _engine(create_dir: bool = False):
@@ -57,7 +43,7 @@ def db_group() -> None:
 @click.option("--sql", "as_sql", is_flag=True,
               help="Print the DDL of a full upgrade for the configured backend instead of "
                    "running it (for a DBA to review or apply).")
-@_db_errors
+@db_errors
 def upgrade_cmd(as_sql: bool) -> None:
     """Create the schema, or upgrade it to this version's head; at head it does nothing."""
     if as_sql:
@@ -80,7 +66,7 @@ def upgrade_cmd(as_sql: bool) -> None:
 
 
 @db_group.command("current")
-@_db_errors
+@db_errors
 def current_cmd() -> None:
     """Print the database in use (password masked), where its URL came from, and its revision."""
     settings, engine = _engine()
@@ -95,7 +81,7 @@ def current_cmd() -> None:
 
 
 @db_group.command("check")
-@_db_errors
+@db_errors
 def check_cmd() -> None:
     """Exit 0 when the database is reachable and at head; otherwise say what to run (exit 2)."""
     settings = load_settings()
@@ -108,7 +94,7 @@ def check_cmd() -> None:
 
 @db_group.command("downgrade")
 @click.argument("revision")
-@_db_errors
+@db_errors
 def downgrade_cmd(revision: str) -> None:
     """Refused: migrations are forward-only (a downgrade would drop data).
 
@@ -135,7 +121,7 @@ def downgrade_cmd(revision: str) -> None:
               help="Only these roles (repeatable); default: all four.")
 @click.option("--database", default=None,
               help="Database the grants are on; default: the configured URL's database.")
-@_db_errors
+@db_errors
 def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tuple[str, ...],
                      database: str | None) -> None:
     """Least-privilege MariaDB accounts: agent, manager, reporter, migrator.
@@ -177,7 +163,7 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
 @click.option("--keep-days", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Raw samples younger than this are kept (default: [store] "
                    "raw_retention_days, 7).")
-@_db_errors
+@db_errors
 def retention_cmd(keep_days: float | None) -> None:
     """Delete raw samples older than the retention time, once; keep the 1-minute aggregates.
 
