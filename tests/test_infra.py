@@ -108,3 +108,24 @@ def test_store_and_agent_share_one_enum() -> None:
 
     assert models.EnergySource is EnergySource
     assert "EnergySource" in str(GpuSample.__annotations__["energy_source"])
+
+
+def test_a_missing_optional_library_names_its_extra() -> None:
+    from andreas.entry import missing_extra
+
+    line = missing_extra(ModuleNotFoundError("no", name="matplotlib.pyplot"))
+    assert line == ("this command needs the Python package 'matplotlib', which the extra "
+                    "andreas[plots] installs: pip install 'andreas[plots]'")
+    assert "andreas[agent]" in missing_extra(ModuleNotFoundError("no", name="alembic"),
+                                             role="agent")
+    assert missing_extra(ModuleNotFoundError("no", name="andreas.nope")) is None
+
+
+def test_the_cli_without_an_extra_ends_in_one_line() -> None:
+    code = ("import sys; sys.modules['numpy'] = None; sys.argv = ['andreas', '--help']; "
+            "from andreas.entry import andreas; andreas()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert (done.returncode, done.stderr.count("\n")) == (1, 1)
+    assert done.stderr.startswith("andreas: error: this command needs the Python package "
+                                  "'numpy', which the extra andreas[manager] installs")
