@@ -38,6 +38,7 @@ from agents.entries import heartbeat, to_entry
 from agents.records import GpuGap, GpuSample
 from agents.spool import Spool
 from agents.store_writer import NodeSpec, StoreWriter, agent_engine
+from andreas.backoff import Backoff
 from andreas.store.engine import is_sqlite, parse_url
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ RECONCILE_AFTER_S = 5.0      # a followed container the tracker no longer reads 
 # and the GPU rows would come at 0.5 Hz. A 5 % tolerance keeps one row per tick and every
 # window still at least 0.95 of the minimum (1 s by default: counters tick every 10-100 ms).
 TICK_TOLERANCE = 0.05
-DOCKER_RETRY_S = (5.0, 300.0)
+DOCKER_RETRY = Backoff(initial_s=5.0, max_s=300.0)
 
 
 @dataclass
@@ -110,7 +111,7 @@ class Agent:
         self._findings: set[tuple] = set()
         self._next_heartbeat = 0.0
         self._docker_retry_at = 0.0
-        self._docker_delay = DOCKER_RETRY_S[0]
+        self._docker_failures = 0           # failed connections to Docker in a row
 
     # ------------------------------------------------------------------ life cycle
 
@@ -266,14 +267,15 @@ class Agent:
             self.tracker = factory(on_epoch=self._on_epoch, on_start=self._on_start,
                                    on_exit=self._on_exit, client=client)
             self.tracker.start()
-            self._docker_delay = DOCKER_RETRY_S[0]
+            self._docker_failures = 0
             log.info("following andreas containers of Docker at %s", self.cfg.docker_url)
         except Exception as e:  # noqa: BLE001 - Docker down: sample anyway, retry later
             self.tracker = None
-            self._docker_retry_at = self.mono() + self._docker_delay
+            delay_s = DOCKER_RETRY.delay_s(self._docker_failures)
+            self._docker_failures += 1
+            self._docker_retry_at = self.mono() + delay_s
             log.warning("Docker at %s not reachable (%s); containers not followed, retry in "
-                        "%.0f s", self.cfg.docker_url, e, self._docker_delay)
-            self._docker_delay = min(self._docker_delay * 2, DOCKER_RETRY_S[1])
+                        "%.0f s", self.cfg.docker_url, e, delay_s)
 
     def _on_epoch(self, record: Any) -> None:
         assert self.delivery is not None

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from agents.entries import HEARTBEAT, Entry
 from agents.spool import Spool
 from agents.store_writer import DeliveryError
+from andreas.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +83,17 @@ class Delivery:
         self.batch_rows = int(batch_rows)
         self.batch_s = float(batch_s)
         self.replay_rows = int(replay_rows)
-        self.backoff_s = float(backoff_s)
-        self.max_backoff_s = float(max_backoff_s)
-        self.refused_backoff_s = float(refused_backoff_s)
+        # one count of failures in a row, two caps: a refusal (grants, a full disk) has its own
+        self.backoff = Backoff(initial_s=float(backoff_s), max_s=float(max_backoff_s))
+        self.refused_backoff = Backoff(initial_s=float(backoff_s),
+                                       max_s=float(refused_backoff_s))
         self.shutdown_s = float(shutdown_s)
         self._clock = clock
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._heartbeat: float | None = None
-        self._delay = self.backoff_s
+        self._failures = 0                  # failed writes in a row (the back-off's count)
         self._retry_at = 0.0
         self._error_logged: tuple[str, str] | None = None
         self.stats = DeliveryStats(mode="spool" if spool.pending else "direct")
@@ -134,7 +136,7 @@ class Delivery:
                 except Exception:
                     log.exception("delivery: unexpected error; the batch goes to the spool")
                     self.stats.mode = "spool"
-                    self._retry_at = self._clock() + self.max_backoff_s
+                    self._retry_at = self._clock() + self.backoff.max_s
                     self._to_spool(batch)
                 if stop:
                     break
@@ -210,15 +212,15 @@ class Delivery:
         self.stats.mode = "spool"
         self.stats.outages += 1
         self.stats.last_error = str(e)
-        self._delay = self.backoff_s
+        self._failures = 0
         self._schedule_retry(e)
         log.warning("database unavailable (%s: %s); spooling to %s, retry in %.0f s",
                     e.kind, e, self.spool.directory, self._retry_at - self._clock())
 
     def _schedule_retry(self, e: DeliveryError) -> None:
-        cap = self.refused_backoff_s if e.kind == "refused" else self.max_backoff_s
-        self._retry_at = self._clock() + min(self._delay, cap)
-        self._delay = min(self._delay * 2.0, cap)
+        backoff = self.refused_backoff if e.kind == "refused" else self.backoff
+        self._retry_at = self._clock() + backoff.delay_s(self._failures)
+        self._failures += 1
         key = (e.kind, str(e))
         if e.kind == "refused" and key != self._error_logged:
             log.error("the database refuses this agent's writes: %s; records are kept in the "
@@ -262,7 +264,7 @@ class Delivery:
             log.info("database back: the spool is delivered in order (%d record(s) in all); "
                      "direct writes resumed", self.stats.replayed)
         self.stats.mode = "direct"
-        self._delay = self.backoff_s
+        self._failures = 0
         return True
 
     def _isolate(self, entries: Sequence[Entry],

@@ -46,8 +46,10 @@ from typing import Any, Protocol
 
 import pynvml
 
-from agents.records import EnergySource, GpuGap, GpuInfo, GpuSample, PowerSource
+from agents.records import GpuGap, GpuInfo, GpuSample
+from andreas.backoff import Backoff
 from andreas.errors import AndreasError
+from andreas.sources import EnergySource, PowerSource
 
 log = logging.getLogger(__name__)
 
@@ -235,15 +237,14 @@ class GpuSampler:
                  check: Callable[[Any], BindingsCheck] = check_bindings) -> None:
         self._nvml = nvml
         self.min_interval_s = float(min_interval_s)
-        self.backoff_initial_s = float(backoff_initial_s)
-        self.backoff_max_s = float(backoff_max_s)
+        self.backoff = Backoff(initial_s=float(backoff_initial_s), max_s=float(backoff_max_s))
         self._check = check
         self.bindings: BindingsCheck | None = None
         self._gpus: dict[str, _Gpu] = {}          # by UUID, in NVML index order at start
         self._started = False
         self._initialized = False
         self._unresolved_indices: set[int] = set()
-        self._backoff_s = self.backoff_initial_s
+        self._reinit_failures = 0                 # failed re-initialisations in a row
         self._next_reinit_mono: float | None = None
         self._codes = _codes(nvml)
         self._inventory_version = 0
@@ -459,15 +460,15 @@ class GpuSampler:
     def _schedule_reinit(self, now_mono: float | None) -> None:
         if self._next_reinit_mono is None:
             self._next_reinit_mono = (-math.inf if now_mono is None
-                                      else now_mono + self._backoff_s)
+                                      else now_mono + self._reinit_delay_s())
 
     def _maybe_reinit(self, now_mono: float) -> None:
         if self._next_reinit_mono is None or now_mono < self._next_reinit_mono:
             return
         if self._next_reinit_mono == -math.inf:   # scheduled before any clock was seen
-            self._next_reinit_mono = now_mono + self._backoff_s
+            self._next_reinit_mono = now_mono + self._reinit_delay_s()
             return
-        log.info("NVML: re-initialising (back-off %.0f s)", self._backoff_s)
+        log.info("NVML: re-initialising (back-off %.0f s)", self._reinit_delay_s())
         self.close()
         try:
             self._nvml.nvmlInit()
@@ -493,12 +494,15 @@ class GpuSampler:
             self._next_backoff(now_mono)
         else:
             log.info("NVML: every GPU readable again")
-            self._backoff_s = self.backoff_initial_s
+            self._reinit_failures = 0
             self._next_reinit_mono = None
 
+    def _reinit_delay_s(self) -> float:
+        return self.backoff.delay_s(self._reinit_failures)
+
     def _next_backoff(self, now_mono: float) -> None:
-        self._backoff_s = min(self._backoff_s * 2.0, self.backoff_max_s)
-        self._next_reinit_mono = now_mono + self._backoff_s
+        self._reinit_failures += 1
+        self._next_reinit_mono = now_mono + self._reinit_delay_s()
 
     # ------------------------------------------------------------------ one GPU, one tick
 

@@ -33,8 +33,9 @@ from typing import Any
 
 import psutil as _psutil
 
-from agents.records import EnergySource, HostSample, PowerSource
+from agents.records import HostSample
 from andreas.profiles import DEFAULT_HOST, Profiles, load_profiles
+from andreas.sources import EnergySource, PowerSource
 
 log = logging.getLogger(__name__)
 

@@ -10,22 +10,9 @@ reading", never 0.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
-
-class EnergySource(enum.Enum):
-    COUNTER = "counter"        # nvmlDeviceGetTotalEnergyConsumption difference
-    INTEGRATED = "integrated"  # trapezoid of instant power over a monotonic interval
-    RAPL = "rapl"              # /sys/class/powercap package domains
-    MODEL = "model"            # profiles/ power model (estimated)
-
-
-class PowerSource(enum.Enum):
-    INSTANT = "instant"        # NVML field value "instant power"
-    AVERAGE = "average"        # nvmlDeviceGetPowerUsage (1-s average on Ampere and newer)
-    RAPL = "rapl"
-    MODEL = "model"
+from andreas.sources import EnergySource, PowerSource
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import AndreasError
+from andreas.fileio import fsync_dir, replace_atomic
 
 log = logging.getLogger(__name__)
 
@@ -381,7 +382,7 @@ class Spool:
 
     def _fsync_dir(self) -> None:
         if self._fsync:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
 
     def _corrupt(self, path: Path, offset: int, record: tuple | None) -> None:
         self.corrupt_lines += 1
@@ -427,9 +428,7 @@ class Spool:
             return
         data = {"refused": self.refused, "last_refused_t": self.last_refused_t,
                 "refusing": self._refusing}
-        tmp = self.directory / (_STATE + ".tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, self.directory / _STATE)
+        replace_atomic(self.directory / _STATE, json.dumps(data), durable=False)
 
 
 def _parse(line: bytes) -> tuple[int, dict[str, Any]] | None:
@@ -456,23 +455,7 @@ def _read_committed(directory: Path) -> int:
 
 
 def _write_committed(directory: Path, seq: int, fsync: bool) -> None:
-    tmp = directory / (_COMMITTED + ".tmp")
-    with tmp.open("w") as f:
-        f.write(f"{seq}\n")
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, directory / _COMMITTED)
-    if fsync:
-        _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_atomic(directory / _COMMITTED, f"{seq}\n", durable=fsync)
 
 
 def _read_state(directory: Path) -> dict[str, Any]:

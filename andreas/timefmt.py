@@ -2,13 +2,18 @@
 
 ``stamp(1795356180.0) == "2026-11-22 14:03Z"``; ``relative(t, now)`` is ``"in 3h12m"`` or
 ``"3h12m ago"``; ``duration(11520) == "3h12m"``. Minutes are the finest unit that tables
-show (seconds only below a minute), so columns stay narrow.
+show (seconds only below a minute), so columns stay narrow. The way back from what people
+type: ``parse_duration("1h30m") == 5400.0``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
+
+_DURATION_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 
 
 def stamp(t_s: float | None) -> str:
@@ -44,6 +49,15 @@ def duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m"
     return f"{secs}s"
+
+
+def parse_duration(text: str, units: str = "smhdw") -> float | None:
+    """Seconds of ``7d``, ``12h``, ``1h30m``, ``90s`` (numbers, each with one of ``units``,
+    a subset of s m h d w); None when ``text`` is not such a duration, so that the caller
+    says in its own words (``--since``, ``--due``) what it accepts."""
+    if not re.fullmatch(rf"(?:\d+(?:\.\d+)?[{units}])+", text):
+        return None
+    return sum(float(n) * _DURATION_UNITS_S[u] for n, u in _DURATION_PART.findall(text))
 
 
 def relative(t_s: float | None, now_s: float) -> str:

@@ -4,7 +4,8 @@
 #   bash scripts/bench.sh             # optimizer (100 nodes, 50/200/450 jobs) + simulator (N=50)
 #   bash scripts/bench.sh optimizer   # only the optimizer; extra arguments go to it (--help)
 #   bash scripts/bench.sh simulator   # only the simulator; extra arguments go to it (--help)
-#   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh)
+#   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh;
+#                                     # the agent runs from out/venv-agent: andreas[agent] only)
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
@@ -35,7 +36,13 @@ if [ "$which" = all ] || [ "$which" = agent ]; then
     source scripts/docker-test-daemon.sh
     trap docker_test_stop EXIT
     docker_test_start out/docker-bench || echo "bench.sh: no Docker; the agent benchmark runs without containers"
-    .venv/bin/python tests/benchmarks/bench_agent.py --json out/bench_agent.json "$@"
+    # The agent as a GPU node installs it: the base and the [agent] extra, nothing else.
+    if [ ! -x out/venv-agent/bin/python ]; then
+        "${PYTHON:-python3}" -m venv out/venv-agent
+    fi
+    out/venv-agent/bin/python -m pip install -q -e '.[agent]'
+    .venv/bin/python tests/benchmarks/bench_agent.py --agent-python out/venv-agent/bin/python \
+        --json out/bench_agent.json "$@"
 fi
 if [ "$which" = all ] || [ "$which" = gap ]; then
     .venv/bin/python tests/benchmarks/bench_gap.py --json out/bench_gap.json "$@"

@@ -16,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then
     echo "== creating .venv"
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e '.[manager,agent,plots]'
 ANDREAS=.venv/bin/andreas
 
 # --- A whole workload under every policy ---------------------------------------------------

@@ -8,8 +8,8 @@
 # What it does (every step is idempotent: a second run changes nothing it did before,
 # upgrades the package, and never overwrites an operator's config or secrets):
 #   1. the system user andreas-agent (no login, no home) in the docker group;
-#   2. a virtual environment PREFIX/venv and `pip install` of the package (default: this
-#      checkout) into it;
+#   2. a virtual environment PREFIX/venv and `pip install` of the package with its [agent]
+#      extra (default: this checkout) into it;
 #   3. /etc/andreas/agent.toml from systemd/agent.toml.example (0640 root:andreas-agent),
 #      only when missing;
 #   4. /etc/andreas/agent.env for the secrets (0600 root:root; systemd reads it before
@@ -132,7 +132,10 @@ if [ ! -x "$VENV/bin/python" ]; then
     run "$PYTHON" -m venv "$VENV"
 fi
 run "$VENV/bin/python" -m pip install --quiet --upgrade pip
-run "$VENV/bin/python" -m pip install --quiet --upgrade "$SOURCE"
+# A checkout gets the [agent] extra (what the node needs, not the manager's libraries); a pip
+# requirement is used as given (write andreas[agent]).
+if [ -d "$SOURCE" ]; then PACKAGE="$SOURCE[agent]"; else PACKAGE=$SOURCE; fi
+run "$VENV/bin/python" -m pip install --quiet --upgrade "$PACKAGE"
 if [ -f "$REPO/README.md" ]; then
     install_file "$REPO/README.md" "$PREFIX/README.md" 0644 root root
 fi

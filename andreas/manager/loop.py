@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from andreas.backoff import Backoff
 from andreas.manager.lock import LockLost, ManagerLock
 from andreas.manager.manager import Manager
 
@@ -73,6 +74,7 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
         return
     scheduler = scheduler_factory(manager, settings.period_s)
     errors = 0
+    error_backoff = Backoff(initial_s=settings.poll_s, max_s=MAX_ERROR_BACKOFF_S)
     next_lock_check = monotonic() + LOCK_CHECK_S
     last_tick = time.monotonic()
     try:
@@ -91,7 +93,7 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
                 errors, wait_s = 0, settings.poll_s
             except Exception:
                 errors += 1
-                wait_s = min(MAX_ERROR_BACKOFF_S, settings.poll_s * 2 ** errors)
+                wait_s = error_backoff.delay_s(errors)
                 log.exception("tick failed (%d in a row); next try in %.1f s", errors, wait_s)
             if lock is not None and monotonic() >= next_lock_check:
                 next_lock_check = monotonic() + LOCK_CHECK_S

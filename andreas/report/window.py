@@ -14,14 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from andreas.errors import InputError
-from andreas.timefmt import stamp
+from andreas.timefmt import parse_duration, stamp
 
 DEFAULT_SINCE = "-7d"
 DEFAULT_UNTIL = "now"
 PERIODS = ("day", "week")
-_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_RELATIVE = re.compile(r"-((?:\d+(?:\.\d+)?[smhdw])+)")
-_RELATIVE_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -52,10 +49,11 @@ def parse_time(text: str, now_s: float, label: str) -> float:
     if value.lower() == "now":
         return now_s
     if value.startswith("-"):
-        if not _RELATIVE.fullmatch(value):
+        ago_s = parse_duration(value[1:])
+        if ago_s is None:
             raise InputError(f"{label} {text!r}: a relative time is - and a number with a unit "
                              "s, m, h, d or w (e.g. -7d, -1h30m)")
-        return now_s - sum(float(n) * _UNIT_S[u] for n, u in _RELATIVE_PART.findall(value))
+        return now_s - ago_s
     if _NUMBER.fullmatch(value):
         return float(value)
     try:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from andreas.fileio import replace_atomic
 from andreas.simulator.results import Attempt, SimResult
 
 HOUR = 3600.0
@@ -92,9 +94,8 @@ def _gpu_rows(attempts: Sequence[Attempt]) -> dict[tuple[str, int], list[Attempt
 
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
-    tmp = path.with_name(f".{path.stem}.tmp.png")
+    png = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
-    tmp.replace(path)
-    return path
+    return replace_atomic(path, png.getvalue())

@@ -1,7 +1,7 @@
 """The comparison report: a terminal table, CSV and JSON files, and PNG plots.
 
-Written atomically per file (temp file + rename) so an interrupted run leaves no
-half-written output.
+Written atomically per file (:func:`andreas.fileio.replace_atomic`) so an interrupted run
+leaves no half-written output.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from andreas.fileio import replace_atomic
 from andreas.simulator.compare import reduction_matrix
 from andreas.simulator.results import SimResult
 
@@ -62,7 +62,7 @@ def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = 
     w.writeheader()
     for r in results:
         w.writerow(r.summary())
-    written.append(_atomic(out_dir / "summary.csv", buf.getvalue()))
+    written.append(replace_atomic(out_dir / "summary.csv", buf.getvalue()))
     buf = io.StringIO()
     w = None
     for r in results:
@@ -72,7 +72,7 @@ def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = 
                 w = csv.DictWriter(buf, fieldnames=list(row))
                 w.writeheader()
             w.writerow(row)
-    written.append(_atomic(out_dir / "jobs.csv", buf.getvalue()))
+    written.append(replace_atomic(out_dir / "jobs.csv", buf.getvalue()))
     pct = reduction_matrix(results)
     buf = io.StringIO()
     names = [r.policy for r in results]
@@ -80,18 +80,11 @@ def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = 
     cw.writerow(["vs", *names])
     for a in names:
         cw.writerow([a, *(f"{pct[a][b]:.4f}" for b in names)])
-    written.append(_atomic(out_dir / "reduction.csv", buf.getvalue()))
+    written.append(replace_atomic(out_dir / "reduction.csv", buf.getvalue()))
     doc = {"results": [r.summary() for r in results], "reduction_pct": pct,
            "jobs": {r.policy: [asdict(j) for j in r.jobs] for r in results}}
-    written.append(_atomic(out_dir / "results.json", json.dumps(doc, indent=1)))
+    written.append(replace_atomic(out_dir / "results.json", json.dumps(doc, indent=1)))
     if plots:
         from andreas.simulator.plots import write_plots
         written.extend(write_plots(results, out_dir))
     return written
-
-
-def _atomic(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path

@@ -26,6 +26,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from andreas.backoff import Backoff
 from andreas.config import Settings, mask_url
 from andreas.errors import InputError
 from andreas.store.errors import StoreUnavailable
@@ -158,7 +159,7 @@ def connect(engine: Engine, *, retries: int = 0, backoff_s: float = 1.0,
     database fails at once. Raises StoreUnavailable naming the masked URL.
     """
     shown = mask_url(engine.url)
-    delay = backoff_s
+    backoff = Backoff(initial_s=backoff_s, max_s=max_backoff_s)
     for attempt in range(retries + 1):
         try:
             with engine.connect() as conn:
@@ -171,10 +172,10 @@ def connect(engine: Engine, *, retries: int = 0, backoff_s: float = 1.0,
                 hint = _hint(code)
                 raise StoreUnavailable(f"cannot use database {shown}: {describe_error(e)}"
                                        f"{hint}") from None
+            delay_s = backoff.delay_s(attempt)
             log.warning("database %s not reachable (%s); retry %d/%d in %.1f s", shown,
-                        describe_error(e), attempt + 1, retries, delay)
-            sleep(delay)
-            delay = min(delay * 2, max_backoff_s)
+                        describe_error(e), attempt + 1, retries, delay_s)
+            sleep(delay_s)
 
 
 def _hint(code: int | None) -> str:

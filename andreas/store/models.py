@@ -23,6 +23,8 @@ from sqlalchemy import (JSON, BigInteger, Boolean, Double, Enum, Float, ForeignK
                         Integer, MetaData, SmallInteger, String, UniqueConstraint, false, true)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from andreas.sources import EnergySource, PowerSource
+
 # Deterministic constraint names on every backend, so later migrations can name them.
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -53,24 +55,6 @@ class NodeState(enum.Enum):
     UP = "up"
     DRAINING = "draining"
     DOWN = "down"
-
-
-class EnergySource(enum.Enum):
-    """How a sample's ``energy_mj`` was obtained (the agent says so on every sample)."""
-
-    COUNTER = "counter"        # difference of NVML's total-energy counter
-    INTEGRATED = "integrated"  # trapezoid of instant power over a monotonic interval
-    RAPL = "rapl"              # /sys/class/powercap package domains (host)
-    MODEL = "model"            # profiles/ power model: an estimate (host)
-
-
-class PowerSource(enum.Enum):
-    """Which reading a sample's power comes from."""
-
-    INSTANT = "instant"        # NVML instant-power field
-    AVERAGE = "average"        # nvmlDeviceGetPowerUsage (a 1-s average on Ampere and newer)
-    RAPL = "rapl"
-    MODEL = "model"
 
 
 def _enum(cls: type[enum.Enum], name: str) -> Enum:

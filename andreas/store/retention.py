@@ -29,6 +29,7 @@ from typing import TypeVar
 from sqlalchemy import Engine, delete, func, insert, select, text
 from sqlalchemy.exc import DBAPIError
 
+from andreas.backoff import Backoff
 from andreas.config import DEFAULT_RAW_RETENTION_DAYS
 from andreas.store.engine import Store, error_code
 from andreas.store.errors import StoreError
@@ -38,6 +39,7 @@ from andreas.store.samples import HOST_MINUTE_COLUMNS, POWER_MINUTE_COLUMNS, min
 DEFAULT_COMPACT_DAYS = 2.0
 DELETE_CHUNK = 20_000
 _RETRY_CODES = {1205, 1213}     # lock wait timeout, deadlock: the transaction is retried
+_RETRY = Backoff(initial_s=0.05, max_s=1.0)
 T = TypeVar("T")
 
 
@@ -89,7 +91,7 @@ def _retry(step: Callable[[], T], tries: int = 5) -> T:
         except DBAPIError as e:
             if error_code(e) not in _RETRY_CODES or attempt == tries - 1:
                 raise
-            time.sleep(0.05 * 2 ** attempt)
+            time.sleep(_RETRY.delay_s(attempt))
     raise AssertionError("unreachable")
 
 

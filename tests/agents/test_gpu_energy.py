@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.records import EnergySource, PowerSource
+from andreas.sources import EnergySource, PowerSource
 
 from .gpu_helpers import WALL0, Clock, energy_j, fake, run, samples, started
 

@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from agents.gpu import GpuSampler, NvmlUnavailable
-from agents.records import EnergySource, GpuGap, PowerSource
+from agents.records import GpuGap
+from andreas.sources import EnergySource, PowerSource
 
 from .gpu_helpers import Clock, energy_j, fake, gaps, run, samples, started
 

@@ -9,7 +9,7 @@ import pytest
 
 from agents.host import HostPowerModel, HostSampler, RaplReader, RaplUnavailable, \
     profile_gpu_type
-from agents.records import EnergySource, PowerSource
+from andreas.sources import EnergySource, PowerSource
 
 from .host_helpers import MAX_UJ, FakePsutil, make_domain, set_energy
 

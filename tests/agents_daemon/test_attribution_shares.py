@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from agents.attribution import (ContainerJob, JobEnergyWindows, JobShare, ProcContainers,
                                 attribute, split)
-from agents.records import EnergySource, GpuGap, GpuSample, HostSample, PowerSource
+from agents.records import GpuGap, GpuSample, HostSample
+from andreas.sources import EnergySource, PowerSource
 
 GPUS = ("GPU-a", "GPU-b", "GPU-c", "GPU-d")
 CID1, CID2 = "1" * 64, "2" * 64

@@ -75,7 +75,8 @@ def test_install_dry_run_plans_every_step_and_changes_nothing(tmp_path):
     venv = tmp_path / "opt" / "venv"
     for line in (
             "useradd --system --user-group --groups docker", "--shell /usr/sbin/nologin",
-            f"-m venv {venv}", f"{venv}/bin/python -m pip install --quiet --upgrade {ROOT}",
+            f"-m venv {venv}",
+            f"{venv}/bin/python -m pip install --quiet --upgrade {ROOT}\\[agent\\]",
             f"+ write {etc}/agent.toml (from systemd/agent.toml.example, mode 0640, "
             "root:andreas-agent)",
             f"+ write {etc}/agent.env (from systemd/agent.env.example, mode 0600, root:root)",

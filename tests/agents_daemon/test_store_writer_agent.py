@@ -10,10 +10,11 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
 
 from agents.entries import to_entry
-from agents.records import EnergySource, GpuGap, GpuSample, PowerSource
+from agents.records import GpuGap, GpuSample
 from agents.store_writer import (DeliveryError, RegistrationRefused, StoreWriter, agent_engine,
                                  classify, register)
 from andreas.errors import InputError
+from andreas.sources import EnergySource, PowerSource
 from andreas.store.engine import make_engine
 
 from .helpers_agent import UUIDS, gpu_entry, spec, sqlite_store

@@ -15,9 +15,13 @@ containers, against idle Python processes measured in the same run.
    memory: resident set size, sampled every second (max). Then SIGTERM to the agent
    (it must exit 0) and a count of what reached the store.
 
-Targets: agent CPU < 1 % of one core (issue 5), RSS < 60 MB (issue 17). Printed, never asserted.
+Targets: agent CPU < 1 % of one core (issue 5), RSS < 60 MB (issue 17). Printed, never
+asserted. The agent runs under ``--agent-python``: ``scripts/bench.sh agent`` gives it a
+virtual environment with ``andreas[agent]`` only, as on a GPU node (the test environment
+also has the manager's libraries, e.g. docker[ssh]'s paramiko, which the docker SDK
+imports when it is there).
 Run: ``bash scripts/bench.sh agent`` (starts Docker like the tests) or
-``python tests/benchmarks/bench_agent.py [--seconds 60] [--json out/bench_agent.json]``.
+``python tests/benchmarks/bench_agent.py [--seconds 60] [--agent-python PY] [--json F]``.
 """
 
 from __future__ import annotations
@@ -126,6 +130,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=60.0, help="measured window (>= 60)")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before measuring")
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("--agent-python", default=sys.executable,
+                   help="interpreter of the agent and of the idle processes (default: this "
+                        "one; scripts/bench.sh agent: a venv with andreas[agent] only)")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory "
                    "(database, spool, agent log) and print its path")
     a = p.parse_args()
@@ -157,11 +164,11 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANDREAS_DB")}
     env["PYTHONPATH"] = str(ROOT)
     agent_log = (tmp / "agent.log").open("w")
-    agent = subprocess.Popen([sys.executable, "-c", "from agents.cli import main; main()",
+    agent = subprocess.Popen([a.agent_python, "-c", "from agents.cli import main; main()",
                               "--config", str(cfg), "--fake-gpus", f"{GPUS}xV100"],
                              stdout=agent_log, stderr=subprocess.STDOUT, env=env)
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1e6)"])
-    idle_libs = subprocess.Popen([sys.executable, "-c", f"{AGENT_IMPORTS}; import time; "
+    idle = subprocess.Popen([a.agent_python, "-c", "import time; time.sleep(1e6)"])
+    idle_libs = subprocess.Popen([a.agent_python, "-c", f"{AGENT_IMPORTS}; import time; "
                                   "time.sleep(1e6)"], env=env)
     meters = [Meter("andreas-agent (8 fake GPUs, 1 Hz)", agent.pid),
               Meter("idle python", idle.pid),
@@ -222,7 +229,7 @@ def main() -> int:
         f"second), the agent's own report: RSS max {rss_self[0] or 0:.1f} MiB, CPU mean "
         f"{rss_self[1] or 0:.2f} %; whole run: {job_rows} job-energy rows, {epochs} epochs; "
         f"agent exit code after SIGTERM: {code}")
-    result = {"seconds": a.seconds, "docker": bool(found), "docker_reason": why_not,
+    result = {"seconds": a.seconds, "agent_python": a.agent_python, "docker": bool(found), "docker_reason": why_not,
               "containers": len(containers), "gpus": GPUS, "exit_code": code,
               "samples_in_window": samples, "job_energy_rows": job_rows, "epochs": epochs,
               "processes": {m.name: {"cpu_percent": m.cpu_pct, "rss_mb": m.rss_mb,
