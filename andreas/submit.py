@@ -30,7 +30,7 @@ from andreas.store.errors import TransitionConflict
 from andreas.store.models import JobState
 from andreas.store.submissions import JobIdTaken, NewJob, add_job, cancel_job
 from andreas.strictload import RepeatedKey, yaml_loads
-from andreas.timefmt import stamp
+from andreas.timefmt import parse_duration, stamp
 
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
@@ -52,9 +52,6 @@ _DOMAIN = re.compile(r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
                      r"(?::[0-9]{1,5})?")
 _TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_RELATIVE = re.compile(r"\+((?:\d+(?:\.\d+)?[smhd])+)")
-_RELATIVE_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _NUMBER = re.compile(r"[+]?\d+(?:\.\d+)?")
 _DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 
@@ -289,10 +286,11 @@ def parse_due(value: Any, now_s: float, label: str = "--due") -> float:
 
 def _due_text(text: str, now_s: float, label: str) -> float:
     if text.startswith("+"):
-        if not _RELATIVE.fullmatch(text):
+        ahead_s = parse_duration(text[1:], units="smhd")
+        if ahead_s is None:
             raise InputError(f"{label} {text!r}: a relative due date is + and a number with a "
                              "unit s, m, h or d (e.g. +12h, +1h30m)")
-        return now_s + sum(float(n) * _UNIT_S[u] for n, u in _RELATIVE_PART.findall(text))
+        return now_s + ahead_s
     if _NUMBER.fullmatch(text) and not _DATE_ONLY.fullmatch(text):
         return float(text)
     if _DATE_ONLY.fullmatch(text):
