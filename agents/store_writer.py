@@ -128,7 +128,7 @@ class StoreWriter:
                 move_if(conn, reg.node_id, NodeState.DOWN, NodeState.UP)
         except DeliveryError:
             raise
-        except Exception as e:  # noqa: BLE001 - sorted and re-raised as DeliveryError
+        except Exception as e:
             kind = classify(e)
             raise DeliveryError(f"registration of node {spec.name} in {self.url} failed: "
                                 f"{describe(e)}", "refused" if kind == "data" else kind
@@ -153,7 +153,7 @@ class StoreWriter:
                 insert_job_energy(conn, rows["job_energy"], skip_duplicates=True)
                 if heartbeat_t is not None:
                     touch_heartbeat(conn, reg.node_id, heartbeat_t)
-        except Exception as e:  # noqa: BLE001 - sorted and re-raised as DeliveryError
+        except Exception as e:
             kind = classify(e)
             if kind == "transient":
                 self._schema_ok = False    # a restarted server may come back migrated

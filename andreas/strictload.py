@@ -44,7 +44,7 @@ def yaml_loads(text: str) -> Any:
     """``yaml.safe_load`` that raises RepeatedKey (and yaml.YAMLError as usual)."""
     import yaml
 
-    return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_strict_loader())
 
 
 @functools.cache

@@ -66,6 +66,13 @@ trap services_stop EXIT
 mariadb_test_start out/mariadb
 docker_test_start out/docker
 
+# --- Lint ----------------------------------------------------------------------------
+# ruff's rules are in pyproject.toml ([tool.ruff]); a finding fails the run.
+if ! .venv/bin/ruff check .; then
+    echo "test.sh: FAIL: ruff found problems (fix them, or justify a noqa with its reason)" >&2
+    exit 1
+fi
+
 # --- Tests ---------------------------------------------------------------------------
 set +e
 .venv/bin/python -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$LOG"

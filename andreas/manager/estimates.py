@@ -32,7 +32,7 @@ from andreas.config import ManagerSettings
 from andreas.errors import InputError
 from andreas.profiler.fit import confidence, source_tag
 from andreas.profiles import Profiles, load_profiles
-from andreas.store.apps import ModelRow, ProfileRow, app_models, app_profiles
+from andreas.store.profiles import ModelFit, ProfileRow, app_models, app_profiles
 from andreas.store.epochs import epochs_after, newest_epochs
 from andreas.store.nodes import Db
 from andreas.store.samples import NodePower, mean_power_table
@@ -147,7 +147,7 @@ class Estimator:
     def _estimates(self, app: str, gpu_type: str, max_g: int,
                    measured: Mapping[tuple[str, str, int], list[float]],
                    rows: Mapping[tuple[str, str, int], ProfileRow],
-                   models: Mapping[tuple[str, str], ModelRow]
+                   models: Mapping[tuple[str, str], ModelFit]
                    ) -> tuple[EpochEstimate, ...] | None:
         profile = self.profiles.apps.get(app)
         profile_t1 = profile.epoch_s.get(gpu_type) if profile is not None else None
@@ -189,7 +189,7 @@ class Estimator:
         return tuple(out)
 
     @staticmethod
-    def _fit_known(direct: dict[int, EpochEstimate], max_g: int, profile) -> ModelRow | None:
+    def _fit_known(direct: dict[int, EpochEstimate], max_g: int, profile) -> ModelFit | None:
         """Without an app_models row, Amdahl's law fitted to the GPU counts that have
         measured epochs or profile rows, so that the other counts of this type get a
         prediction (with its confidence) instead of the unprofiled guess. None: no data,
@@ -201,7 +201,7 @@ class Estimator:
         prior = profile.serial_fraction if profile is not None else DEFAULT_PRIOR_SERIAL
         fit = fit_amdahl(list(direct), [e.seconds for e in direct.values()],
                          prior_serial_fraction=prior)
-        return ModelRow(t1_s=fit.t1_s, serial_fraction=fit.serial_fraction,
+        return ModelFit(t1_s=fit.t1_s, serial_fraction=fit.serial_fraction,
                         samples=len(direct), mape=fit.mape, gpu_counts=tuple(fit.gpu_counts))
 
     def _measured_epochs(self, db: Db, apps: Sequence[str]

@@ -373,7 +373,7 @@ def finish_job(store: Store, job_id: str, *, now_s: float, epochs_done: int,
     try:
         with store.session() as s:
             record_run_end(s, job_id, now_s=now_s, epochs_done=epochs_done)
-    except Exception as e:  # noqa: BLE001 - the caller's exception matters more
+    except Exception as e:
         if not quiet:
             raise
         log.warning("job=%s: could not record the end of the profiling run: %s", job_id, e)

@@ -3,10 +3,10 @@
 =========  =============================================================================
 agent      INSERT on power_samples, host_samples, their 1-minute aggregate tables,
            epoch_events, gpu_gaps and job_energy (the last three replayed with INSERT
-           IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and on the key columns of
-           the sample tables (which samples are stored, for spool replays, not their
-           values); UPDATE of nodes.last_heartbeat_s and nodes.state only. Nothing on
-           jobs, attempts, decisions, profiles; no DDL, no DELETE.
+           IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and
+           on the key columns of the sample tables (which samples are stored, for spool
+           replays, not their values); UPDATE of nodes.last_heartbeat_s and nodes.state
+           only. Nothing on jobs, attempts, decisions, profiles; no DDL, no DELETE.
 manager    SELECT, INSERT, UPDATE, DELETE on every data table (jobs, decisions, retention);
            no DDL (CREATE, ALTER, DROP, INDEX).
 reporter   SELECT on every data table.

@@ -1,6 +1,6 @@
-"""The Job Profiler's tables: ``app_profiles`` and ``app_models`` rows, upserted, and the
+"""The Job Profiler's tables: ``app_profiles`` and ``app_models`` rows, upserted, the
 reads its production refinement needs (recent ``epoch_events`` per application, type and
-g; the profiler's own rows).
+g; the profiler's own rows), and the manager's estimator's reads of both tables.
 
 Upserts are one statement per batch on both backends (SQLite ``ON CONFLICT DO UPDATE``,
 MariaDB ``ON DUPLICATE KEY UPDATE``), so two writers of the same key never fail on a
@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
+from andreas.store.chunks import chunks
 from andreas.store.models import AppModel, AppProfile, EpochEvent, Job
 from andreas.store.nodes import Db
 
@@ -126,3 +127,49 @@ def profiler_points(db: Db, applications: Iterable[str]) -> list[ProfilerPoint]:
                 select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
                        AppProfile.epoch_time_s, AppProfile.samples, AppProfile.updated_s)
                 .where(AppProfile.application.in_(apps), AppProfile.source == "profiler"))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRow:
+    epoch_time_s: float
+    source: str
+    samples: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFit:
+    """The part of an ``app_models`` row the manager's estimator uses (it fits one
+    itself where no row exists)."""
+
+    t1_s: float
+    serial_fraction: float
+    samples: int
+    mape: float | None
+    gpu_counts: tuple[int, ...]
+
+
+def app_profiles(db: Db, apps: Sequence[str]) -> dict[tuple[str, str, int], ProfileRow]:
+    """(application, GPU type, g) -> the profiler's epoch time (source "profiler" when the
+    row names none)."""
+    out = {}
+    for chunk in chunks(apps):
+        for a, t, g, s, src, n in db.execute(
+                select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
+                       AppProfile.epoch_time_s, AppProfile.source, AppProfile.samples)
+                .where(AppProfile.application.in_(chunk))):
+            out[(a, t, int(g))] = ProfileRow(epoch_time_s=float(s), source=src or "profiler",
+                                             samples=int(n or 0))
+    return out
+
+
+def app_models(db: Db, apps: Sequence[str]) -> dict[tuple[str, str], ModelFit]:
+    """(application, GPU type) -> the profiler's Amdahl fit."""
+    out = {}
+    for chunk in chunks(apps):
+        for a, t, t1, s, n, mape, counts in db.execute(
+                select(AppModel.application, AppModel.gpu_type, AppModel.t1_s,
+                       AppModel.serial_fraction, AppModel.samples, AppModel.mape,
+                       AppModel.gpu_counts).where(AppModel.application.in_(chunk))):
+            out[(a, t)] = ModelFit(t1_s=float(t1), serial_fraction=float(s), samples=int(n or 0),
+                                   mape=mape, gpu_counts=tuple(counts or ()))
+    return out

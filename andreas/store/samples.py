@@ -28,13 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Select, func, insert, select, update
+from sqlalchemy import Connection, Select, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
 from andreas.store.models import (EnergySource, EpochEvent, Gpu, HostMinute, HostSample, Node,
-                                  NodeState, PowerMinute, PowerSample, PowerSource)
+                                  PowerMinute, PowerSample, PowerSource)
 
 DEFAULT_BATCH = 2000
 POWER_MINUTE_COLUMNS = ("gpu_id", "minute_s", "busy_gpus", "node_id", "samples", "power_sum_w",
@@ -403,17 +403,6 @@ def _insert_ignoring_duplicates(conn: Connection, table: str, columns: Sequence[
                 raise IntegrityError(sql, None, Exception(int(bad[0][1]), str(bad[0][2])))
         written += result.rowcount if result.rowcount >= 0 else 0
     return written
-
-
-def heartbeat(db: Session | Connection, node: str, t: float,
-              state: NodeState | None = NodeState.UP) -> None:
-    """The agent's one write to its node row: last heartbeat and (optionally) state."""
-    values: dict[str, Any] = {"last_heartbeat_s": t}
-    if state is not None:
-        values["state"] = state
-    result = _connection(db).execute(update(Node).where(Node.name == node).values(**values))
-    if result.rowcount != 1:
-        raise InputError(f"node {node}: no such node (register it first)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ CID = "c" * 64
 
 
 class StubClient:
-    class containers:  # noqa: N801 - mimics docker.DockerClient.containers
+    class containers:
         @staticmethod
         def get(cid):
             return type("C", (), {"attrs": {"State": {"Pid": 4242}}})()

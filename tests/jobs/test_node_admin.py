@@ -11,12 +11,12 @@ from tests.manager.helpers import add_node
 from tests.store.conftest import backend, db_url, emptied, store  # noqa: F401
 
 
-def state(store, name: str) -> tuple[NodeState, bool]:  # noqa: F811
+def state(store, name: str) -> tuple[NodeState, bool]:
     with store.session() as s:
         return s.execute(select(Node.state, Node.profiling).where(Node.name == name)).one()
 
 
-def test_drain_then_resume(store, db_url):  # noqa: F811
+def test_drain_then_resume(store, db_url):
     emptied(store)
     add_node(store, "gpu1")
     r = run_cli(db_url, "node", "drain", "gpu1")
@@ -28,7 +28,7 @@ def test_drain_then_resume(store, db_url):  # noqa: F811
     assert state(store, "gpu1")[0] is NodeState.UP
 
 
-def test_a_drained_node_is_left_out_of_the_plan(store, db_url):  # noqa: F811
+def test_a_drained_node_is_left_out_of_the_plan(store, db_url):
     from andreas.manager.estimates import Estimator
     from andreas.manager.snapshot import build_snapshot
     from andreas.manager.state import load_state
@@ -44,7 +44,7 @@ def test_a_drained_node_is_left_out_of_the_plan(store, db_url):  # noqa: F811
     assert [n.name for n in snap.nodes] == ["gpu2"]
 
 
-def test_resume_a_node_the_manager_marked_down(store, db_url):  # noqa: F811
+def test_resume_a_node_the_manager_marked_down(store, db_url):
     emptied(store)
     add_node(store, "gpu1")
     with store.session() as s:
@@ -53,7 +53,7 @@ def test_resume_a_node_the_manager_marked_down(store, db_url):  # noqa: F811
     assert r.exit_code == 0 and "down -> up" in r.output
 
 
-def test_unmark_profiling(store, db_url):  # noqa: F811
+def test_unmark_profiling(store, db_url):
     emptied(store)
     add_node(store, "gpu1")
     with store.session() as s:
@@ -64,7 +64,7 @@ def test_unmark_profiling(store, db_url):  # noqa: F811
     assert "nothing changed" in run_cli(db_url, "node", "unmark-profiling", "gpu1").output
 
 
-def test_unknown_node_is_one_line_and_exit_2(store, db_url):  # noqa: F811
+def test_unknown_node_is_one_line_and_exit_2(store, db_url):
     emptied(store)
     for action in ("drain", "resume", "unmark-profiling"):
         r = run_cli(db_url, "node", action, "nope")

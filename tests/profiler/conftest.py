@@ -12,6 +12,6 @@ from tests.store.conftest import backend, db_url, emptied, store  # noqa: F401  
 
 
 @pytest.fixture
-def pstore(store: Store) -> Iterator[Store]:  # noqa: F811
+def pstore(store: Store) -> Iterator[Store]:
     """The module's store with every table emptied first."""
     yield emptied(store)

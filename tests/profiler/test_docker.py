@@ -38,7 +38,7 @@ while [ "$e" -le "$ANDREAS_EPOCHS" ]; do
   echo "ANDREAS-PROGRESS v1 job=$ANDREAS_JOB_ID epoch=$e of=$ANDREAS_EPOCHS event=end t=$t loss=0.5"
   e=$((e + 1))
 done
-""" % {"t1": T1, "s": S}
+""" % {"t1": T1, "s": S}  # noqa: UP031 - a shell script full of braces
 
 
 @pytest.fixture
@@ -67,8 +67,8 @@ def _leftovers(client: docker.DockerClient) -> list:
             if c.labels.get(LABEL_JOB, "").startswith("profile-dockerapp-")]
 
 
-def test_profile_on_a_real_docker_daemon(sqlite_store, executor, docker_client,  # noqa: F811
-                                         image):  # noqa: F811
+def test_profile_on_a_real_docker_daemon(sqlite_store, executor, docker_client,
+                                         image):
     add_node(sqlite_store, "local", gpus=3)
     with sqlite_store.session() as s:
         s.get(Node, 1).docker_endpoint = os.environ["DOCKER_HOST"]

@@ -16,11 +16,13 @@ from sqlalchemy.engine import make_url
 
 from andreas.cli import main
 from andreas.store import (GapRow, HostRow, JobEnergyRow, JobState, PowerRow, downsample,
-                           heartbeat, insert_epoch_events, insert_gpu_gaps, insert_host_samples,
+                           insert_epoch_events, insert_gpu_gaps, insert_host_samples,
                            insert_job_energy, insert_power_samples, mean_node_power, migrate,
                            open_store, transition)
 from andreas.store import accounts
 from andreas.store.engine import error_code, make_engine
+from andreas.store.models import NodeState
+from andreas.store.nodes import move_if, touch_heartbeat
 
 from .conftest import Backend, admin_engine
 from .helpers import add_job, add_node
@@ -84,7 +86,8 @@ def test_agent_inserts_samples_and_heartbeats_its_node(stores):
         assert insert_host_samples(s, [HostRow(node_id, 1e6, 1, 12.5, 2048, 90.0)]) == 1
         insert_epoch_events(s, [dict(job_id=job, attempt=1, epoch=1, start_s=1.0, end_s=2.0,
                                      node_id=node_id, gpu_type="V100", gpus=1)])
-        heartbeat(s, name, 1e6 + 5)
+        touch_heartbeat(s, node_id, 1e6 + 5)                # what the agent writes
+        assert move_if(s, node_id, NodeState.DOWN, NodeState.UP)  # its start
     with agent.session() as s:   # a replayed spool: it may see which samples are stored
         assert insert_power_samples(s, [PowerRow(g, 1e6 + k, node_id, 1, 150.0, 10)
                                         for k in range(7) for g in gpu_ids],

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from sqlalchemy import event, select
 
 from andreas.errors import InputError
-from andreas.store import (EpochEvent, HostRow, Node, NodeState, PowerRow, gpu_energy_mj,
-                           heartbeat, insert_epoch_events, insert_host_samples,
+from andreas.store import (EpochEvent, HostRow, PowerRow, gpu_energy_mj,
+                           insert_epoch_events, insert_host_samples,
                            insert_power_samples, mean_node_power, mean_power_table)
 from andreas.store.samples import minute_of, power_queries
 
@@ -203,23 +203,6 @@ def test_epoch_events(store):
         insert_epoch_events(s, events[:1])
     with pytest.raises(InputError, match="end_s is before start_s"), store.session() as s:
         insert_epoch_events(s, [dict(events[0], epoch=9, end_s=0.0)])
-
-
-def test_heartbeat(store):
-    name, node_id, _ = add_node(store, gpus=1)
-    with store.session() as s:
-        heartbeat(s, name, 1234.5)
-    with store.session() as s:
-        node = s.get(Node, node_id)
-        assert (node.state, node.last_heartbeat_s) == (NodeState.UP, 1234.5)
-    with store.session() as s:
-        heartbeat(s, name, 1300.0, NodeState.DRAINING)
-        heartbeat(s, name, 1301.0, None)
-    with store.session() as s:
-        node = s.get(Node, node_id)
-        assert (node.state, node.last_heartbeat_s) == (NodeState.DRAINING, 1301.0)
-    with pytest.raises(InputError, match="node ghost: no such node"), store.session() as s:
-        heartbeat(s, "ghost", 1.0)
 
 
 def test_energy_by_window_and_gpu(store):
