@@ -30,6 +30,7 @@ f_obj on single snapshots and lost in the long run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,8 @@ def strategies(problem: Problem, *, floor: bool = True) -> list[Strategy]:
     out = [Strategy(name="paper", queue=p.queue, pref=p.pref, value=paper_value)]
     if floor and p.n_jobs:
         pref = _whole_node_pref(p) if p.cloud else p.pref
-        keys = {"fifo": [(j.submit_s, j.id) for j in p.jobs],
+        keys: dict[str, list[tuple[Any, ...]]] = {
+                "fifo": [(j.submit_s, j.id) for j in p.jobs],
                 "edf": [(j.due_s, j.submit_s, j.id) for j in p.jobs],
                 "priority": [(-j.weight, j.submit_s, j.id) for j in p.jobs]}
         for name in FLOOR:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import combinations_with_replacement
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,8 @@ def enumerate_optimum(snapshot: Snapshot, *, work_conserving: bool = True) -> Ex
     total = sum(int(np.prod([len(o) for o in _options(p, lay)], dtype=float)) for lay in layouts)
     if total > MAX_PLANS:
         raise InputError(f"snapshot: {total} candidate plans exceed the exact limit {MAX_PLANS}")
-    best = {"f_obj": np.inf, "f_bar": -np.inf, "plans": 0, "obj_at": (), "bar_at": (),
-            "obj_cfg": (), "bar_cfg": ()}
+    best: dict[str, Any] = {"f_obj": np.inf, "f_bar": -np.inf, "plans": 0, "obj_at": (),
+                            "bar_at": (), "obj_cfg": (), "bar_cfg": ()}
     blocked = _blocked_test(p) if work_conserving else None
     for layout in layouts:
         _search(p, layout, best, snapshot.params.mu, blocked)
@@ -117,7 +118,7 @@ def _blocked_test(p: Problem) -> Fits:
                for v in range(len(types))]
     anywhere = need.max(axis=1, initial=0) > 0
 
-    def fits(j: int, layout: tuple[int, ...], used: list[int]) -> bool:
+    def fits_vm(j: int, layout: tuple[int, ...], used: list[int]) -> bool:
         for n, k in enumerate(layout):
             if used[n] == 0:        # closed (or opened for nothing): any VM could start
                 if anywhere[j]:
@@ -127,7 +128,7 @@ def _blocked_test(p: Problem) -> Fits:
             if 0 < need[j, v] <= largest[v] - used[n]:
                 return True
         return False
-    return fits
+    return fits_vm
 
 
 def postponed_that_fit(snapshot: Snapshot, plan: Plan) -> tuple[str, ...]:
@@ -151,6 +152,7 @@ def postponed_that_fit(snapshot: Snapshot, plan: Plan) -> tuple[str, ...]:
         for node in snapshot.nodes:
             used = busy.get(node.name, 0)
             if not snapshot.cloud:
+                assert node.gpu_type is not None      # on premise every node has its type
                 fit = runs(job, node.gpu_type, node.gpus - used)
             elif used == 0:
                 fit = any(runs(job, c.gpu_type, c.gpus) for c in snapshot.catalog)

@@ -180,6 +180,7 @@ def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
     }
     plan = None
     if solved.node is not None:
+        assert solved.cfg is not None                 # the solver sets both or neither
         plan = to_plan(problem, solved.node, solved.cfg, solved.node_cls, policy="milp",
                        objective=0.0, objective_name="f_obj")
     return _finish(snapshot, plan, greedy, solved, stats)
@@ -199,6 +200,7 @@ def _finish(snapshot: Snapshot, plan: Plan | None, greedy: Plan, solved: Solved,
     if status == "optimal" and gap > OPTIMAL_GAP:
         status = "gap_reached"
     stats.update(status=status, mip_gap=gap, bound=bound, fallback_greedy=int(fallback))
+    assert plan is not None                           # no solver plan: f_obj = inf, fallback
     return dataclasses.replace(plan, policy="milp", objective=f_obj, objective_name="f_obj",
                                stats=stats)
 
@@ -549,15 +551,16 @@ def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
         slot = slots[n]
         level = int(p.class_gpus[node_k[n]]) if p.cloud else busy[n]
         o = opt.get((slot, node_k[n], level))
-        cols = [col.get((j, slot, c)) for j, c in items]
-        if o is None or None in cols:
+        found = [col.get((j, slot, c)) for j, c in items]
+        if o is None or None in found:
             return None
+        cols = [int(x) for x in found if x is not None]
         first = min(range(len(items)), key=lambda i: p.t[items[i][0], items[i][1]])
-        a = charge.get((cols[first], o))
-        if a is None:
+        charged = charge.get((cols[first], o))
+        if charged is None:
             return None
         v[cols] = 1.0
-        v[m.n_x + a] = 1.0
+        v[m.n_x + charged] = 1.0
         v[m.n_x + m.n_a + o] = 1.0
     waiting = [jobs[j] for j in plan.postponed]
     w = m.job_w[waiting] if len(m.job_w) else np.zeros(0, np.int64)

@@ -132,7 +132,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         for i, node in enumerate(nodes):
             key = (node.gpu_type, node.gpus, tuple(node.power_w))
             node_class[i] = keys.setdefault(key, len(keys))
-        ordered = sorted(keys, key=keys.get)
+        ordered = sorted(keys, key=keys.__getitem__)
         class_name = tuple(f"{t}x{g}" for t, g, _ in ordered)
         class_type = tuple(t for t, _, _ in ordered)
         class_gpus = np.array([g for _, g, _ in ordered], dtype=np.int64)
@@ -258,18 +258,17 @@ def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, 
     catalog entry that holds all its running jobs (the baselines' rule).
     """
     index = {n.name: i for i, n in enumerate(snapshot.nodes)}
-    by_node: dict[int, list[int]] = {}
+    by_node: dict[int, list[tuple[int, int]]] = {}      # node -> (job, its running g)
     for j, job in enumerate(snapshot.jobs):
         if job.running is not None and job.running.node in index:
-            by_node.setdefault(index[job.running.node], []).append(j)
+            by_node.setdefault(index[job.running.node], []).append((j, job.running.gpus))
     jobs, nodes, cfgs = [], [], []
     for n, members in by_node.items():
         cls = _running_class(snapshot, n, members, class_name, node_class)
         if cls is None:
             continue
-        picked = []
-        for j in members:
-            g = snapshot.jobs[j].running.gpus
+        picked: list[tuple[int, int]] = []
+        for j, g in members:
             c = int(cfg_index[cls, g]) if 0 < g < cfg_index.shape[1] else -1
             if c < 0 or not np.isfinite(t[j, c]):
                 picked = []
@@ -283,17 +282,17 @@ def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, 
     return as_array(jobs), as_array(nodes), as_array(cfgs)
 
 
-def _running_class(snapshot: Snapshot, n: int, members: list[int], class_name, node_class
+def _running_class(snapshot: Snapshot, n: int, members: list[tuple[int, int]], class_name,
+                   node_class
                    ) -> int | None:
     if not snapshot.cloud:
         return int(node_class[n])
     node = snapshot.nodes[n]
     if node.config is not None:
         return class_name.index(node.config) if node.config in class_name else None
-    need = sum(snapshot.jobs[j].running.gpus for j in members)
+    need = sum(g for _, g in members)
     fits = [k for k, e in enumerate(snapshot.catalog) if e.gpus >= need and all(
-        snapshot.jobs[j].remaining_s(e.gpu_type, snapshot.jobs[j].running.gpus) is not None
-        for j in members)]
+        snapshot.jobs[j].remaining_s(e.gpu_type, g) is not None for j, g in members)]
     return min(fits, key=lambda k: snapshot.catalog[k].cost_per_hour) if fits else None
 
 

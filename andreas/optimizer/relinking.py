@@ -235,7 +235,7 @@ class Relinker:
         changes = 0
         for n in np.flatnonzero(s.used > 0):
             if p.cloud:
-                changes += self._downsize(s, n)
+                changes += self._downsize(s, int(n))
             idle = int(self.capacity(s)[n] - s.used[n])
             if idle <= 0:
                 continue

@@ -22,7 +22,7 @@ import numpy as np
 from andreas.costs import SECONDS_PER_HOUR, energy_cost
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
-from andreas.model import ActionKind, Config, Job, Node, Snapshot, Trace
+from andreas.model import ActionKind, CatalogEntry, Config, Job, Node, Snapshot, Trace
 from andreas.optimizer import decide, default_period_s
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
                                        SimResult)
@@ -171,8 +171,8 @@ class Simulator:
             share = run.gpus / self.busy[run.node]
             run.gpu_s += run.gpus * dt
             if node_cost is None:
-                vm = self.catalog[self.vm[run.node]]
-                run.cost += vm.cost_per_hour * dt / SECONDS_PER_HOUR * share
+                run.cost += (self._vm_of(run.node).cost_per_hour * dt / SECONDS_PER_HOUR
+                             * share)
             else:
                 run.energy_j += node_cost[run.node] * dt * share
 
@@ -202,9 +202,16 @@ class Simulator:
         if preempted:
             run.preemptions += 1
 
+    def _vm_of(self, node: int) -> CatalogEntry:
+        """The VM a cloud node is configured as (a node runs jobs only once it has one)."""
+        name = self.vm[node]
+        assert name is not None, f"cloud node {node} runs a job without a VM"
+        return self.catalog[name]
+
     def _start(self, run: _Run, node: int, gpus: int, t: float) -> None:
-        gpu_type = (self.catalog[self.vm[node]].gpu_type if self.trace.cloud
+        gpu_type = (self._vm_of(node).gpu_type if self.trace.cloud
                     else self.trace.nodes[node].gpu_type)
+        assert gpu_type is not None                 # on premise every node has its type
         run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
         run.overhead_s = self.opt.restart_overhead_s if run.starts else 0.0
         run.node, run.gpus, run.start_s = node, gpus, t
@@ -239,6 +246,7 @@ class Simulator:
         for act in actions:
             if act.kind in (ActionKind.START, ActionKind.MOVE, ActionKind.RESIZE):
                 run = self.waiting.pop(act.job)
+                assert act.node is not None
                 self._start(run, self.index[act.node], act.gpus, t)
                 self.running[act.job] = run
 

@@ -64,14 +64,14 @@ def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = 
         w.writerow(r.summary())
     written.append(replace_atomic(out_dir / "summary.csv", buf.getvalue()))
     buf = io.StringIO()
-    w = None
+    jobs_w: csv.DictWriter[str] | None = None       # its columns are the first row's
     for r in results:
         for job in r.jobs:
             row = {"policy": r.policy, **asdict(job)}
-            if w is None:
-                w = csv.DictWriter(buf, fieldnames=list(row))
-                w.writeheader()
-            w.writerow(row)
+            if jobs_w is None:
+                jobs_w = csv.DictWriter(buf, fieldnames=list(row))
+                jobs_w.writeheader()
+            jobs_w.writerow(row)
     written.append(replace_atomic(out_dir / "jobs.csv", buf.getvalue()))
     pct = reduction_matrix(results)
     buf = io.StringIO()

@@ -105,14 +105,14 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def headline(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def headline(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     """Mean reduction over the whole grid per (scenario, arrival): the issue's targets."""
     agg = aggregate(rows)
-    out: dict[str, dict[str, float]] = {}
-    for (sc, arr), items in itertools.groupby(
+    out: dict[str, dict[str, float | None]] = {}
+    for (sc, arr), grouped in itertools.groupby(
             sorted(agg, key=lambda r: (r["scenario"], r["arrival"])),
             key=lambda r: (r["scenario"], r["arrival"])):
-        items = list(items)
+        items = list(grouped)
         pick = {p: [i for i in items if i["policy"] == p] for p in ("rg", "pr")}
         key = f"scenario {sc}, {arr}"
         out[key] = {
