@@ -98,7 +98,8 @@ def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
 
 def _register(cfg: Any) -> int:
     from agents.daemon import Agent
-    from agents.store_writer import StoreWriter, agent_engine
+    from agents.store_writer import StoreWriter
+    from andreas.store.registry import agent_engine
 
     agent = Agent(cfg)
     sampler = agent._make_gpu_sampler()

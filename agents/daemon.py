@@ -37,7 +37,8 @@ from agents.delivery import Delivery
 from agents.entries import heartbeat, to_entry
 from agents.records import GpuGap, GpuSample
 from agents.spool import Spool
-from agents.store_writer import NodeSpec, StoreWriter, agent_engine
+from agents.store_writer import StoreWriter
+from andreas.store.registry import NodeSpec, agent_engine
 from andreas.backoff import Backoff
 from andreas.store.engine import is_sqlite, parse_url
 

@@ -109,7 +109,7 @@ def _docker(cfg: AgentConfig, report: CheckReport,
 def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
               gpu_sampler: Any) -> None:
     from agents.daemon import node_gpu_type
-    from agents.store_writer import NodeSpec, RegistrationRefused, agent_engine, register
+    from andreas.store.registry import NodeSpec, RegistrationRefused, agent_engine, register
     from andreas.store.engine import connect, is_sqlite, parse_url
     from andreas.store.migrate import status
 

@@ -44,16 +44,14 @@ from andreas.store.engine import Engine
 from andreas.store.faults import describe, error_kind
 from andreas.store.models import NodeState
 from andreas.store.nodes import move_if, touch_heartbeat
-from andreas.store.registry import (NodeSpec, Registration, RegistrationRefused, agent_engine,
-                                    register)
+from andreas.store.registry import NodeSpec, Registration, RegistrationRefused, register
 from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, PowerRow, insert_epoch_events,
                                    insert_gpu_gaps, insert_host_samples, insert_job_energy,
                                    insert_power_samples)
 from andreas.store.schema import schema_problem
 
 # The agent's other modules import the registration names from here, with the writer.
-__all__ = ["DeliveryError", "NodeSpec", "RegistrationRefused", "StoreWriter", "agent_engine",
-           "classify", "register"]
+__all__ = ["DeliveryError", "StoreWriter", "classify"]
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from agents.records import GpuInfo
-from agents.store_writer import NodeSpec
+from andreas.store.registry import NodeSpec
 from andreas.store import migrate
 from andreas.store.engine import make_engine
 

@@ -13,7 +13,8 @@ import argparse
 import sys
 
 from agents.spool import Spool
-from agents.store_writer import StoreWriter, agent_engine
+from agents.store_writer import StoreWriter
+from andreas.store.registry import agent_engine
 from tests.agents_daemon.helpers_agent import gpu_entry, spec
 
 

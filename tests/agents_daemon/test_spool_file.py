@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from agents.spool import Spool, SpoolError, inspect_spool, parse_size
-from agents.store_writer import StoreWriter, agent_engine
+from agents.store_writer import StoreWriter
+from andreas.store.registry import agent_engine
 from andreas.errors import InputError
 
 from .helpers_agent import gpu_entry, power_of, spec, sqlite_store, stored

@@ -14,7 +14,8 @@ from sqlalchemy.engine import make_url
 from agents.delivery import Delivery
 from agents.entries import heartbeat
 from agents.spool import Spool
-from agents.store_writer import StoreWriter, agent_engine, register
+from agents.store_writer import StoreWriter
+from andreas.store.registry import agent_engine, register
 from andreas.store import accounts, migrate
 from andreas.store.engine import make_engine
 

@@ -11,8 +11,8 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, Pro
 
 from agents.entries import to_entry
 from agents.records import GpuGap, GpuSample
-from agents.store_writer import (DeliveryError, RegistrationRefused, StoreWriter, agent_engine,
-                                 classify, register)
+from agents.store_writer import DeliveryError, StoreWriter, classify
+from andreas.store.registry import RegistrationRefused, agent_engine, register
 from andreas.errors import InputError
 from andreas.sources import EnergySource, PowerSource
 from andreas.store.engine import make_engine
