@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from agents.config import LOG_LEVELS, load_config, read_env_file
-from andreas.errors import AndreasError, InputError
+from andreas.errors import AndreasError, InputError, options
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -74,9 +74,11 @@ def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
         environ: dict[str, str] | None = None
         if env_file:
             environ = {**os.environ, **read_env_file(env_file)}
-        cfg = load_config(config_path, environ=environ,
-                          overrides={"fake_gpus": fake_gpus, "interval_s": interval_s,
-                                     "log_level": log_level})
+        with options(fake_gpus="--fake-gpus", interval_s="--interval-s",
+                     log_level="--log-level"):
+            cfg = load_config(config_path, environ=environ,
+                              overrides={"fake_gpus": fake_gpus, "interval_s": interval_s,
+                                         "log_level": log_level})
     except AndreasError as e:
         _error(str(e), EXIT_CONFIG)
     _setup_logging(cfg.log_level if not check else "error")

@@ -165,7 +165,7 @@ def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | 
     checked = {name: check(origin.get(name, name), value, hints[name], rules[name])
                for name, value in values.items()}
     cfg = AgentConfig(**checked, config_path=str(file) if file.is_file() else None)
-    _check(cfg, where)
+    _check(cfg, where, origin.get("fake_gpus", "fake_gpus"))
     return cfg
 
 
@@ -175,7 +175,7 @@ _ENV = {"node_name": "ANDREAS_NODE_NAME", "db_url": "ANDREAS_DB_URL",
         "spool_dir": "ANDREAS_SPOOL_DIR", "spool_max_bytes": "ANDREAS_SPOOL_MAX_SIZE"}
 
 
-def _check(cfg: AgentConfig, where: str) -> None:
+def _check(cfg: AgentConfig, where: str, fake_gpus_origin: str) -> None:
     """What one field's type and limits cannot say."""
     if not cfg.node_name or len(cfg.node_name) > 128 or any(c.isspace() for c in cfg.node_name):
         raise InputError(f"{where}: node name must be 1-128 characters without spaces, "
@@ -190,4 +190,4 @@ def _check(cfg: AgentConfig, where: str) -> None:
         try:
             parse_spec(cfg.fake_gpus)
         except InputError as e:
-            raise InputError(f"fake GPUs {cfg.fake_gpus!r}: {e}") from None
+            raise e.named(fake_gpus_origin) from None

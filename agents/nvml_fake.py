@@ -129,21 +129,22 @@ def parse_spec(spec: str, profiles: Profiles | None = None) -> list[FakeGpuSpec]
     profiles = profiles or load_profiles()
     out: list[FakeGpuSpec] = []
     if not isinstance(spec, str) or not spec.strip():
-        raise InputError(f"--fake-gpus: expected COUNTxTYPE[,COUNTxTYPE...] such as 2xV100, "
-                         f"got {spec!r}")
+        raise InputError(f"fake_gpus: expected COUNTxTYPE[,COUNTxTYPE...] such as 2xV100, "
+                         f"got {spec!r}", field="fake_gpus")
     for part in spec.split(","):
         m = re.fullmatch(r"\s*(?:(\d+)\s*[xX*]\s*)?([A-Za-z0-9_.-]+)\s*", part)
         if m is None:
-            raise InputError(f"--fake-gpus: part {part.strip()!r} of {spec!r} is not "
-                             "COUNTxTYPE (such as 2xV100)")
+            raise InputError(f"fake_gpus: part {part.strip()!r} of {spec!r} is not "
+                             "COUNTxTYPE (such as 2xV100)", field="fake_gpus")
         count = int(m.group(1)) if m.group(1) is not None else 1
         gpu_type = m.group(2)
         if count < 1:
-            raise InputError(f"--fake-gpus: count in {part.strip()!r} must be >= 1, got {count}")
+            raise InputError(f"fake_gpus: count in {part.strip()!r} must be >= 1, got {count}",
+                             field="fake_gpus")
         power = profiles.gpus.get(gpu_type)
         if power is None:
-            raise InputError(f"--fake-gpus: unknown GPU type {gpu_type!r} in {spec!r} "
-                             f"(known: {', '.join(sorted(profiles.gpus))})")
+            raise InputError(f"fake_gpus: unknown GPU type {gpu_type!r} in {spec!r} "
+                             f"(known: {', '.join(sorted(profiles.gpus))})", field="fake_gpus")
         model = _MODELS.get(gpu_type, _Model(f"NVIDIA {gpu_type}", 16384, True, True))
         out.extend(FakeGpuSpec(gpu_type=gpu_type, idle_w=power.idle_w, busy_w=power.busy_w,
                                name=model.name, memory_mib=model.memory_mib,

@@ -65,14 +65,15 @@ def check(label: str, value: Any, hint: Any, limits: Rule = Rule()) -> Any:
     """``value`` converted to ``hint`` (int -> float, list -> tuple) and checked."""
     value = _typed(label, value, hint, limits)
     if limits.choices is not None and value not in limits.choices:
-        raise InputError(f"{label} must be one of {', '.join(limits.choices)}, got {value!r}")
+        raise InputError(f"{label} must be one of {', '.join(limits.choices)}, got {value!r}",
+                         field=label)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if limits.gt is not None and not value > limits.gt:
-            raise InputError(f"{label} must be > {limits.gt:g}, got {value!r}")
+            raise InputError(f"{label} must be > {limits.gt:g}, got {value!r}", field=label)
         if limits.ge is not None and not value >= limits.ge:
-            raise InputError(f"{label} must be >= {limits.ge:g}, got {value!r}")
+            raise InputError(f"{label} must be >= {limits.ge:g}, got {value!r}", field=label)
     if limits.absolute_path and isinstance(value, str) and not value.startswith("/"):
-        raise InputError(f"{label} must be an absolute path, got {value!r}")
+        raise InputError(f"{label} must be an absolute path, got {value!r}", field=label)
     return value
 
 
@@ -88,15 +89,15 @@ def _typed(label: str, value: Any, hint: Any, limits: Rule) -> Any:
     elif origin is tuple:
         if isinstance(value, (list, tuple)) and all(isinstance(i, str) and i for i in value):
             return tuple(value)
-        raise InputError(f"{label} must be a list of non-empty strings, got {value!r}")
+        raise InputError(f"{label} must be a list of non-empty strings, got {value!r}", field=label)
     elif _matches(value, hint):
         if hint is float:
             if not math.isfinite(value):
-                raise InputError(f"{label} must be a finite number, got {value!r}")
+                raise InputError(f"{label} must be a finite number, got {value!r}", field=label)
             return float(value)
         return value
     shown = f"a {type(value).__name__}" if limits.secret else repr(value)
-    raise InputError(f"{label} has the wrong type: {shown}")
+    raise InputError(f"{label} has the wrong type: {shown}", field=label)
 
 
 def _matches(value: Any, hint: Any) -> bool:

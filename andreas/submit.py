@@ -174,10 +174,10 @@ def cancel(store: Store, job_id: str, *, reason: str, now_s: float) -> tuple[str
     retried from the new state."""
     reason = " ".join(reason.split())
     if not reason:
-        raise InputError("--reason '': must not be empty")
+        raise InputError("reason '': must not be empty", field="reason")
     if len(reason) > MAX_REASON:
-        raise InputError(f"--reason {reason[:20]!r}...: at most {MAX_REASON} characters, got "
-                         f"{len(reason)}")
+        raise InputError(f"reason {reason[:20]!r}...: at most {MAX_REASON} characters, got "
+                         f"{len(reason)}", field="reason")
     for _ in range(5):
         try:
             with store.session() as s:

@@ -275,7 +275,8 @@ def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSour
             row = next((r for r in rows if r.attempt == attempt), None)
             if row is None:
                 known = ", ".join(str(r.attempt) for r in rows)
-                raise InputError(f"--attempt {attempt}: job {job_id} has attempt(s) {known}")
+                raise InputError(f"attempt {attempt}: job {job_id} has attempt(s) {known}",
+                                 field="attempt")
         node = None
         if row.node_id is not None:
             node = next((n for n in load_nodes(s).values() if n.id == row.node_id), None)

@@ -27,7 +27,7 @@ from andreas import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
 from andreas.console import console
-from andreas.errors import InputError
+from andreas.errors import InputError, options
 from andreas.executor.base import Executor
 from andreas.executor.errors import ExecutorError
 from andreas.store.engine import Store, open_store
@@ -360,7 +360,8 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     settings = load_settings()
     store = _open(settings)
     try:
-        stored, was = cancel(store, job_id, reason=reason, now_s=now)
+        with options(reason="--reason"):
+            stored, was = cancel(store, job_id, reason=reason, now_s=now)
     finally:
         store.dispose()
     tail = ("; the manager stops its container" if was.value in ("running", "preempting")
@@ -388,7 +389,8 @@ def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
     settings = load_settings()
     store = _open(settings)
     try:
-        src = views.log_source(store, job_id, attempt)
+        with options(attempt="--attempt"):
+            src = views.log_source(store, job_id, attempt)
     finally:
         store.dispose()
     factory: Callable[[Settings], Executor] = _obj(ctx).get("executor_factory",

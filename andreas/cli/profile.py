@@ -18,7 +18,7 @@ import click
 
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
-from andreas.errors import InputError
+from andreas.errors import InputError, options
 
 
 def _obj(ctx: click.Context) -> dict[str, Any]:
@@ -96,18 +96,15 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
     The image must print the job contract's ANDREAS-PROGRESS lines (andreas/job.py). A
     COMMAND with options goes after `--`: andreas profile IMG --app x -- python train.py -v
     """
-    from andreas.profiler.nodes import check_app
-    from andreas.profiler.run import ProfileRequest, profile_application
+    from andreas.profiler.run import ProfileRequest, check_request, profile_application
     from andreas.store.engine import open_store
     from andreas.submit import check_image_allowed
 
-    check_app(app)
-    request = ProfileRequest(image=image, app=app, epochs=epochs, nodes=nodes,
-                             gpus=parse_gpus(gpus), timeout_s=timeout_s, command=command)
-    if epochs < 1:
-        raise InputError(f"--epochs {epochs}: must be >= 1")
-    if not timeout_s > 0:
-        raise InputError(f"--timeout-s {timeout_s:g}: must be > 0")
+    with options(app="--app", node="--node", gpus="--gpus", epochs="--epochs",
+                 timeout_s="--timeout-s", image="IMAGE"):
+        request = ProfileRequest(image=image, app=app, epochs=epochs, nodes=nodes,
+                                 gpus=parse_gpus(gpus), timeout_s=timeout_s, command=command)
+        check_request(request)
     settings = load_settings()
     check_image_allowed(image, settings.executor.image_allowlist)
     clock: Callable[[], float] = _obj(ctx).get("clock", time.time)
@@ -116,9 +113,10 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
     display = _Display(enabled=not as_json)
     try:
         with _sigterm_as_interrupt(), display:
-            results = profile_application(store, executor, request, clock=clock,
-                                          on_event=display.on_event,
-                                          prior_serial=_prior_serial())
+            with options(node="--node", gpus="--gpus"):
+                results = profile_application(store, executor, request, clock=clock,
+                                              on_event=display.on_event,
+                                              prior_serial=_prior_serial())
     except KeyboardInterrupt:
         click.echo("andreas: interrupted: containers removed, node flags restored", err=True)
         ctx.exit(130)

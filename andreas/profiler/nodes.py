@@ -45,8 +45,8 @@ class Target:
 
 def check_app(app: str) -> str:
     if not isinstance(app, str) or not APP_RE.fullmatch(app):
-        raise InputError(f"--app {app!r}: an application name is 1-128 letters, digits, '_', "
-                         "'.', '+', '-', starting with a letter or digit")
+        raise InputError(f"app {app!r}: an application name is 1-128 letters, digits, '_', "
+                         "'.', '+', '-', starting with a letter or digit", field="app")
     return app
 
 
@@ -60,7 +60,7 @@ def profile_job_id(app: str, node: str, g: int, rng: np.random.Generator) -> str
 
 def select_targets(s: Db, *, nodes: Sequence[str] = (),
                    gpus: Sequence[int] | None = None) -> list[Target]:
-    """The nodes to profile on and their g (InputError naming the option otherwise); the
+    """The nodes to profile on and their g (InputError naming the field otherwise); the
     caller marks them in the same transaction (:func:`mark`)."""
     rows = {n.name: n for n in list_nodes(s)}
     if nodes:
@@ -68,17 +68,18 @@ def select_targets(s: Db, *, nodes: Sequence[str] = (),
         for name in dict.fromkeys(nodes):
             n = rows.get(name)
             if n is None:
-                raise InputError(f"--node {name!r}: no such node (known: "
-                                 f"{', '.join(rows) or 'none'})")
+                raise InputError(f"node {name!r}: no such node (known: "
+                                 f"{', '.join(rows) or 'none'})", field="node")
             if n.state is not NodeState.UP:
-                raise InputError(f"--node {name!r}: node is {n.state.value}; only an up node "
-                                 "can profile")
+                raise InputError(f"node {name!r}: node is {n.state.value}; only an up node "
+                                 "can profile", field="node")
             chosen.append(n)
     else:
         marked = [n for n in rows.values() if n.profiling and n.state is NodeState.UP]
         if not marked:
-            raise InputError("--node: no profiling node (no up node has its profiling flag "
-                             "set); name one with --node NODE")
+            raise InputError("node: no profiling node (no up node has its profiling flag "
+                             "set); name the nodes to profile on",
+                             field="node")
         per_type: dict[str, NodeInfo] = {}
         for n in marked:
             best = per_type.get(n.gpu_type)
@@ -89,11 +90,13 @@ def select_targets(s: Db, *, nodes: Sequence[str] = (),
     for n in chosen:
         usable = usable_gpus(s, n.id)
         if not usable:
-            raise InputError(f"--node {n.name!r}: node has no usable GPU (healthy, not MIG)")
+            raise InputError(f"node {n.name!r}: node has no usable GPU (healthy, not MIG)",
+                             field="node")
         counts = tuple(range(1, len(usable) + 1)) if not gpus else tuple(sorted(set(gpus)))
         for g in counts:
             if g < 1 or g > len(usable):
-                raise InputError(f"--gpus {g}: node {n.name} has {len(usable)} usable GPUs")
+                raise InputError(f"gpus {g}: node {n.name} has {len(usable)} usable GPUs",
+                                 field="gpus")
         out.append(Target(id=n.id, name=n.name,
                           ref=NodeRef(name=n.name, docker_endpoint=n.docker_endpoint),
                           gpu_type=n.gpu_type, usable=usable, counts=counts,

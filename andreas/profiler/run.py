@@ -264,6 +264,19 @@ class ProfileRequest:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+def check_request(request: ProfileRequest) -> None:
+    """Every field of a request that can be checked without the store: InputError naming
+    the field (a command maps it to its option)."""
+    check_app(request.app)
+    if request.epochs < 1:
+        raise InputError(f"epochs {request.epochs}: must be >= 1", field="epochs")
+    if not request.timeout_s > 0:
+        raise InputError(f"timeout_s {request.timeout_s:g}: must be > 0", field="timeout_s")
+    if len(request.image) > MAX_IMAGE_CHARS:
+        raise InputError(f"image: at most {MAX_IMAGE_CHARS} characters, got "
+                         f"{len(request.image)}", field="image")
+
+
 def profile_application(store: Store, executor: Executor, request: ProfileRequest, *,
                         clock: Callable[[], float] = time.time,
                         rng: np.random.Generator | None = None,
@@ -272,14 +285,7 @@ def profile_application(store: Store, executor: Executor, request: ProfileReques
                         sleep: Callable[[float], None] = time.sleep) -> list[NodeProfile]:
     """Profile ``request.app`` on every target node and g; store the results (module
     docstring). ``prior_serial``: profiles' s per application (one-g fits)."""
-    check_app(request.app)
-    if request.epochs < 1:
-        raise InputError(f"--epochs {request.epochs}: must be >= 1")
-    if not request.timeout_s > 0:
-        raise InputError(f"--timeout-s {request.timeout_s:g}: must be > 0")
-    if len(request.image) > MAX_IMAGE_CHARS:
-        raise InputError(f"IMAGE: at most {MAX_IMAGE_CHARS} characters, got "
-                         f"{len(request.image)}")
+    check_request(request)
     rng = rng if rng is not None else np.random.default_rng()
     with store.session() as s:
         targets = select_targets(s, nodes=request.nodes, gpus=request.gpus)

@@ -148,6 +148,6 @@ def test_long_image_is_an_input_error(pstore):
     from andreas.errors import InputError
 
     add_node(pstore, "p", gpus=1)
-    with pytest.raises(InputError, match="^IMAGE: at most 512"):
+    with pytest.raises(InputError, match="^image: at most 512"):
         profile_application(pstore, ScriptedExecutor(amdahl),
                             ProfileRequest(image="r/" + "x" * 600, app="a", nodes=("p",)))

@@ -151,11 +151,11 @@ def test_image_errors_abort_and_restore(pstore):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(), "--node: no profiling node"),
-    (dict(nodes=("nope",)), "--node 'nope': no such node"),
-    (dict(nodes=("down",)), "--node 'down': node is down"),
-    (dict(nodes=("p",), gpus=(1, 3)), "--gpus 3: node p has 2 usable GPUs"),
-    (dict(nodes=("p",), epochs=0), "--epochs 0"),
+    (dict(), "node: no profiling node"),
+    (dict(nodes=("nope",)), "node 'nope': no such node"),
+    (dict(nodes=("down",)), "node 'down': node is down"),
+    (dict(nodes=("p",), gpus=(1, 3)), "gpus 3: node p has 2 usable GPUs"),
+    (dict(nodes=("p",), epochs=0), "epochs 0"),
 ])
 def test_bad_input_is_one_error_and_changes_nothing(pstore, kw, message):
     from andreas.store import NodeState
