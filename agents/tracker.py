@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.epochs import ContainerExit, ContainerInfo, EpochPairer, LineSplitter, split_timestamp
+from andreas.backoff import Backoff
 from andreas.executor.events import ContainerEvent, EventFollower, close_stream, docker_time
 from andreas.job import LABEL_JOB, job_labels, parse_progress
 
@@ -325,7 +326,8 @@ class EpochTracker:
         return run.last_log_s if run.last_log_s is not None else run.since
 
     def _read(self, run: _Run, container: Any) -> None:
-        delay = self.reconnect_s
+        retry = Backoff(initial_s=self.reconnect_s, max_s=self.max_reconnect_s)
+        failures = 0
         while not self._stopping.is_set():
             try:
                 since = self._since(run)
@@ -350,9 +352,9 @@ class EpochTracker:
             if run.died.is_set() or not self._still_running(run, container):
                 return
             # The stream ended while the container runs (daemon restart, lost socket).
-            if self._stopping.wait(delay):
+            if self._stopping.wait(retry.delay_s(failures)):
                 return
-            delay = min(self.max_reconnect_s, delay * 2)
+            failures += 1
 
     def _consume(self, run: _Run, chunks: Iterable[bytes]) -> None:
         splitter = LineSplitter()

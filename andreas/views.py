@@ -29,7 +29,7 @@ from andreas.executor.base import NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments
 from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
-from andreas.store.epochs import job_epochs
+from andreas.store.epochs import ConfigEpochs, job_epochs
 from andreas.store.jobs import LIVE, TERMINAL
 from andreas.store.models import JobState
 from andreas.store.nodes import Db
@@ -86,21 +86,6 @@ class AttemptRow:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EpochStats:
-    """Finished epochs of the job on one configuration (node, GPU type, g)."""
-
-    node: str | None
-    gpu_type: str
-    gpus: int
-    epochs: int
-    mean_s: float
-    min_s: float
-    max_s: float
-    last_epoch: int
-    last_end_s: float
-
-
-@dataclass(frozen=True, kw_only=True)
 class JobDetail:
     id: str
     state: str
@@ -124,7 +109,7 @@ class JobDetail:
     plan: PlanEntry | None
     costs: Costs
     attempts: tuple[AttemptRow, ...]
-    epoch_stats: tuple[EpochStats, ...]
+    epoch_stats: tuple[ConfigEpochs, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,7 +178,7 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         job_id = resolve_job_id(s, job_id)
         job = load_jobs(s, ids=[job_id])[job_id]
         epochs = job_epochs(s, job_id)
-        names = node_names(s, {a.node_id for a in job.attempts} | {e.node_id for e in epochs})
+        names = node_names(s, {a.node_id for a in job.attempts})
         per_attempt = attempt_energy(s, job_id)
         decisions = decision_refs(s, {d for a in job.attempts
                                       for d in (a.decision_id, a.stop_decision_id)
@@ -206,11 +191,6 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         energy_kwh=_kwh(per_attempt.get(a.attempt)),
         started_by=_ref(a.decision_id, decisions), stopped_by=_ref(a.stop_decision_id, decisions))
         for a in job.attempts)
-    stats = tuple(sorted((EpochStats(node=names.get(e.node_id) if e.node_id is not None else None,
-                                     gpu_type=e.gpu_type, gpus=e.gpus, epochs=e.epochs,
-                                     mean_s=e.mean_s, min_s=e.min_s, max_s=e.max_s,
-                                     last_epoch=e.last_epoch, last_end_s=e.last_end_s)
-                          for e in epochs), key=lambda e: e.last_end_s))
     finish, actual = _finish(job, entry)
     costs = _costs(settings, job, finish if actual else None, now_s,
                    total(per_attempt.values()), entry)
@@ -220,7 +200,7 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
         grace_s=job.grace_s, state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
-        finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=stats)
+        finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs))
 
 
 def nodes(store: Store, now_s: float) -> list[NodeRow]:

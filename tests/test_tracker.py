@@ -17,36 +17,10 @@ from agents.records import EpochRecord
 from agents.tracker import EpochTracker
 from andreas.job import container_labels, format_progress
 
+from .docker_fakes import END, FakeStream
+
 
 # --- a scripted Docker ---------------------------------------------------------------
-
-END = object()
-
-
-class FakeStream:
-    def __init__(self, items: list | None = None, follow: bool = True) -> None:
-        self.q: queue.Queue = queue.Queue()
-        for item in items or []:
-            self.q.put(item)
-        if not follow:
-            self.q.put(END)
-        self.closed = False
-
-    def __iter__(self) -> FakeStream:
-        return self
-
-    def __next__(self) -> Any:
-        item = self.q.get()
-        if item is END or self.closed:
-            raise StopIteration
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    def close(self) -> None:
-        self.closed = True
-        self.q.put(END)
-
 
 def stamp(t: float) -> str:
     whole = int(t)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from andreas.backoff import Backoff
 from andreas.executor.base import NodeRef
 from andreas.executor.errors import one_line
 from andreas.job import LABEL_JOB
@@ -201,7 +202,8 @@ class EventFollower:
                             exc_info=True)
 
     def _run(self) -> None:
-        delay, warned, said_back = self.backoff_s[0], False, False
+        retry = Backoff(initial_s=self.backoff_s[0], max_s=self.backoff_s[1])
+        in_a_row, warned, said_back = 0, False, False     # failed streams since healthy
         since = self._clock() - self.replay_s
         while not self.halt.is_set():
             if not self.resume:
@@ -249,7 +251,7 @@ class EventFollower:
             # healthy by time alone: a new stream replays recent events, so a count of
             # events would let an engine that drops every stream reset the back-off
             if opened is not None and time.monotonic() - opened >= self.healthy_s:
-                delay, warned, said_back = self.backoff_s[0], False, False
+                in_a_row, warned, said_back = 0, False, False
             if refreshed:
                 continue
             if not warned:
@@ -258,8 +260,8 @@ class EventFollower:
                 warned = True
             else:
                 self._log.debug("%s: event stream retry failed: %s", self.name, why)
-            self.halt.wait(delay)
-            delay = min(self.backoff_s[1], delay * 2)
+            self.halt.wait(retry.delay_s(in_a_row))
+            in_a_row += 1
 
 
 class EventWatch:

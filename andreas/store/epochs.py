@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from andreas.store.chunks import chunks
-from andreas.store.models import EpochEvent, Job
+from andreas.store.models import EpochEvent, Job, Node
 from andreas.store.nodes import Db
 
 
@@ -30,9 +30,9 @@ class EpochDuration:
 
 @dataclass(frozen=True, kw_only=True)
 class ConfigEpochs:
-    """A job's epochs on one configuration (node id, GPU type, g)."""
+    """A job's finished epochs on one configuration (node, GPU type, g)."""
 
-    node_id: int | None
+    node: str | None                    # None: the node row is gone
     gpu_type: str
     gpus: int
     epochs: int
@@ -97,13 +97,16 @@ def epochs_after(db: Db, event_id: int) -> list[EpochDuration]:
 
 
 def job_epochs(db: Db, job_id: str) -> list[ConfigEpochs]:
-    """The job's finished epochs grouped per (node, GPU type, g)."""
+    """The job's finished epochs grouped per (node, GPU type, g), oldest last epoch first."""
     E = EpochEvent
     d = E.end_s - E.start_s
-    return [ConfigEpochs(node_id=n, gpu_type=t, gpus=g, epochs=int(c), mean_s=float(mean),
-                         min_s=float(lo), max_s=float(hi), last_epoch=int(last),
-                         last_end_s=float(end))
-            for n, t, g, c, mean, lo, hi, last, end in db.execute(
-                select(E.node_id, E.gpu_type, E.gpus, func.count(), func.avg(d), func.min(d),
-                       func.max(d), func.max(E.epoch), func.max(E.end_s))
-                .where(E.job_id == job_id).group_by(E.node_id, E.gpu_type, E.gpus))]
+    rows = db.execute(
+        select(Node.name, E.gpu_type, E.gpus, func.count(), func.avg(d), func.min(d),
+               func.max(d), func.max(E.epoch), func.max(E.end_s))
+        .outerjoin(Node, Node.id == E.node_id)
+        .where(E.job_id == job_id).group_by(E.node_id, Node.name, E.gpu_type, E.gpus))
+    return sorted((ConfigEpochs(node=n, gpu_type=t, gpus=g, epochs=int(c), mean_s=float(mean),
+                                min_s=float(lo), max_s=float(hi), last_epoch=int(last),
+                                last_end_s=float(end))
+                   for n, t, g, c, mean, lo, hi, last, end in rows),
+                  key=lambda e: e.last_end_s)

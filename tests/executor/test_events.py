@@ -6,7 +6,6 @@ tests/agents_docker/ (the agent's tracker)."""
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from datetime import datetime
@@ -16,7 +15,8 @@ import pytest
 
 from andreas.executor.events import ContainerEvent, EventFollower, docker_time
 
-END = object()
+from ..docker_fakes import FakeStream
+
 
 
 # --- times ---------------------------------------------------------------------------
@@ -68,42 +68,21 @@ def test_events_are_typed() -> None:
 
 # --- the follower --------------------------------------------------------------------
 
-class Stream:
-    def __init__(self) -> None:
-        self.q: queue.Queue = queue.Queue()
-        self.closed = False
-
-    def __iter__(self) -> Stream:
-        return self
-
-    def __next__(self) -> Any:
-        item = self.q.get()
-        if item is END or self.closed:
-            raise StopIteration
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    def close(self) -> None:
-        self.closed = True
-        self.q.put(END)
-
-
 class Engine:
     """A client whose ``events`` calls are recorded; ``fail`` makes the next ones raise."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
-        self.streams: list[Stream] = []
+        self.streams: list[FakeStream] = []
         self.fail = 0
         self.closed = 0
 
-    def events(self, *, decode: bool, filters: dict, since: int) -> Stream:
+    def events(self, *, decode: bool, filters: dict, since: int) -> FakeStream:
         self.calls.append(dict(decode=decode, filters=filters, since=since))
         if self.fail:
             self.fail -= 1
             raise ConnectionError("engine down")
-        self.streams.append(Stream())
+        self.streams.append(FakeStream())
         return self.streams[-1]
 
     def close(self) -> None:
