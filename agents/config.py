@@ -48,14 +48,14 @@ from typing import Any, get_type_hints
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
 from andreas.config import mask_url, read_toml
 from andreas.errors import InputError
-from andreas.fields import Rule, check, rule
+from andreas.infra.fields import Rule, check, rule
 
 DEFAULT_CONFIG = Path("/etc/andreas/agent.toml")
 DEFAULT_SPOOL = Path("/var/lib/andreas-agent/spool")
 DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
 
 # The file's sections and keys -> the AgentConfig field each one sets (its type and limits
-# come from there: andreas.fields); [spool] max_size is parsed by parse_size.
+# come from there: andreas.infra.fields); [spool] max_size is parsed by parse_size.
 _KEYS: dict[str, dict[str, str]] = {
     "agent": {k: k for k in ("node_name", "interval_s", "docker_url", "docker_endpoint",
                              "heartbeat_s", "fake_gpus", "powercap_root",

@@ -39,7 +39,7 @@ from agents.records import GpuGap, GpuSample
 from agents.spool import Spool
 from agents.store_writer import StoreWriter
 from andreas.store.registry import NodeSpec, agent_engine
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.store.engine import is_sqlite, parse_url
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from agents.entries import HEARTBEAT, Entry
 from agents.spool import Spool
 from agents.store_writer import DeliveryError
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 import pynvml
 
 from agents.records import GpuGap, GpuInfo, GpuSample
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.errors import AndreasError
 from andreas.sources import EnergySource, PowerSource
 

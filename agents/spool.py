@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import AndreasError
-from andreas.fileio import fsync_dir, replace_atomic
+from andreas.infra.fileio import fsync_dir, replace_atomic
 
 log = logging.getLogger(__name__)
 

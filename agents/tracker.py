@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.epochs import ContainerExit, ContainerInfo, EpochPairer, LineSplitter, split_timestamp
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.executor.events import ContainerEvent, EventFollower, close_stream, docker_time
 from andreas.job import LABEL_JOB, job_labels, parse_progress
 

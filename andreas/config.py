@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.fields import build, rule
+from andreas.infra.fields import build, rule
 from andreas.optimizer import MANAGER_POLICIES
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")
@@ -213,7 +213,7 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
 
 def read_toml(path: Path, sections: Collection[str]) -> dict[str, Any]:
     """A config file's tables; an unknown section, or a section that is not a table, is a
-    one-line error (the keys are checked by :func:`andreas.fields.build`)."""
+    one-line error (the keys are checked by :func:`andreas.infra.fields.build`)."""
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)

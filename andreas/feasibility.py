@@ -33,7 +33,11 @@ def check_plan(snapshot: Snapshot, plan: Plan) -> None:
                 raise InfeasiblePlan(f"node {a.node}: runs jobs but has no catalog entry")
             gpu_type, capacity = entry.gpu_type, entry.gpus
         else:
-            gpu_type, capacity = nodes[a.node].gpu_type, nodes[a.node].gpus
+            node = nodes[a.node]
+            if node.gpu_type is None:
+                raise InfeasiblePlan(f"node {a.node}: has no GPU type (on premise, every node "
+                                     "has one)")
+            gpu_type, capacity = node.gpu_type, node.gpus
         if jobs[a.job].remaining_s(gpu_type, a.gpus) is None:
             raise InfeasiblePlan(f"job {a.job}: has no epoch time for {a.gpus} x {gpu_type}")
         busy[a.node] += a.gpus

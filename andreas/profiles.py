@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.snapshot import Fields, check_integer, check_name, check_number
+from andreas.formats.snapshot import Fields, check_integer, check_name, check_number
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "profiles"
 DEFAULT_HOST = "default"

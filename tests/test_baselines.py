@@ -15,7 +15,7 @@ from andreas.model import (ActionKind, CatalogEntry, Config, Energy, Job, Node, 
                            Plan, Snapshot)
 from andreas.optimizer import decide, get_policy
 from andreas.optimizer.baselines import decide_edf, decide_fifo, decide_priority
-from andreas.snapshot import load_snapshot
+from andreas.formats.snapshot import load_snapshot
 
 POLICIES = [decide_fifo, decide_edf, decide_priority]
 RNG = np.random.default_rng(0)

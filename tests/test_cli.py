@@ -16,7 +16,7 @@ from andreas import optimizer
 from andreas.cli import main
 from andreas.feasibility import check_plan
 from andreas.model import Assignment, Plan
-from andreas.snapshot import load_snapshot
+from andreas.formats.snapshot import load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "example-snapshot-n10.json"

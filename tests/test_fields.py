@@ -1,4 +1,4 @@
-"""andreas.fields: a dataclass is the schema of a settings table."""
+"""andreas.infra.fields: a dataclass is the schema of a settings table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from andreas.errors import InputError
-from andreas.fields import build, known_keys, rule
+from andreas.infra.fields import build, known_keys, rule
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from andreas.simulator import generate as gen
 from andreas.simulator.generate import (CLOUD_CATALOG, EPSILON, EXPONENTIAL_MEAN_S,
                                         arrival_rates, derive_epsilon, generate_trace,
                                         inter_arrivals, mixed_phases)
-from andreas.trace import load_trace, parse_trace, summary, trace_to_dict
+from andreas.formats.trace import load_trace, parse_trace, summary, trace_to_dict
 
 
 def _json(trace) -> str:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.errors import InputError
-from andreas.fileio import replace_atomic, write_text_atomic
-from andreas.timefmt import duration, parse_duration
+from andreas.infra.fileio import replace_atomic, write_text_atomic
+from andreas.infra.timefmt import duration, parse_duration
 
 
 def test_replace_atomic_writes_text_and_bytes_with_the_umask_mode(tmp_path: Path) -> None:

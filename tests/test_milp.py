@@ -24,7 +24,7 @@ from andreas.model import (Assignment, CatalogEntry, Config, Job, Node, Params, 
 from andreas.optimizer import decide
 from andreas.optimizer.exact import enumerate_optimum, postponed_that_fit
 from andreas.optimizer.hierarchical import controller_jobs
-from andreas.snapshot import load_snapshot
+from andreas.formats.snapshot import load_snapshot
 from andreas.synthetic import random_snapshot
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example-snapshot-n10.json"

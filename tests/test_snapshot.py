@@ -1,4 +1,4 @@
-"""andreas.snapshot: valid documents become model objects, every bad one a one-line InputError."""
+"""andreas.formats.snapshot: valid documents become model objects, every bad one a one-line InputError."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from andreas.errors import InputError
 from andreas.model import Config, Node, Snapshot
-from andreas.snapshot import (check_job_placement, load_snapshot, parse_job, parse_snapshot,
+from andreas.formats.snapshot import (check_job_placement, load_snapshot, parse_job, parse_snapshot,
                               snapshot_to_dict)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example-snapshot-n10.json"
@@ -406,7 +406,7 @@ def test_fuzz_parse_returns_snapshot_or_input_error(doc: dict) -> None:
 
 
 def test_the_strict_loaders_refuse_a_repeated_key_naming_it_and_the_line():
-    from andreas.strictload import RepeatedKey, json_loads, yaml_loads
+    from andreas.formats.strict import RepeatedKey, json_loads, yaml_loads
 
     assert json_loads('{"a": {"b": 1}, "c": [{"b": 2}]}') == {"a": {"b": 1}, "c": [{"b": 2}]}
     with pytest.raises(RepeatedKey) as err:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from andreas.cli import main
 from andreas.errors import InputError
 from andreas.simulator.generate import generate_trace
-from andreas.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_trace, summary,
+from andreas.formats.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_trace, summary,
                            trace_to_dict)
 
 ROOT = Path(__file__).resolve().parents[1]

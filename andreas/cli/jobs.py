@@ -1,7 +1,7 @@
 """``andreas submit | queue | show | cancel | logs | nodes``: the users' commands.
 
-Thin: options are parsed here, checked and stored by :mod:`andreas.submit`, read back by
-:mod:`andreas.views`, and printed with rich. The store is the configured one (see
+Thin: options are parsed here, checked and stored by :mod:`andreas.service.submit`, read back by
+:mod:`andreas.service.views`, and printed with rich. The store is the configured one (see
 ``andreas db --help``). Times are printed in UTC ("2026-11-22 14:03Z") with a relative
 hint ("in 3h12m"); ``--json`` prints seconds since the epoch.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from andreas import views
+from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
 from andreas.console import console
@@ -31,9 +31,9 @@ from andreas.errors import InputError, options
 from andreas.executor.base import Executor
 from andreas.executor.errors import ExecutorError
 from andreas.store.engine import Store, open_store
-from andreas.submit import (JobSpec, cancel, check_image_allowed, load_job_file,
+from andreas.service.submit import (JobSpec, cancel, check_image_allowed, load_job_file,
                             parse_submission, submit)
-from andreas.timefmt import duration, relative, stamp, stamp_relative
+from andreas.infra.timefmt import duration, relative, stamp, stamp_relative
 
 JOB_FILE_SUFFIXES = (".yaml", ".yml")
 

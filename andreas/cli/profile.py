@@ -98,7 +98,7 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
     """
     from andreas.profiler.run import ProfileRequest, check_request, profile_application
     from andreas.store.engine import open_store
-    from andreas.submit import check_image_allowed
+    from andreas.service.submit import check_image_allowed
 
     with options(app="--app", node="--node", gpus="--gpus", epochs="--epochs",
                  timeout_s="--timeout-s", image="IMAGE"):

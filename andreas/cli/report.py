@@ -15,7 +15,7 @@ import click
 
 from andreas.cli.common import db_errors
 from andreas.errors import InputError
-from andreas.fileio import write_text_atomic
+from andreas.infra.fileio import write_text_atomic
 
 
 def _now(ctx: click.Context) -> float:

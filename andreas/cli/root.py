@@ -24,7 +24,7 @@ from andreas.costs import evaluate
 from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.feasibility import check_plan
 from andreas.model import Action, ActionKind, Plan, Snapshot
-from andreas.snapshot import load_snapshot
+from andreas.formats.snapshot import load_snapshot
 
 EXIT_ERROR = 2
 DEFAULT_COMPARE = ("greedy", "rg", "pr", "fifo", "edf", "priority")

@@ -134,7 +134,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
 
 def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):
     if trace_path:
-        from andreas.trace import load_trace
+        from andreas.formats.trace import load_trace
         return load_trace(trace_path)
     from andreas.simulator.generate import generate_trace
     return generate_trace(n_nodes=_csv_list(nodes, "--nodes", int)[0],

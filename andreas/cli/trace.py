@@ -1,7 +1,7 @@
 """``andreas trace``: generate reproducible workload traces and look inside one.
 
 Thin like the rest of the CLI: the work is in ``andreas.simulator.generate`` and
-``andreas.trace``; errors are ``AndreasError`` and become one line and exit code 2
+``andreas.formats.trace``; errors are ``AndreasError`` and become one line and exit code 2
 through the main group.
 """
 
@@ -46,7 +46,7 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
                  jobs_per_node: int, mu: float | None, out_path: str) -> None:
     """Write a reproducible trace in the ANDREAS scenarios and print a one-line summary."""
     from andreas.simulator.generate import generate_trace
-    from andreas.trace import dump_trace, summary
+    from andreas.formats.trace import dump_trace, summary
 
     trace = generate_trace(n_nodes=n_nodes, scenario=int(scenario), arrival=arrival, seed=seed,
                            cloud=cloud, jobs_per_node=jobs_per_node, mu=mu)
@@ -68,7 +68,7 @@ def show_cmd(trace_path: str, as_json: bool) -> None:
     divided by the cluster's GPUs times the span of submissions: near or above 1 the
     cluster cannot keep up without running late.
     """
-    from andreas.trace import load_trace, summary
+    from andreas.formats.trace import load_trace, summary
 
     trace = load_trace(trace_path)
     s = summary(trace)
@@ -93,7 +93,7 @@ def _nodes_by_type(trace: Any) -> list[dict[str, Any]]:
 
 
 def _jobs_by_app(trace: Any) -> list[dict[str, Any]]:
-    from andreas.snapshot import hardware as hardware_of
+    from andreas.formats.snapshot import hardware as hardware_of
 
     hardware = hardware_of(trace.nodes, trace.catalog)
     by_app: dict[str, list] = defaultdict(list)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.executor.base import NodeRef
 from andreas.executor.errors import one_line
 from andreas.job import LABEL_JOB

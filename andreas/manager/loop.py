@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.manager.lock import LockLost, ManagerLock
 from andreas.manager.manager import Manager
 

@@ -23,7 +23,7 @@ from andreas.store.models import NodeState
 from andreas.store.nodes import (Db, NodeInfo, held_gpu_indexes, list_nodes, set_profiling,
                                  usable_gpus)
 
-APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")   # as andreas.submit
+APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")   # as andreas.service.submit
 FAKE_PREFIX = "GPU-fake-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

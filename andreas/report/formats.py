@@ -22,7 +22,7 @@ from typing import Any
 from andreas.report.compute import JobRow, NodeRow, PeriodRow, Report
 from andreas.report.validate import SlotRow, Validation
 from andreas.report.window import Window
-from andreas.timefmt import duration, iso, stamp
+from andreas.infra.timefmt import duration, iso, stamp
 
 REPORT_FORMAT = "andreas-report/1"
 VALIDATION_FORMAT = "andreas-validation/1"

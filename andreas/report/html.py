@@ -21,7 +21,7 @@ from andreas.report.compute import PeriodRow, PowerSeries, Report
 from andreas.report.formats import (job_cells, node_cells, slot_cells, summary_line, title,
                                     validation_summary)
 from andreas.report.validate import Validation
-from andreas.timefmt import stamp
+from andreas.infra.timefmt import stamp
 
 TOP_JOBS = 30
 _DEFINITIONS = (

@@ -20,7 +20,7 @@ from andreas.report.compute import (JobRow, NodeRow, PeriodRow, build_report,
                                     period_rows, power_series)
 from andreas.report.read import ReportData
 from andreas.report.validate import SlotRow, validate as validate_slots
-from andreas.timefmt import stamp
+from andreas.infra.timefmt import stamp
 
 BY_CHOICES = ("job", "node", "day", "week")
 FORMAT_CHOICES = ("table", "csv", "json", "html")

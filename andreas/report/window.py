@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from andreas.errors import InputError
-from andreas.timefmt import parse_duration, stamp
+from andreas.infra.timefmt import parse_duration, stamp
 
 DEFAULT_SINCE = "-7d"
 DEFAULT_UNTIL = "now"

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from andreas.fileio import replace_atomic
+from andreas.infra.fileio import replace_atomic
 from andreas.simulator.results import Attempt, SimResult
 
 HOUR = 3600.0

@@ -1,6 +1,6 @@
 """The comparison report: a terminal table, CSV and JSON files, and PNG plots.
 
-Written atomically per file (:func:`andreas.fileio.replace_atomic`) so an interrupted run
+Written atomically per file (:func:`andreas.infra.fileio.replace_atomic`) so an interrupted run
 leaves no half-written output.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from andreas.fileio import replace_atomic
+from andreas.infra.fileio import replace_atomic
 from andreas.simulator.compare import reduction_matrix
 from andreas.simulator.results import SimResult
 

@@ -26,7 +26,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.config import Settings, mask_url
 from andreas.errors import InputError
 from andreas.store.errors import StoreUnavailable

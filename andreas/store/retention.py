@@ -29,7 +29,7 @@ from typing import TypeVar
 from sqlalchemy import Engine, delete, func, insert, select, text
 from sqlalchemy.exc import DBAPIError
 
-from andreas.backoff import Backoff
+from andreas.infra.backoff import Backoff
 from andreas.config import DEFAULT_RAW_RETENTION_DAYS
 from andreas.store.engine import Store, error_code
 from andreas.store.errors import StoreError

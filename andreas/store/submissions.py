@@ -1,7 +1,7 @@
 """Job rows written on behalf of people: a user's submission and cancellation, and the
 profiler's record of one profiling run (a finished job with weight 0 and no attempt).
 
-The checks of what a user typed live in :mod:`andreas.submit`; here are only the writes,
+The checks of what a user typed live in :mod:`andreas.service.submit`; here are only the writes,
 each in one transaction, so a refused submission stores nothing.
 """
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from andreas.store import migrate, open_store  # noqa: E402
 from andreas.store.engine import make_engine  # noqa: E402
-from andreas.submit import parse_submission, submit  # noqa: E402
+from andreas.service.submit import parse_submission, submit  # noqa: E402
 
 BIN = Path(sys.executable).parent
 TARGET_S = 2.0

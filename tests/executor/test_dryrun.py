@@ -11,7 +11,7 @@ from andreas.executor.base import NodeRef, StartRequest
 from andreas.executor.dryrun import DryRunAction, DryRunExecutor
 from andreas.executor.errors import ContainerConflict, ImageNotAllowed
 from andreas.store import JobState
-from andreas.submit import cancel
+from andreas.service.submit import cancel
 from tests.manager.helpers import Clock, add_job, add_node, attempts, make, state_of
 
 NODE = NodeRef(name="n1", docker_endpoint="ssh://n1")

@@ -17,7 +17,7 @@ from andreas.config import ExecutorSettings, Settings
 from andreas.executor.docker import DockerExecutor
 from andreas.manager import Manager
 from andreas.store import Job, JobState, Node, Store
-from andreas.submit import cancel
+from andreas.service.submit import cancel
 from tests.manager.helpers import add_job, add_node, attempts, settings, state_of
 
 

@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 
 from andreas.store.models import Job, JobState
-from andreas.submit import parse_submission, submit
+from andreas.service.submit import parse_submission, submit
 from andreas.errors import InputError
 from tests.jobs.conftest import NOW, job_count, run_cli
 from tests.store.helpers import unique

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from andreas.store.models import JobAttempt, JobState
-from andreas.views import log_source
+from andreas.service.views import log_source
 from andreas.errors import InputError
 from tests.jobs.conftest import FakeExecutor, run_cli
 from tests.store.helpers import add_job, add_node, unique

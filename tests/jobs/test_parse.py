@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from andreas.errors import InputError
-from andreas.submit import (default_application, generate_id, load_job_file, parse_due,
+from andreas.service.submit import (default_application, generate_id, load_job_file, parse_due,
                             parse_image, parse_submission)
 from tests.jobs.conftest import NOW
 

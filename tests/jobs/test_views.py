@@ -14,7 +14,7 @@ from andreas.store.models import Decision, Gpu, Job, JobAttempt, JobState, Node,
 from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, PowerRow, insert_epoch_events,
                                    insert_gpu_gaps, insert_host_samples, insert_job_energy,
                                    insert_power_samples)
-from andreas import views
+from andreas.service import views
 from tests.jobs.conftest import NOW, run_cli
 from tests.store.helpers import add_job, add_node, unique
 

@@ -29,8 +29,8 @@ from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
 from andreas.store.models import JobState
 from andreas.store.submissions import JobIdTaken, NewJob, add_job, cancel_job
-from andreas.strictload import RepeatedKey, yaml_loads
-from andreas.timefmt import parse_duration, stamp
+from andreas.formats.strict import RepeatedKey, yaml_loads
+from andreas.infra.timefmt import parse_duration, stamp
 
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")

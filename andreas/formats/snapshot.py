@@ -9,7 +9,7 @@ reason (a misspelt ``epochs_done`` would silently restart a job's clock).
 The per-section readers (``parse_energy``, ``parse_params``, ``parse_catalog``,
 ``parse_nodes``, ``parse_job``, ``check_job_placement``) and writers (``energy_to_dict``,
 ``params_to_dict``, ``hardware_to_dict``, ``job_to_dict``) know nothing about snapshots
-as a whole, so the trace reader and writer (``andreas/trace.py``) share them.
+as a whole, so the trace reader and writer (``andreas/formats/trace.py``) share them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from andreas.errors import InputError
 from andreas.model import (POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config, Energy,
                            Job, Node, Params, Snapshot)
-from andreas.strictload import RepeatedKey, json_loads
+from andreas.formats.strict import RepeatedKey, json_loads
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 

@@ -1,7 +1,7 @@
 """Read and write ``andreas-trace/1`` documents (docs/FORMAT.md): a whole simulated workload.
 
 A trace is read as strictly as a snapshot, with the same section readers from
-``andreas/snapshot.py``: a simulation that runs for minutes on a trace with a typo
+``andreas/formats/snapshot.py``: a simulation that runs for minutes on a trace with a typo
 would waste the operator's time and mislead the comparison. Beyond the snapshot rules
 a trace job must not carry ``epochs_done`` or ``running`` (a trace describes jobs before
 they are submitted), ``submit_s`` must be >= 0 and ``due_s`` >= ``submit_s``.
@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.fileio import write_text_atomic
+from andreas.infra.fileio import write_text_atomic
 from andreas.model import Job, Trace
-from andreas.snapshot import (Fields, check_job_placement, check_list, energy_to_dict,
+from andreas.formats.snapshot import (Fields, check_job_placement, check_list, energy_to_dict,
                               hardware_to_dict, job_to_dict, params_to_dict, parse_catalog,
                               parse_energy, parse_job, parse_nodes, parse_params, read_json,
                               show)
-from andreas.snapshot import hardware as hardware_of
+from andreas.formats.snapshot import hardware as hardware_of
 
 TRACE_FORMAT = "andreas-trace/1"
 _TOP_KEYS = ("format", "name", "energy", "params", "catalog", "nodes", "jobs")
