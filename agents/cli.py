@@ -21,19 +21,15 @@ from typing import Any
 import click
 
 from agents.config import LOG_LEVELS, load_config, read_env_file
-from andreas.errors import AndreasError, InputError, options
+from andreas.errors import AndreasError, InputError, one_line, options
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 log = logging.getLogger("agents")
 
 
-def _one_line(message: str) -> str:
-    return " | ".join(part.strip() for part in str(message).splitlines() if part.strip())
-
-
 def _error(message: str, code: int) -> None:
-    click.echo(f"andreas-agent: error: {_one_line(message)}", err=True)
+    click.echo(f"andreas-agent: error: {one_line(message)}", err=True)
     sys.exit(code)
 
 

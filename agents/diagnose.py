@@ -21,6 +21,8 @@ from typing import Any
 
 from agents.config import AgentConfig
 from agents.spool import inspect_spool
+from andreas.errors import one_line
+from andreas.store.faults import describe
 
 
 @dataclass
@@ -102,7 +104,7 @@ def _docker(cfg: AgentConfig, report: CheckReport,
                    f"{len(running)} andreas container(s) running")
         client.close()
     except Exception as e:  # noqa: BLE001 - any failure is the finding
-        report.fail(f"Docker: not reachable at {cfg.docker_url}: {_one_line(e)} (is the "
+        report.fail(f"Docker: not reachable at {cfg.docker_url}: {one_line(describe(e))} (is the "
                     "agent user in the docker group?)")
 
 
@@ -117,7 +119,7 @@ def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
     try:
         engine = agent_engine(cfg.db_url, cfg.db_password_file)
     except Exception as e:  # noqa: BLE001
-        report.fail(f"Database: {_one_line(e)}")
+        report.fail(f"Database: {one_line(describe(e))}")
         return
     try:
         connect(engine)
@@ -145,7 +147,7 @@ def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
                     report.fail(f"Database: {e}")
             conn.rollback()
     except Exception as e:  # noqa: BLE001 - any failure is the finding
-        text = _one_line(e)
+        text = one_line(describe(e))
         where = "" if shown.split("?")[0] in text else f"{shown}: "
         report.fail(f"Database: {where}{text} (records are spooled while it cannot be used)")
     finally:
@@ -163,10 +165,3 @@ def _spool(cfg: AgentConfig, report: CheckReport) -> None:
         report.fail(line)
     else:
         report.add(line)
-
-
-def _one_line(e: BaseException) -> str:
-    from andreas.store.engine import describe_error
-
-    text = describe_error(e) if hasattr(e, "orig") else (str(e) or type(e).__name__)
-    return " | ".join(part.strip() for part in text.splitlines() if part.strip())

@@ -6,6 +6,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+def one_line(text: str) -> str:
+    """Messages may come from any layer (a database driver, Docker, a file); a command
+    promises exactly one line: the non-empty lines joined with `` | ``."""
+    return " | ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def error_line(e: BaseException, limit: int = 400) -> str:
+    """An exception as one short line: the Docker SDK's ``explanation`` when it has one,
+    else its message, else its type."""
+    text = " ".join(str(getattr(e, "explanation", None) or e).split())
+    return (text or type(e).__name__)[:limit]
+
+
 class AndreasError(Exception):
     """Base of every error andreas raises on purpose."""
 

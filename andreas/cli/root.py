@@ -21,7 +21,7 @@ import numpy as np
 from andreas import optimizer
 from andreas.console import console
 from andreas.costs import evaluate
-from andreas.errors import AndreasError, InfeasiblePlan, InputError
+from andreas.errors import AndreasError, InfeasiblePlan, InputError, one_line
 from andreas.feasibility import check_plan
 from andreas.model import Action, ActionKind, Plan, Snapshot
 from andreas.formats.snapshot import load_snapshot
@@ -29,11 +29,6 @@ from andreas.formats.snapshot import load_snapshot
 EXIT_ERROR = 2
 DEFAULT_COMPARE = ("greedy", "rg", "pr", "fifo", "edf", "priority")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-def one_line(message: str) -> str:
-    """Messages may come from any layer; the CLI promises exactly one line."""
-    return " | ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 class _Group(click.Group):

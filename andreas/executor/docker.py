@@ -32,9 +32,9 @@ from typing import Any
 from andreas.config import ExecutorSettings
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
                                    container_name, image_allowed)
+from andreas.errors import error_line
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
-                                     ImageNotFound, ImagePullFailed, NodeUnreachable,
-                                     one_line)
+                                     ImageNotFound, ImagePullFailed, NodeUnreachable)
 from andreas.executor.events import WATCH_JOIN_S, EventWatch, docker_time
 from andreas.job import LABEL_JOB, container_labels, job_environment, job_labels
 
@@ -241,8 +241,8 @@ class DockerExecutor(Executor):
     def _translate(self, e: BaseException, node: NodeRef, what: str) -> ExecutorError:
         if _unreachable(e):
             return NodeUnreachable(f"node {node.name} ({node.docker_endpoint}): engine "
-                                   f"unreachable: {what}: {one_line(e)}")
-        return ExecutorError(f"node {node.name}: {what}: {one_line(e)}")
+                                   f"unreachable: {what}: {error_line(e)}")
+        return ExecutorError(f"node {node.name}: {what}: {error_line(e)}")
 
     def _call(self, node: NodeRef, what: str, fn: Callable[[Any], Any]) -> Any:
         _, client = self._client(node)
@@ -272,14 +272,14 @@ class DockerExecutor(Executor):
             container = client.containers.run(**options)
         except docker.errors.ImageNotFound as e:
             raise ImageNotFound(f"image {request.image}: not found on node {node.name}: "
-                                f"{one_line(e)}") from e
+                                f"{error_line(e)}") from e
         except docker.errors.APIError as e:
             if e.status_code == 409:
                 raise ContainerConflict(f"container {name} exists on node {node.name}: "
-                                        f"{one_line(e)}") from e
+                                        f"{error_line(e)}") from e
             self._remove_unstarted(client, name)
             raise ExecutorError(f"node {node.name}: start container {name}: "
-                                f"{one_line(e)}") from e
+                                f"{error_line(e)}") from e
         except Exception as e:
             err = self._translate(e, node, f"start container {name}")
             if isinstance(err, NodeUnreachable):
@@ -320,7 +320,7 @@ class DockerExecutor(Executor):
                     if isinstance(line, dict) and line.get("error"):
                         return str(line["error"])
             except docker.errors.APIError as e:
-                return one_line(e)
+                return error_line(e)
             return None
 
         why = self._call(node, f"pull image {image}", pull)

@@ -9,12 +9,6 @@ from __future__ import annotations
 from andreas.errors import AndreasError
 
 
-def one_line(e: BaseException) -> str:
-    """An SDK error as one short line (its explanation when it has one)."""
-    text = " ".join(str(getattr(e, "explanation", None) or e).split())
-    return (text or type(e).__name__)[:400]
-
-
 class ExecutorError(AndreasError):
     """The executor could not do what was asked (the message names node and container)."""
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from andreas.infra.backoff import Backoff
 from andreas.executor.base import NodeRef
-from andreas.executor.errors import one_line
+from andreas.errors import error_line
 from andreas.job import LABEL_JOB
 
 log = logging.getLogger("andreas.executor")
@@ -234,7 +234,7 @@ class EventFollower:
                         seen = max(seen, event.time_s)
                         self._deliver(event)
             except Exception as e:  # noqa: BLE001 - vendor errors never leave the thread
-                why = one_line(e)
+                why = error_line(e)
                 if not self.halt.is_set():
                     self.failures += 1
             finally:

@@ -29,7 +29,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target:
+class ProfilingNode:
     """A node chosen for profiling: its usable GPUs (index, UUID), the g to run, and
     whether this run set its profiling flag (and so must restore it)."""
 
@@ -59,7 +59,7 @@ def profile_job_id(app: str, node: str, g: int, rng: np.random.Generator) -> str
 
 
 def select_targets(s: Db, *, nodes: Sequence[str] = (),
-                   gpus: Sequence[int] | None = None) -> list[Target]:
+                   gpus: Sequence[int] | None = None) -> list[ProfilingNode]:
     """The nodes to profile on and their g (InputError naming the field otherwise); the
     caller marks them in the same transaction (:func:`mark`)."""
     rows = {n.name: n for n in list_nodes(s)}
@@ -97,7 +97,7 @@ def select_targets(s: Db, *, nodes: Sequence[str] = (),
             if g < 1 or g > len(usable):
                 raise InputError(f"gpus {g}: node {n.name} has {len(usable)} usable GPUs",
                                  field="gpus")
-        out.append(Target(id=n.id, name=n.name,
+        out.append(ProfilingNode(id=n.id, name=n.name,
                           ref=NodeRef(name=n.name, docker_endpoint=n.docker_endpoint),
                           gpu_type=n.gpu_type, usable=usable, counts=counts,
                           fake_gpus=all(u.startswith(FAKE_PREFIX) for _, u in usable),
@@ -105,12 +105,12 @@ def select_targets(s: Db, *, nodes: Sequence[str] = (),
     return out
 
 
-def mark(s: Db, targets: Sequence[Target]) -> None:
+def mark(s: Db, targets: Sequence[ProfilingNode]) -> None:
     """Set the profiling flag of the targets this run marks, in the choosing transaction."""
     set_profiling(s, (t.id for t in targets if t.marked), True)
 
 
-def restore(store: Store, targets: Sequence[Target]) -> None:
+def restore(store: Store, targets: Sequence[ProfilingNode]) -> None:
     """Clear the flag this run set (only on the targets it marked)."""
     ids = [t.id for t in targets if t.marked]
     if ids:
@@ -118,7 +118,7 @@ def restore(store: Store, targets: Sequence[Target]) -> None:
             set_profiling(s, ids, False)
 
 
-def free_gpus(store: Store, target: Target, g: int) -> tuple[str, ...] | None:
+def free_gpus(store: Store, target: ProfilingNode, g: int) -> tuple[str, ...] | None:
     """UUIDs of the first g usable GPUs no production attempt holds (None: too few)."""
     with store.session() as s:
         held = held_gpu_indexes(s, target.id)

@@ -51,8 +51,8 @@ from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFou
                                      ImagePullFailed, NodeUnreachable)
 from andreas.job import parse_progress
 from andreas.profiler.fit import AmdahlFit, fit_amdahl, prior_serial_fraction
-from andreas.profiler.nodes import (Target, check_app, free_gpus, mark, profile_job_id, restore,
-                                    select_targets)
+from andreas.profiler.nodes import (ProfilingNode, check_app, free_gpus, mark, profile_job_id,
+                                    restore, select_targets)
 from andreas.profiler.store import write_model
 from andreas.store.engine import Store
 from andreas.store.models import JobState
@@ -164,7 +164,7 @@ def durations(events: Sequence, *, drop_warmup: bool = True) -> tuple[tuple[floa
     return tuple(out), tuple(kept)
 
 
-def run_one(executor: Executor, target: Target, g: int, gpus: Sequence[str], *, job_id: str,
+def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[str], *, job_id: str,
             image: str, command: Sequence[str], env: Mapping[str, str], epochs: int,
             timeout_s: float, on_event: Callable[[ProfileEvent], None],
             live: set[str], sleep: Callable[[float], None] = time.sleep) -> RunOutcome:
@@ -307,8 +307,8 @@ def profile_application(store: Store, executor: Executor, request: ProfileReques
     return results
 
 
-def _profile_node(store: Store, executor: Executor, request: ProfileRequest, target: Target, *,
-                  clock, rng, on_event, live: set[str], prior_serial: Mapping[str, float],
+def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
+                  target: ProfilingNode, *, clock, rng, on_event, live: set[str], prior_serial: Mapping[str, float],
                   sleep) -> NodeProfile:
     runs: list[RunOutcome] = []
     for g in target.counts:
@@ -356,7 +356,7 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest, tar
                        max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
 
 
-def record_job(store: Store, request: ProfileRequest, target: Target, g: int,
+def record_job(store: Store, request: ProfileRequest, target: ProfilingNode, g: int,
                rng: np.random.Generator, *, now_s: float) -> str:
     """Insert the ``jobs`` row of one profiling container (module docstring: completed from
     the start, weight 0, no attempt); returns its id, a fresh ``profile-...`` one."""
@@ -385,7 +385,7 @@ def finish_job(store: Store, job_id: str, *, now_s: float, epochs_done: int,
         log.warning("job=%s: could not record the end of the profiling run: %s", job_id, e)
 
 
-def _cleanup(executor: Executor, targets: Sequence[Target], live: Mapping[str, set[str]]
+def _cleanup(executor: Executor, targets: Sequence[ProfilingNode], live: Mapping[str, set[str]]
              ) -> None:
     """Kill and remove what is left (an interrupted or failed run); best effort."""
     for target in targets:
