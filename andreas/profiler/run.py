@@ -308,8 +308,8 @@ def profile_application(store: Store, executor: Executor, request: ProfileReques
 
 
 def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
-                  target: ProfilingNode, *, clock, rng, on_event, live: set[str], prior_serial: Mapping[str, float],
-                  sleep) -> NodeProfile:
+                  target: ProfilingNode, *, clock, rng, on_event, live: set[str],
+                  prior_serial: Mapping[str, float], sleep) -> NodeProfile:
     runs: list[RunOutcome] = []
     for g in target.counts:
         gpus = free_gpus(store, target, g)
