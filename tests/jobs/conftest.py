@@ -5,7 +5,6 @@ with the context object (``clock``, ``executor_factory``) instead of patching.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
 from andreas.cli import main
-from andreas.executor.base import ContainerState, Executor, NodeRef, StartRequest
-from andreas.executor.errors import NodeUnreachable
+from andreas.executor.base import Executor, NodeRef
+from tests.manager.fakes import FakeExecutor as ManagerFake
 from tests.store.conftest import backend, db_url, store  # noqa: F401
 
 NOW = 1_800_000_000.0          # 2027-01-15 08:00Z
@@ -37,43 +36,27 @@ def job_count(store) -> int:
         return s.execute(sa.text("SELECT COUNT(*) FROM jobs")).scalar_one()
 
 
-@dataclass
-class FakeExecutor(Executor):
-    """Records ``logs`` calls and yields the given chunks; ``down`` nodes are unreachable."""
+class FakeExecutor(ManagerFake):
+    """The manager tests' engine (held to the executor contract by
+    tests/executor/test_contract.py) whose ``logs`` yield ``chunks`` for any container and
+    are recorded in ``log_calls``; ``down`` nodes do not answer."""
 
-    chunks: tuple[bytes, ...] = (b"epoch 1\n", b"epoch 2\n")
-    down: frozenset[str] = frozenset()
-    calls: list[tuple[str, str, str, bool, int | None]] = field(default_factory=list)
-    closed: bool = False
+    def __init__(self, chunks: tuple[bytes, ...] = (b"epoch 1\n", b"epoch 2\n"),
+                 down: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.chunks = chunks
+        self.unreachable = set(down)
+        self.log_calls: list[tuple[str, str, str, bool, int | None]] = []
+        self.closed = False
 
     def logs(self, node: NodeRef, container_id: str, *, follow: bool = False,
              tail: int | None = None) -> Iterator[bytes]:
-        if node.name in self.down:
-            raise NodeUnreachable(f"node {node.name}: Docker at {node.docker_endpoint} does "
-                                  "not answer")
-        self.calls.append((node.name, node.docker_endpoint, container_id, follow, tail))
+        self._node(node)                               # NodeUnreachable for a down node
+        self.log_calls.append((node.name, node.docker_endpoint, container_id, follow, tail))
         yield from self.chunks
 
     def close(self) -> None:
         self.closed = True
-
-    def ping(self, node: NodeRef) -> None:
-        raise AssertionError("not used")
-
-    def start(self, node: NodeRef, request: StartRequest) -> str:
-        raise AssertionError("not used")
-
-    def signal(self, node: NodeRef, container_id: str, signal: str = "SIGTERM") -> None:
-        raise AssertionError("not used")
-
-    def kill(self, node: NodeRef, container_id: str) -> None:
-        raise AssertionError("not used")
-
-    def containers(self, node: NodeRef) -> list[ContainerState]:
-        raise AssertionError("not used")
-
-    def remove(self, node: NodeRef, container_id: str) -> None:
-        raise AssertionError("not used")
 
 
 @pytest.fixture

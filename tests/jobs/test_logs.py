@@ -39,7 +39,7 @@ def test_latest_attempt_by_default(db_url, job):
     r = run_cli(db_url, "logs", job_id, executor_factory=factory)
     assert r.exit_code == 0, r.output
     assert r.stdout == "epoch 1\nepoch 2\n"
-    assert fake.calls == [(node, f"ssh://{node}", "c-2", False, None)]
+    assert fake.log_calls == [(node, f"ssh://{node}", "c-2", False, None)]
     assert fake.closed
     assert seen[0].db_url == db_url          # the executor gets the configured settings
 
@@ -51,7 +51,7 @@ def test_attempt_follow_and_tail(db_url, job):
                 executor_factory=lambda settings: fake)
     assert r.exit_code == 0, r.output
     assert r.stdout_bytes == b"\xffbinary ok\n"
-    assert fake.calls == [(node, f"ssh://{node}", "c-1", True, 5)]
+    assert fake.log_calls == [(node, f"ssh://{node}", "c-1", True, 5)]
 
 
 def test_unknown_attempt_lists_the_known_ones(db_url, job):
@@ -67,8 +67,8 @@ def test_node_unreachable_is_one_line(db_url, job):
     fake = FakeExecutor(down=frozenset({node}))
     r = run_cli(db_url, "logs", job_id, executor_factory=lambda settings: fake)
     assert r.exit_code == 2
-    assert r.stderr == (f"andreas: error: job {job_id} attempt 2 on node {node}: node {node}: "
-                        f"Docker at ssh://{node} does not answer\n")
+    assert r.stderr == (f"andreas: error: job {job_id} attempt 2 on node {node}: node {node} "
+                        f"(ssh://{node}): engine unreachable (fake)\n")
     assert fake.closed
 
 

@@ -57,7 +57,8 @@ class FakeExecutor(Executor):
     def _node(self, node: NodeRef | str) -> dict[str, FakeContainer]:
         name = node if isinstance(node, str) else node.name
         if name in self.unreachable:
-            raise NodeUnreachable(f"node {name}: engine does not answer (fake)")
+            where = "" if isinstance(node, str) else f" ({node.docker_endpoint})"
+            raise NodeUnreachable(f"node {name}{where}: engine unreachable (fake)")
         return self.nodes.setdefault(name, {})
 
     def add(self, node: str, job_id: str, attempt: int, *, running: bool = True,
