@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from andreas.errors import InputError
 from andreas.model import (POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config, Energy,
                            Job, Node, Params, Snapshot)
 from andreas.formats.strict import RepeatedKey, json_loads
+
+T = TypeVar("T")
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 
@@ -395,13 +397,18 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"{path}: not valid: JSON nested too deeply") from None
 
 
-def load_snapshot(path: str | Path) -> Snapshot:
-    """Read and validate a snapshot file; error messages start with the path."""
+def load_document(path: str | Path, parse: Callable[[Any], T]) -> T:
+    """Read a JSON document file and ``parse`` it; error messages start with the path."""
     doc = read_json(path)
     try:
-        return parse_snapshot(doc)
+        return parse(doc)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read and validate a snapshot file; error messages start with the path."""
+    return load_document(path, parse_snapshot)
 
 
 def parse_snapshot(doc: Any) -> Snapshot:

@@ -26,7 +26,7 @@ from andreas.infra.fileio import write_text_atomic
 from andreas.model import Job, Trace
 from andreas.formats.snapshot import (Fields, check_job_placement, check_list, energy_to_dict,
                               hardware_to_dict, job_to_dict, params_to_dict, parse_catalog,
-                              parse_energy, parse_job, parse_nodes, parse_params, read_json,
+                              load_document, parse_energy, parse_job, parse_nodes, parse_params,
                               show)
 from andreas.formats.snapshot import hardware as hardware_of
 
@@ -37,11 +37,7 @@ _PROGRESS_KEYS = ("epochs_done", "running")
 
 def load_trace(path: str | Path) -> Trace:
     """Read and validate a trace file; error messages start with the path."""
-    doc = read_json(path)
-    try:
-        return parse_trace(doc)
-    except InputError as e:
-        raise InputError(f"{path}: {e}") from None
+    return load_document(path, parse_trace)
 
 
 def parse_trace(doc: Any) -> Trace:
