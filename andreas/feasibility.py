@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from andreas.errors import InfeasiblePlan
-from andreas.model import Plan, Snapshot
+from andreas.model import Assignment, Plan, Snapshot
 
 
 def check_plan(snapshot: Snapshot, plan: Plan) -> None:
-    """Raise InfeasiblePlan unless every job is placed once or postponed and no node is overfull."""
+    """Raise InfeasiblePlan unless every job is placed once or postponed and every node holds
+    what it is given (GPUs or GPU slices, CPU, memory: ``andreas.resources``)."""
     ids = [j.id for j in snapshot.jobs]
     seen = Counter([a.job for a in plan.assignments] + list(plan.postponed))
     for job_id in ids:
@@ -38,11 +39,56 @@ def check_plan(snapshot: Snapshot, plan: Plan) -> None:
                 raise InfeasiblePlan(f"node {a.node}: has no GPU type (on premise, every node "
                                      "has one)")
             gpu_type, capacity = node.gpu_type, node.gpus
-        if jobs[a.job].remaining_s(gpu_type, a.gpus) is None:
+        if not jobs[a.job].runs_on(gpu_type, a.gpus):
             raise InfeasiblePlan(f"job {a.job}: has no epoch time for {a.gpus} x {gpu_type}")
-        busy[a.node] += a.gpus
-        if busy[a.node] > capacity:
-            raise InfeasiblePlan(f"node {a.node}: {busy[a.node]} GPUs assigned, has {capacity}")
+        if snapshot.cloud:
+            busy[a.node] += a.gpus
+            if busy[a.node] > capacity:
+                raise InfeasiblePlan(f"node {a.node}: {busy[a.node]} GPUs assigned, "
+                                     f"has {capacity}")
     for name in plan.node_configs:
         if name not in nodes or plan.node_configs[name] not in catalog:
             raise InfeasiblePlan(f"node {name}: bad configuration {plan.node_configs[name]!r}")
+    if not snapshot.cloud:
+        _check_resources(snapshot, plan)
+
+
+def _check_resources(snapshot: Snapshot, plan: Plan) -> None:
+    """Place every assignment in a fresh ledger: pinned GPUs first (the plan's ``gpu_ids``,
+    or where a continuing job runs now), then the rest on whatever fits."""
+    from andreas.resources import Ledger, demand_of
+
+    ledger = Ledger(snapshot.nodes)
+    jobs = {j.id: j for j in snapshot.jobs}
+    pinned: list[tuple[Assignment, tuple[int, ...]]] = []
+    loose: list[Assignment] = []
+    for a in plan.assignments:
+        run = jobs[a.job].running
+        slots = a.gpu_ids or (run.gpu_ids if run is not None and run.node == a.node
+                              and run.gpus == a.gpus else ())
+        if slots:
+            pinned.append((a, slots))
+        else:
+            loose.append(a)
+    whole: dict[str, int] = defaultdict(int)
+    for a, slots in pinned:
+        i = ledger.index[a.node]
+        demand = demand_of(jobs[a.job], a.gpus)
+        if len(slots) != a.gpus or not ledger.fits_on(demand, i, slots):
+            why = ledger.shortfall(demand, i)
+            raise InfeasiblePlan(f"node {a.node}: job {a.job} does not fit on GPUs "
+                                 f"{list(slots)}" + (f" ({why})" if why else ""))
+        ledger.place(demand, i, slots)
+        whole[a.node] += a.gpus
+    for a in loose:
+        i = ledger.index[a.node]
+        demand = demand_of(jobs[a.job], a.gpus)
+        whole[a.node] += a.gpus
+        fit = ledger.fit(demand, i)
+        if fit is None:
+            why = ledger.shortfall(demand, i)
+            if why is not None and why.resource == "whole free GPUs":
+                raise InfeasiblePlan(f"node {a.node}: {whole[a.node]} GPUs assigned, has "
+                                     f"{int(ledger.gpus[i])}")
+            raise InfeasiblePlan(f"node {a.node}: job {a.job} does not fit ({why})")
+        ledger.place(demand, i, fit)

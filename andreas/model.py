@@ -52,6 +52,8 @@ class Params:
 class Node:
     """An on-premise node: fixed GPU type and count; ``power_w[g]`` is its power with g GPUs busy.
 
+    ``cpu_milli``, ``memory_mib`` and ``gpu_memory_mib`` (per GPU) are capacities for jobs
+    with a ``Demand``; 0 means not modelled (unlimited), as in traces without them.
     In cloud mode a node has no hardware of its own (``gpu_type`` is None) and is
     configured with a catalog entry by the plan; ``config`` names the entry it runs now.
     """
@@ -61,6 +63,9 @@ class Node:
     gpus: int = 0
     power_w: tuple[float, ...] = ()
     config: str | None = None
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    gpu_memory_mib: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,12 +78,41 @@ class CatalogEntry:
     cost_per_hour: float
 
 
+GPU_MILLI = 1000   # one whole GPU in the milli-GPU unit of demands (Alibaba's gpu_milli)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Demand:
+    """What a rigid multi-resource task asks of one node: exactly ``gpus`` GPUs, each at
+    ``gpu_milli`` / 1000 of a GPU (a fraction < 1000 only with ``gpus == 1``: a GPU-sharing
+    task), plus CPU milli-cores, memory and GPU memory per GPU (0 = not asked).
+
+    Jobs without a demand are the ANDREAS kind: elastic over whole, dedicated GPUs.
+    """
+
+    gpus: int = 1
+    gpu_milli: int = GPU_MILLI
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    gpu_memory_mib: int = 0
+
+    @property
+    def shared(self) -> bool:
+        """A fraction of one GPU: it may share that GPU with other tasks."""
+        return self.gpu_milli < GPU_MILLI
+
+
 @dataclass(frozen=True, kw_only=True)
 class Config:
-    """Where a job runs: a node and a number of dedicated GPUs on it."""
+    """Where a job runs: a node, a number of GPUs on it and (when known) which ones.
+
+    ``gpu_ids`` are indexes of the node's GPUs; they matter when GPUs are shared, and are
+    empty when a policy only counts whole GPUs (the engine then picks free ones).
+    """
 
     node: str
     gpus: int
+    gpu_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +128,7 @@ class Job:
     app: str = ""
     epochs_done: float = 0   # whole epochs in files; fractional in the simulator's exact mode
     running: Config | None = None
+    demand: Demand | None = None   # rigid multi-resource task; None: elastic whole GPUs
 
     def __post_init__(self) -> None:
         frozen = {k: tuple(v) for k, v in self.epoch_time_s.items()}
@@ -111,10 +146,16 @@ class Job:
 
     def remaining_s(self, gpu_type: str, gpus: int) -> float | None:
         """Expected remaining time on ``gpus`` GPUs of ``gpu_type``; None if it cannot run there."""
+        if not self.runs_on(gpu_type, gpus):
+            return None
+        return self.epochs_left * self.epoch_time_s[gpu_type][gpus - 1]
+
+    def runs_on(self, gpu_type: str, gpus: int) -> bool:
+        """It has an epoch time there, and a rigid task gets exactly the GPUs it asks for."""
         times = self.epoch_time_s.get(gpu_type)
         if times is None or gpus < 1 or gpus > len(times):
-            return None
-        return self.epochs_left * times[gpus - 1]
+            return False
+        return self.demand is None or gpus == self.demand.gpus
 
     def time_s(self, gpu_type: str, gpus: int, params: Params, *,
                continuing: bool) -> float | None:
@@ -124,9 +165,9 @@ class Job:
         last checkpoint: it redoes the partial epoch (``progress="epoch"``) and pays
         ``restart_overhead_s``, as does a waiting job that has made progress before.
         """
-        times = self.epoch_time_s.get(gpu_type)
-        if times is None or gpus < 1 or gpus > len(times):
+        if not self.runs_on(gpu_type, gpus):
             return None
+        times = self.epoch_time_s[gpu_type]
         if continuing:
             return self.epochs_left * times[gpus - 1]
         done = self.epochs_done
@@ -166,9 +207,12 @@ class Snapshot(Trace):
 
 @dataclass(frozen=True, kw_only=True)
 class Assignment:
+    """Job on ``gpus`` GPUs of a node; ``gpu_ids`` pins which ones (needed to share a GPU)."""
+
     job: str
     node: str
     gpus: int
+    gpu_ids: tuple[int, ...] = ()
 
 
 class ActionKind(enum.Enum):
@@ -188,6 +232,7 @@ class Action:
     kind: ActionKind
     node: str | None = None
     gpus: int = 0
+    gpu_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +254,7 @@ class Plan:
     def config_of(self, job_id: str) -> Config | None:
         for a in self.assignments:
             if a.job == job_id:
-                return Config(node=a.node, gpus=a.gpus)
+                return Config(node=a.node, gpus=a.gpus, gpu_ids=a.gpu_ids)
         return None
 
     def actions(self, snapshot: Snapshot) -> tuple[Action, ...]:
@@ -225,13 +270,15 @@ class Plan:
                 continue
             if run is None:
                 kind = ActionKind.START
-            elif run.node != a.node or self._reconfigures(snapshot, a.node):
+            elif (run.node != a.node or self._reconfigures(snapshot, a.node)
+                  or (a.gpu_ids and run.gpu_ids and a.gpu_ids != run.gpu_ids)):
                 kind = ActionKind.MOVE
             elif run.gpus != a.gpus:
                 kind = ActionKind.RESIZE
             else:
                 kind = ActionKind.CONTINUE
-            out.append(Action(job=job.id, kind=kind, node=a.node, gpus=a.gpus))
+            out.append(Action(job=job.id, kind=kind, node=a.node, gpus=a.gpus,
+                              gpu_ids=a.gpu_ids))
         return tuple(out)
 
     def _reconfigures(self, snapshot: Snapshot, node_name: str) -> bool:

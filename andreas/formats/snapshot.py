@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from andreas.errors import InputError
-from andreas.model import (POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config, Energy,
-                           Job, Node, Params, Snapshot)
+from andreas.model import (GPU_MILLI, POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config,
+                           Demand, Energy, Job, Node, Params, Snapshot)
 from andreas.formats.strict import RepeatedKey, json_loads
 
 T = TypeVar("T")
@@ -33,12 +33,17 @@ _MISSING: Any = object()
 _TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
 _ENERGY_KEYS = ("pue", "price_per_kwh")
 _PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s", "postponement")
-_NODE_KEYS = ("name", "gpu_type", "gpus", "power_w")
+_NODE_KEYS = ("name", "gpu_type", "gpus", "power_w", "cpu_milli", "memory_mib", "gpu_memory_mib")
+_CAPACITY_KEYS = ("cpu_milli", "memory_mib", "gpu_memory_mib")
 _CLOUD_NODE_KEYS = ("name", "config")
 _CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
-_TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_time_s")
+_TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_time_s",
+                   "demand")
+_DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib")
+MAX_GPUS_PER_JOB = 1024
+MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
-_RUNNING_KEYS = ("node", "gpus")
+_RUNNING_KEYS = ("node", "gpus", "gpu_ids")
 
 
 # --------------------------------------------------------------------------- values
@@ -271,8 +276,27 @@ def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
         # Busy power must be positive: c_ng = 0 would make f_bar's per-job term divide by zero.
         watts = tuple(check_number(f.label, f"power_w[{g}]", p, ge=0 if g == 0 else None,
                                    gt=None if g == 0 else 0) for g, p in enumerate(power))
-        out.append(Node(name=name, gpu_type=f.name("gpu_type"), gpus=gpus, power_w=watts))
+        cpu, mem, gpu_mem = (f.integer(key, ge=0, le=MAX_CAPACITY, default=0)
+                             for key in _CAPACITY_KEYS)
+        out.append(Node(name=name, gpu_type=f.name("gpu_type"), gpus=gpus, power_w=watts,
+                        cpu_milli=cpu, memory_mib=mem, gpu_memory_mib=gpu_mem))
     return tuple(out)
+
+
+def parse_demand(f: Fields) -> Demand | None:
+    """A job's ``demand`` object: a rigid task's GPUs (or a fraction of one), CPU and memory."""
+    if not f.has("demand"):
+        return None
+    d = Fields(f.get("demand"), f.label, _DEMAND_KEYS, prefix="demand.")
+    gpus = d.integer("gpus", ge=1, le=MAX_GPUS_PER_JOB, default=1)
+    milli = d.integer("gpu_milli", ge=1, le=GPU_MILLI, le_what=f"{GPU_MILLI} (one whole GPU)",
+                      default=GPU_MILLI)
+    if gpus > 1 and milli != GPU_MILLI:
+        _fail(f.label, "demand.gpu_milli", f"must be {GPU_MILLI} when demand.gpus > 1 (only a "
+              "one-GPU task may ask for a fraction)", milli)
+    return Demand(gpus=gpus, gpu_milli=milli,
+                  **{key: d.integer(key, ge=0, le=MAX_CAPACITY, default=0)
+                     for key in ("cpu_milli", "memory_mib", "gpu_memory_mib")})
 
 
 def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
@@ -297,15 +321,30 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
     running = None
     if progress and f.has("running"):
         r = Fields(f.get("running"), f.label, _RUNNING_KEYS, prefix="running.")
-        running = Config(node=r.name("node"), gpus=r.integer("gpus", ge=1))
+        gpus = r.integer("gpus", ge=1)
+        ids: tuple[int, ...] = ()
+        if r.has("gpu_ids"):
+            raw_ids = check_list(f.label, "running.gpu_ids", r.get("gpu_ids"))
+            ids = tuple(check_integer(f.label, f"running.gpu_ids[{k}]", v, ge=0,
+                                      le=MAX_GPUS_PER_JOB - 1) for k, v in enumerate(raw_ids))
+            if len(ids) != gpus or len(set(ids)) != len(ids):
+                _fail(f.label, "running.gpu_ids", f"must name {gpus} distinct GPU indexes "
+                      "(running.gpus)", list(ids))
+        running = Config(node=r.name("node"), gpus=gpus, gpu_ids=ids)
     # fractional progress is allowed: a running job part-way through an epoch
     done = f.number("epochs_done", ge=0, default=0) if progress else 0
     if done > epochs:
         _fail(f.label, "epochs_done", f"must be <= epochs ({epochs})", done)
+    demand = parse_demand(f)
+    if demand is not None:
+        for gpu_type, seq in times.items():
+            if len(seq) < demand.gpus:
+                _fail(f.label, f"epoch_time_s.{gpu_type}", f"must have an entry for "
+                      f"demand.gpus = {demand.gpus} GPUs", list(seq))
     return Job(id=job_id, app=f.text("app"), submit_s=f.number("submit_s"),
                due_s=f.number("due_s"), weight=f.number("weight", ge=0), epochs=epochs,
                epoch_time_s=times, epochs_done=int(done) if float(done).is_integer() else done,
-               running=running)
+               running=running, demand=demand)
 
 
 def hardware(nodes: Iterable[Node], catalog: Sequence[CatalogEntry]) -> dict[str, int]:
@@ -337,6 +376,8 @@ def check_job_placement(job: Job, nodes: Sequence[Node],
         if gpu_type not in types:
             _fail(label, "epoch_time_s", f"names GPU type {show(gpu_type)} that no {where} has "
                   f"(known: {', '.join(sorted(types))})")
+    if job.demand is not None:
+        _check_demand(label, job, nodes)
     if job.running is not None:
         gpu_type, capacity = _running_hardware(label, job.running.node, nodes, catalog)
         if job.running.gpus > capacity:
@@ -345,6 +386,31 @@ def check_job_placement(job: Job, nodes: Sequence[Node],
         if job.remaining_s(gpu_type, job.running.gpus) is None:
             _fail(label, "running.gpus", f"has no epoch time for {job.running.gpus} x {gpu_type} "
                   f"on {job.running.node}", job.running.gpus)
+
+
+def _check_demand(label: str, job: Job, nodes: Sequence[Node]) -> None:
+    """A rigid task must fit, whole, on at least one node of a GPU type it accepts: name the
+    first resource no such node offers."""
+    demand = job.demand
+    assert demand is not None
+    typed = [n for n in nodes if n.gpu_type and job.runs_on(n.gpu_type, demand.gpus)]
+    if not typed:
+        _fail(label, "demand.gpus", "fits no node of a GPU type in epoch_time_s (none has "
+              "that many GPUs)", demand.gpus)
+    for key, cap in (("cpu_milli", "cpu_milli"), ("memory_mib", "memory_mib"),
+                     ("gpu_memory_mib", "gpu_memory_mib")):
+        need = getattr(demand, key)
+        most = [getattr(n, cap) for n in typed]
+        if need and all(0 < m < need for m in most):
+            _fail(label, f"demand.{key}", f"fits no node (the most any accepted node has is "
+                  f"{max(most)})", need)
+    for n in typed:
+        if all(getattr(n, k) == 0 or getattr(n, k) >= getattr(demand, k)
+               for k in ("cpu_milli", "memory_mib", "gpu_memory_mib")):
+            return
+    _fail(label, "demand", "fits no single node (each lacks CPU, memory or GPU memory)",
+          {k: getattr(demand, k) for k in ("gpus", "cpu_milli", "memory_mib",
+                                           "gpu_memory_mib")})
 
 
 def _running_hardware(label: str, node_name: str, nodes: Sequence[Node],
@@ -483,7 +549,9 @@ def hardware_to_dict(nodes: Sequence[Node], catalog: Sequence[CatalogEntry]) -> 
                 "nodes": [{"name": n.name, **({"config": n.config} if n.config else {})}
                           for n in nodes]}
     return {"nodes": [{"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus,
-                       "power_w": list(n.power_w)} for n in nodes]}
+                       "power_w": list(n.power_w),
+                       **{k: getattr(n, k) for k in _CAPACITY_KEYS if getattr(n, k)}}
+                      for n in nodes]}
 
 
 def job_to_dict(j: Job) -> dict[str, Any]:
@@ -493,6 +561,13 @@ def job_to_dict(j: Job) -> dict[str, Any]:
                            "epoch_time_s": {t: list(v) for t, v in j.epoch_time_s.items()}}
     if j.epochs_done or j.running is not None:
         out["epochs_done"] = j.epochs_done
+    if j.demand is not None:
+        d = j.demand
+        out["demand"] = {"gpus": d.gpus, "gpu_milli": d.gpu_milli,
+                         **{k: getattr(d, k) for k in ("cpu_milli", "memory_mib",
+                                                       "gpu_memory_mib") if getattr(d, k)}}
     if j.running is not None:
         out["running"] = {"node": j.running.node, "gpus": j.running.gpus}
+        if j.running.gpu_ids:
+            out["running"]["gpu_ids"] = list(j.running.gpu_ids)
     return out

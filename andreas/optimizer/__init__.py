@@ -44,7 +44,29 @@ POLICIES: dict[str, tuple[str, str, str]] = {
                  "DP baseline: fastest configuration, F2 = F_B (constant B), one job per node"),
     "dp-adjwct": ("andreas.optimizer.dp", "decide_dp_adjwct",
                   "DP baseline: F1 = adjusted tardiness (eq. 5), F2 = F_WCT, one job per node"),
+    "first-fit": ("andreas.optimizer.packing", "decide_first_fit",
+                  "packing baseline: each waiting task on the first node where it fits"),
+    "round-robin": ("andreas.optimizer.packing", "decide_round_robin",
+                    "packing baseline: nodes in turn regardless of load"),
+    "tetris": ("andreas.optimizer.packing", "decide_tetris",
+               "packing baseline: best alignment (dot product) of demand and free resources"),
+    "best-fit": ("andreas.optimizer.packing", "decide_best_fit",
+                 "packing baseline: exclusive GPUs, node with the fewest free GPUs that fits"),
 }
+
+# Policies that place rigid multi-resource tasks (GPU fractions, CPU, memory) through
+# andreas.resources; the others plan whole dedicated GPUs of elastic jobs only.
+PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit")
+
+# Policies that keep state from one decision to the next (the simulator and the manager
+# hand each one its own dict as ``state``).
+STATEFUL_POLICIES = ("round-robin",)
+
+
+def plans_demands(name: str) -> bool:
+    """Whether the policy honours ``Job.demand`` (fractions, CPU, memory)."""
+    return name in PACKING_POLICIES
+
 
 # The policies `andreas manager run` offers (the others are for studies: exact, DP, ...).
 MANAGER_POLICIES = ("rg", "pr", "greedy", "fifo", "edf", "priority")

@@ -22,8 +22,10 @@ import numpy as np
 from andreas.costs import SECONDS_PER_HOUR, energy_cost
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
-from andreas.model import ActionKind, CatalogEntry, Config, Job, Node, Snapshot, Trace
-from andreas.optimizer import decide, default_period_s
+from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
+                           Snapshot, Trace)
+from andreas.optimizer import STATEFUL_POLICIES, decide, default_period_s, plans_demands
+from andreas.resources import Ledger, demand_of
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
                                        SimResult)
 
@@ -44,6 +46,8 @@ class _Run:
     done: float = 0.0            # epochs checkpointed before the current attempt
     node: int = -1
     gpus: int = 0
+    gpu_ids: tuple[int, ...] = ()
+    demand: Demand | None = None  # what the current attempt holds in the ledger
     epoch_s: float = 0.0
     start_s: float = 0.0         # attempt start; work begins after the overhead
     overhead_s: float = 0.0
@@ -53,6 +57,8 @@ class _Run:
     energy_j: float = 0.0
     cost: float = 0.0
     gpu_s: float = 0.0
+    run_s: float = 0.0           # wall time of its attempts
+    solo_s: float = 0.0          # of which, the time it would have taken alone on its GPUs
 
     def progress(self, now: float, exact: bool) -> float:
         if self.node < 0:
@@ -84,12 +90,21 @@ class Simulator:
         self.exact = options.progress == "exact"
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
+        if any(j.demand is not None for j in trace.jobs) and not plans_demands(policy):
+            raise SimulationError(
+                f"policy {policy}: plans whole dedicated GPUs only, but trace "
+                f"{trace.name or '(unnamed)'} has multi-resource demands (GPU fractions, CPU, "
+                "memory); use a packing policy (andreas simulate --help lists them)")
         self.names = [n.name for n in trace.nodes]
         self.index = {name: i for i, name in enumerate(self.names)}
         n = len(trace.nodes)
         self.busy = np.zeros(n, dtype=np.int64)
         self.vm: list[str | None] = [n_.config for n_ in trace.nodes]
         self.catalog = {c.name: c for c in trace.catalog}
+        from andreas.formats.snapshot import hardware
+        self.hardware = hardware(trace.nodes, trace.catalog)
+        self.ledger = Ledger(trace.nodes if not trace.cloud else ())
+        self.alloc_milli = np.zeros(n, dtype=np.int64)   # milli-GPU held per node
         if not trace.cloud:
             width = max(node.gpus for node in trace.nodes) + 1
             self.power_w = np.zeros((n, width))
@@ -107,6 +122,8 @@ class Simulator:
         self.counts = {ActionKind.START: 0, ActionKind.PREEMPT: 0, ActionKind.MOVE: 0,
                        ActionKind.RESIZE: 0}
         self.busy_gpu_s = 0.0
+        self.alloc_milli_s = 0.0
+        self.policy_state: dict = {}
 
     # -- the clock ---------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -154,6 +171,7 @@ class Simulator:
         if dt <= 0:
             return
         self.busy_gpu_s += float(self.busy.sum()) * dt
+        self.alloc_milli_s += float(self.alloc_milli.sum()) * dt
         if self.trace.cloud:
             for i, vm in enumerate(self.vm):
                 if self.busy[i] > 0 and vm is not None:
@@ -168,8 +186,11 @@ class Simulator:
             self.energy_cost += energy_cost(joules, self.trace.energy)
             node_cost = power
         for run in self.running.values():
-            share = run.gpus / self.busy[run.node]
-            run.gpu_s += run.gpus * dt
+            held = self._milli(run)
+            share = held / self.alloc_milli[run.node]
+            run.gpu_s += held / GPU_MILLI * dt
+            run.run_s += dt
+            run.solo_s += dt
             if node_cost is None:
                 run.cost += (self._vm_of(run.node).cost_per_hour * dt / SECONDS_PER_HOUR
                              * share)
@@ -189,13 +210,23 @@ class Simulator:
             weight=run.spec.weight, epochs=run.spec.epochs, first_start_s=run.first_start_s,
             completion_s=t, tardiness_s=tardy, tardiness_cost=cost,
             energy_kwh=run.energy_j / 3.6e6, energy_cost=job_cost, gpu_seconds=run.gpu_s,
-            starts=run.starts, preemptions=run.preemptions))
+            starts=run.starts, preemptions=run.preemptions, run_s=run.run_s,
+            ideal_s=self._ideal_s(run.spec),
+            performance=run.solo_s / run.run_s if run.run_s > 0 else 1.0))
 
     def _stop(self, run: _Run, t: float, *, preempted: bool) -> None:
         self.attempts.append(Attempt(job=run.spec.id, node=self.names[run.node], gpus=run.gpus,
-                                     start_s=run.start_s, end_s=t))
+                                     start_s=run.start_s, end_s=t, gpu_ids=run.gpu_ids,
+                                     gpu_milli=self._milli(run) // max(run.gpus, 1)))
         run.done = run.spec.epochs if not preempted else run.progress(t, self.exact)
-        self.busy[run.node] -= run.gpus
+        self.alloc_milli[run.node] -= self._milli(run)
+        if self.trace.cloud:
+            self.busy[run.node] -= run.gpus
+        else:
+            assert run.demand is not None
+            self.ledger.release(run.demand, run.node, run.gpu_ids)
+            self.busy[run.node] = self.ledger.busy_gpus_of(run.node)
+        run.gpu_ids, run.demand = (), None
         if self.trace.cloud and self.busy[run.node] == 0:
             self.vm[run.node] = None
         run.node, run.gpus = -1, 0
@@ -208,7 +239,21 @@ class Simulator:
         assert name is not None, f"cloud node {node} runs a job without a VM"
         return self.catalog[name]
 
-    def _start(self, run: _Run, node: int, gpus: int, t: float) -> None:
+    @staticmethod
+    def _milli(run: _Run) -> int:
+        """Milli-GPU the attempt holds: a slice of one GPU, or whole GPUs."""
+        if run.demand is not None and run.demand.shared:
+            return run.demand.gpu_milli
+        return run.gpus * GPU_MILLI
+
+    def _ideal_s(self, job: Job) -> float:
+        """Its run time alone on the fastest configuration the cluster offers (for slowdown)."""
+        return min((job.epochs * t for gpu_type, times in job.epoch_time_s.items()
+                    for g, t in enumerate(times[: self.hardware.get(gpu_type, 0)], start=1)
+                    if job.runs_on(gpu_type, g)), default=math.inf)
+
+    def _start(self, run: _Run, node: int, gpus: int, t: float,
+               gpu_ids: tuple[int, ...] = ()) -> None:
         gpu_type = (self._vm_of(node).gpu_type if self.trace.cloud
                     else self.trace.nodes[node].gpu_type)
         assert gpu_type is not None                 # on premise every node has its type
@@ -218,7 +263,17 @@ class Simulator:
         run.starts += 1
         if math.isnan(run.first_start_s):
             run.first_start_s = t
-        self.busy[node] += gpus
+        if self.trace.cloud:
+            run.demand = Demand(gpus=gpus)
+            self.busy[node] += gpus
+        else:
+            run.demand = demand_of(run.spec, gpus)
+            slots = gpu_ids or self.ledger.fit(run.demand, node)
+            assert slots is not None, f"job {run.spec.id} does not fit node {node}"
+            self.ledger.place(run.demand, node, slots)
+            run.gpu_ids = tuple(slots)
+            self.busy[node] = self.ledger.busy_gpus_of(node)
+        self.alloc_milli[node] += self._milli(run)
 
     def _reschedule(self, t: float) -> None:
         snapshot = self._snapshot(t)
@@ -228,6 +283,8 @@ class Simulator:
             opts["order"] = self.opt.order
         if self.opt.floor:
             opts["floor"] = True
+        if self.policy in STATEFUL_POLICIES:
+            opts["state"] = self.policy_state
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)
@@ -247,13 +304,14 @@ class Simulator:
             if act.kind in (ActionKind.START, ActionKind.MOVE, ActionKind.RESIZE):
                 run = self.waiting.pop(act.job)
                 assert act.node is not None
-                self._start(run, self.index[act.node], act.gpus, t)
+                self._start(run, self.index[act.node], act.gpus, t, act.gpu_ids)
                 self.running[act.job] = run
 
     def _snapshot(self, t: float) -> Snapshot:
         jobs = []
         for run in [*self.running.values(), *self.waiting.values()]:
-            cfg = Config(node=self.names[run.node], gpus=run.gpus) if run.node >= 0 else None
+            cfg = (Config(node=self.names[run.node], gpus=run.gpus, gpu_ids=run.gpu_ids)
+                   if run.node >= 0 else None)
             # true progress: a running job keeps its partial epoch only if it continues
             done = min(run.progress(t, exact=True), run.spec.epochs - EPS)
             jobs.append(replace(run.spec, epochs_done=done, running=cfg))
@@ -275,7 +333,11 @@ class Simulator:
             wall_s=wall_s, starts=self.counts[ActionKind.START] + self.counts[ActionKind.MOVE]
             + self.counts[ActionKind.RESIZE], preemptions=self.counts[ActionKind.PREEMPT],
             migrations=self.counts[ActionKind.MOVE], resizes=self.counts[ActionKind.RESIZE],
-            busy_gpu_seconds=self.busy_gpu_s,
+            busy_gpu_seconds=self.busy_gpu_s, device_hours=self.busy_gpu_s / 3600.0,
+            gpu_utilization=(self.alloc_milli_s / (self.ledger.capacity_milli()
+                                                   * (t_end - t0))
+                             if not self.trace.cloud and t_end > t0 else math.nan),
+            **_job_means(self.records),
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 
@@ -284,3 +346,17 @@ def simulate(trace: Trace, policy: str, options: SimOptions = SimOptions(),
              on_progress: Progress | None = None) -> SimResult:
     """Run ``policy`` over the whole trace; every job completes exactly once."""
     return Simulator(trace, policy, options, on_progress).run()
+
+
+def _job_means(records: list[JobRecord]) -> dict[str, float]:
+    """Per-job means of the packing papers: completion time (submit to end), slowdown
+    (that time over the job's run time alone on its fastest configuration) and the
+    performance retained while running (1.0 = no interference)."""
+    if not records:
+        return {"mean_jct_s": math.nan, "mean_slowdown": math.nan,
+                "performance_retained": math.nan}
+    jct = [r.completion_s - r.submit_s for r in records]
+    return {"mean_jct_s": float(np.mean(jct)),
+            "mean_slowdown": float(np.mean([j / r.ideal_s if r.ideal_s > 0 else 1.0
+                                            for j, r in zip(jct, records)])),
+            "performance_retained": float(np.mean([r.performance for r in records]))}

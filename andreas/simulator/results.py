@@ -43,9 +43,12 @@ class JobRecord:
     tardiness_cost: float
     energy_kwh: float      # the job's GPU-share of its nodes' power while it ran
     energy_cost: float     # that energy x PUE x price (cloud: its share of the VM price)
-    gpu_seconds: float
+    gpu_seconds: float     # GPU-time held (a slice of a shared GPU counts its fraction)
     starts: int
     preemptions: int
+    run_s: float = 0.0     # wall time of its attempts
+    ideal_s: float = 0.0   # its run time alone on the fastest configuration (slowdown base)
+    performance: float = 1.0  # time-weighted achieved / solo speed while running
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +60,8 @@ class Attempt:
     gpus: int
     start_s: float
     end_s: float
+    gpu_ids: tuple[int, ...] = ()
+    gpu_milli: int = 1000   # per GPU: < 1000 is a slice of a shared GPU
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +85,11 @@ class SimResult:
     migrations: int
     resizes: int
     busy_gpu_seconds: float
+    device_hours: float = 0.0          # GPUs with any allocation x time (sharing saves these)
+    gpu_utilization: float = 0.0       # allocated milli-GPU / capacity, over the makespan
+    mean_jct_s: float = 0.0            # completion - submit
+    mean_slowdown: float = 0.0         # completion time / run time alone
+    performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
     jobs: tuple[JobRecord, ...] = field(default=())
     attempts: tuple[Attempt, ...] = field(default=())
     cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness
