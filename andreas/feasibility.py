@@ -78,7 +78,7 @@ def _check_resources(snapshot: Snapshot, plan: Plan) -> None:
             why = ledger.shortfall(demand, i)
             raise InfeasiblePlan(f"node {a.node}: job {a.job} does not fit on GPUs "
                                  f"{list(slots)}" + (f" ({why})" if why else ""))
-        ledger.place(demand, i, slots)
+        ledger.place(demand, i, slots, a.job)
         whole[a.node] += a.gpus
     for a in loose:
         i = ledger.index[a.node]
@@ -91,4 +91,4 @@ def _check_resources(snapshot: Snapshot, plan: Plan) -> None:
                 raise InfeasiblePlan(f"node {a.node}: {whole[a.node]} GPUs assigned, has "
                                      f"{int(ledger.gpus[i])}")
             raise InfeasiblePlan(f"node {a.node}: job {a.job} does not fit ({why})")
-        ledger.place(demand, i, fit)
+        ledger.place(demand, i, fit, a.job)

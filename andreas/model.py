@@ -83,11 +83,15 @@ GPU_MILLI = 1000   # one whole GPU in the milli-GPU unit of demands (Alibaba's g
 
 @dataclass(frozen=True, kw_only=True)
 class Demand:
-    """What a rigid multi-resource task asks of one node: exactly ``gpus`` GPUs, each at
-    ``gpu_milli`` / 1000 of a GPU (a fraction < 1000 only with ``gpus == 1``: a GPU-sharing
-    task), plus CPU milli-cores, memory and GPU memory per GPU (0 = not asked).
+    """What a rigid multi-resource task asks of one node: ``gpus`` workers, each on its own
+    GPU and using ``gpu_milli`` / 1000 of it (< 1000: a slice that may share the GPU, the
+    compute share alpha of the interference-aware placement paper), plus CPU milli-cores
+    and memory on the node (0 = not asked).
 
-    Jobs without a demand are the ANDREAS kind: elastic over whole, dedicated GPUs.
+    GPU memory per worker is that paper's opportunistic model <gamma, delta, p>: a basic
+    ``gpu_memory_mib`` always held, plus ``gpu_memory_peak_mib`` more with probability
+    ``peak_probability`` (its iteration peaks). Jobs without a demand are the ANDREAS
+    kind: elastic over whole, dedicated GPUs.
     """
 
     gpus: int = 1
@@ -95,6 +99,8 @@ class Demand:
     cpu_milli: int = 0
     memory_mib: int = 0
     gpu_memory_mib: int = 0
+    gpu_memory_peak_mib: int = 0
+    peak_probability: float = 0.0
 
     @property
     def shared(self) -> bool:

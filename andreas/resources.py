@@ -1,11 +1,16 @@
 """The one multi-resource model: what a node has free, what a job asks, what fits where.
 
-Every GPU is 1000 milli-GPU (``GPU_MILLI``); a whole-GPU job takes all of each GPU it
-gets, a GPU-sharing task (``Demand.gpu_milli < 1000``) takes a slice of one GPU that
-other slices may share. CPU milli-cores, memory and GPU memory are per node (GPU memory
-per GPU); a node capacity of 0 is not modelled and never binds. The feasibility check,
-the simulator and the packing policies all place through a ``Ledger``, so "fits" means
-one thing everywhere.
+Every GPU is 1000 milli-GPU (``GPU_MILLI``). A whole-GPU job takes all of each GPU it
+gets; a GPU-sharing job (``Demand.gpu_milli < 1000``) puts each of its ``gpus`` workers
+on a distinct GPU as a slice that other slices may share (the compute share alpha of the
+interference-aware placement paper). CPU milli-cores and memory are per node. GPU memory
+is per GPU and follows that paper's opportunistic model (eq. 3): the basic parts gamma
+of a GPU's residents plus the largest variable part delta must fit its memory. A node
+capacity of 0 is not modelled and never binds.
+
+The feasibility check, the simulator and every packing policy place through a
+``Ledger``, so "fits" means one thing everywhere; the ledger also knows who shares each
+GPU (``residents``), which the interference model (``andreas.interference``) reads.
 """
 
 from __future__ import annotations
@@ -19,12 +24,19 @@ from andreas.model import GPU_MILLI, Demand, Job, Node
 
 UNLIMITED = np.inf
 
+Resident = tuple[str, Demand]      # (owner, demand): a job's worker on a GPU
+
 
 def demand_of(job: Job, gpus: int | None = None) -> Demand:
     """The job's demand; an elastic ANDREAS job asks for ``gpus`` whole GPUs and nothing else."""
     if job.demand is not None:
         return job.demand
     return Demand(gpus=gpus or 1)
+
+
+def held_milli(demand: Demand) -> int:
+    """Milli-GPU a placed demand holds over all its GPUs."""
+    return demand.gpus * (demand.gpu_milli if demand.shared else GPU_MILLI)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,10 +59,10 @@ class Ledger:
         self.nodes = tuple(nodes)
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         n = len(self.nodes)
-        width = max((node.gpus for node in self.nodes), default=0)
+        width = max(max((node.gpus for node in self.nodes), default=0), 1)
         self.gpus = np.array([node.gpus for node in self.nodes], dtype=np.int64)
         # free milli-GPU per GPU slot; slots a node does not have are -1 (never fit)
-        self.gpu_free = np.full((n, max(width, 1)), -1, dtype=np.int64)
+        self.gpu_free = np.full((n, width), -1, dtype=np.int64)
         for i, node in enumerate(self.nodes):
             self.gpu_free[i, : node.gpus] = GPU_MILLI
 
@@ -60,8 +72,11 @@ class Ledger:
 
         self.cpu_free = cap("cpu_milli")
         self.mem_free = cap("memory_mib")
-        self.gpu_mem_free = np.repeat(cap("gpu_memory_mib")[:, None], max(width, 1), axis=1)
+        # per GPU: memory minus the residents' basic parts, and their largest variable part
+        self.gpu_mem_free = np.repeat(cap("gpu_memory_mib")[:, None], width, axis=1)
         self.gpu_mem_free[self.gpu_free < 0] = -1
+        self.gpu_peak = np.zeros((n, width))
+        self.residents: dict[tuple[int, int], list[Resident]] = {}
 
     # -- queries --------------------------------------------------------------------------
     def shortfall(self, demand: Demand, node: int) -> Shortfall | None:
@@ -72,32 +87,29 @@ class Ledger:
         if demand.memory_mib > self.mem_free[node]:
             return Shortfall(resource="memory_mib", need=demand.memory_mib,
                              free=self.mem_free[node])
-        ok = self._gpu_ok(demand, node)
+        ok = self.gpu_ok(demand, node)
         if int(ok.sum()) < demand.gpus:
-            what = "milli-GPU on one GPU" if demand.shared else "whole free GPUs"
-            free = (int(self.gpu_free[node].max()) if demand.shared
-                    else int((self.gpu_free[node] == GPU_MILLI).sum()))
-            need = demand.gpu_milli if demand.shared else demand.gpus
-            return Shortfall(resource=what, need=need, free=free)
+            if demand.shared:
+                return Shortfall(resource=f"GPUs with {demand.gpu_milli} milli-GPU and its "
+                                 "GPU memory free", need=demand.gpus, free=int(ok.sum()))
+            return Shortfall(resource="whole free GPUs", need=demand.gpus,
+                             free=int((self.gpu_free[node] == GPU_MILLI).sum()))
         return None
 
     def fit(self, demand: Demand, node: int) -> tuple[int, ...] | None:
         """The GPU slots ``demand`` would take on ``node``, or None if it does not fit.
 
-        A slice goes to the fullest GPU that still holds it (best fit, so whole GPUs stay
+        Slices go to the fullest GPUs that still hold them (best fit, so whole GPUs stay
         free for whole-GPU jobs); whole GPUs are the lowest-numbered free ones.
         """
         if demand.cpu_milli > self.cpu_free[node] or demand.memory_mib > self.mem_free[node]:
             return None
-        ok = self._gpu_ok(demand, node)
-        if demand.shared:
-            if not ok.any():
-                return None
-            free = np.where(ok, self.gpu_free[node], GPU_MILLI + 1)
-            return (int(np.argmin(free)),)
+        ok = self.gpu_ok(demand, node)
         slots = np.flatnonzero(ok)
         if len(slots) < demand.gpus:
             return None
+        if demand.shared:
+            slots = slots[np.argsort(self.gpu_free[node, slots], kind="stable")]
         return tuple(int(s) for s in slots[: demand.gpus])
 
     def fits_on(self, demand: Demand, node: int, slots: Sequence[int]) -> bool:
@@ -106,28 +118,43 @@ class Ledger:
             return False
         if demand.cpu_milli > self.cpu_free[node] or demand.memory_mib > self.mem_free[node]:
             return False
-        ok = self._gpu_ok(demand, node)
+        ok = self.gpu_ok(demand, node)
         return all(0 <= s < len(ok) and ok[s] for s in slots)
 
-    def _gpu_ok(self, demand: Demand, node: int) -> np.ndarray:
+    def gpu_ok(self, demand: Demand, node: int) -> np.ndarray:
+        """Per GPU slot of ``node``: does one worker of ``demand`` fit there (eqs. 1 and 3)?"""
         need = demand.gpu_milli if demand.shared else GPU_MILLI
+        peak = np.maximum(self.gpu_peak[node], demand.gpu_memory_peak_mib)
         return ((self.gpu_free[node] >= need)
-                & (self.gpu_mem_free[node] >= demand.gpu_memory_mib))
+                & (self.gpu_mem_free[node] >= demand.gpu_memory_mib + peak))
+
+    def on_gpu(self, node: int, slot: int) -> list[Resident]:
+        """Who holds a share of this GPU now."""
+        return self.residents.get((node, slot), [])
 
     # -- changes --------------------------------------------------------------------------
-    def place(self, demand: Demand, node: int, slots: Sequence[int]) -> None:
-        self._add(demand, node, slots, -1)
-
-    def release(self, demand: Demand, node: int, slots: Sequence[int]) -> None:
-        self._add(demand, node, slots, +1)
-
-    def _add(self, demand: Demand, node: int, slots: Sequence[int], sign: int) -> None:
+    def place(self, demand: Demand, node: int, slots: Sequence[int], owner: str = "") -> None:
+        self.cpu_free[node] -= demand.cpu_milli
+        self.mem_free[node] -= demand.memory_mib
         milli = demand.gpu_milli if demand.shared else GPU_MILLI
-        self.cpu_free[node] += sign * demand.cpu_milli
-        self.mem_free[node] += sign * demand.memory_mib
         for s in slots:
-            self.gpu_free[node, s] += sign * milli
-            self.gpu_mem_free[node, s] += sign * demand.gpu_memory_mib
+            self.gpu_free[node, s] -= milli
+            self.gpu_mem_free[node, s] -= demand.gpu_memory_mib
+            self.gpu_peak[node, s] = max(self.gpu_peak[node, s], demand.gpu_memory_peak_mib)
+            self.residents.setdefault((node, s), []).append((owner, demand))
+
+    def release(self, demand: Demand, node: int, slots: Sequence[int], owner: str = "") -> None:
+        self.cpu_free[node] += demand.cpu_milli
+        self.mem_free[node] += demand.memory_mib
+        milli = demand.gpu_milli if demand.shared else GPU_MILLI
+        for s in slots:
+            self.gpu_free[node, s] += milli
+            self.gpu_mem_free[node, s] += demand.gpu_memory_mib
+            left = self.residents.get((node, s), [])
+            left.remove((owner, demand))
+            if not left:
+                self.residents.pop((node, s), None)
+            self.gpu_peak[node, s] = max((d.gpu_memory_peak_mib for _, d in left), default=0)
 
     # -- cluster figures ------------------------------------------------------------------
     def busy_gpus(self) -> np.ndarray:
@@ -141,7 +168,7 @@ class Ledger:
 
     def allocated_milli(self) -> int:
         """Milli-GPU allocated over the whole cluster (for GPU utilisation)."""
-        return int(self.gpus.sum()) * GPU_MILLI - int(self.gpu_free[self.gpu_free > 0].sum())
+        return self.capacity_milli() - int(self.gpu_free[self.gpu_free > 0].sum())
 
     def capacity_milli(self) -> int:
         return int(self.gpus.sum()) * GPU_MILLI

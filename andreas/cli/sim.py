@@ -12,6 +12,8 @@ from pathlib import Path
 import click
 
 from andreas.errors import InputError
+from andreas.interference import Sharing
+from andreas.optimizer import PACKING_POLICIES, POLICIES
 from andreas.simulator.results import PROGRESS_MODES, SimOptions
 
 ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
@@ -33,7 +35,11 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="Trace file (andreas-trace/1). Without it a trace is generated from "
                    "--nodes/--scenario/--arrival/--trace-seed.")
 @click.option("--policies", default=ALL_POLICIES, show_default=True,
-              help="Comma-separated policies, all run on the same trace.")
+              help="Comma-separated policies, all run on the same trace. Energy policies "
+                   f"({', '.join(p for p in POLICIES if p not in PACKING_POLICIES)}) plan "
+                   "elastic jobs on whole GPUs; packing policies "
+                   f"({', '.join(PACKING_POLICIES)}) place rigid multi-resource tasks "
+                   "(GPU slices, CPU, memory: traces from `andreas trace import-alibaba`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Directory for CSV/JSON results and PNG plots [default: out/simulate/NAME].")
 @click.option("--seed", type=int, default=0, show_default=True,
@@ -60,6 +66,21 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="rg and pr also consider the FIFO / EDF / priority plans at every decision "
                    "(never worse than a work-conserving baseline on f_obj; off by default: "
                    "it costs more in the long run, see ARCHITECTURE.md).")
+@click.option("--tau-bar", type=click.FloatRange(min=0, max=1), default=Sharing.tau_bar,
+              show_default=True,
+              help="GPU sharing: bound on the probability that residents' memory peaks "
+                   "collide on a GPU (interference-aware placement eq. 5).")
+@click.option("--theta-bar", type=click.FloatRange(min=0, max=100), default=Sharing.theta_bar,
+              show_default=True,
+              help="GPU sharing: bound on any worker's predicted slowdown on a shared GPU "
+                   "(eq. 7; 0.1 = 10 %% slower than alone).")
+@click.option("--theta-balance", type=click.FloatRange(min=0, max=100),
+              default=Sharing.theta_balance, show_default=True,
+              help="GPU sharing: bound on the spread of slowdowns of one job's workers (eq. 8).")
+@click.option("--contention", type=click.FloatRange(min=0, max=100),
+              default=Sharing.contention, show_default=True,
+              help="Interference model: slowdown per whole GPU of compute a worker shares its "
+                   "GPU with (what the simulator charges every policy; ARCHITECTURE.md).")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes draw nothing (default: they draw power_w[0]).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -87,7 +108,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float, mu: float | None,
-                 floor: bool, power_off_idle: bool, workers: int | None,
+                 floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
+                 contention: float, power_off_idle: bool, workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -99,8 +121,6 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     reduction of each against each other (path-relinking paper eq. 3), and writes CSV,
     JSON and PNG plots to --out.
     """
-    from andreas.optimizer import POLICIES
-
     names = _csv_list(policies, "--policies")
     unknown = [p for p in names if p not in POLICIES]
     if unknown:
@@ -111,7 +131,9 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
     options = SimOptions(period_s=period_s, progress=progress_mode, mu=mu,
                          restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
-                         iterations=iterations, order=order, seed=seed, floor=floor)
+                         iterations=iterations, order=order, seed=seed, floor=floor,
+                         sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar,
+                                         theta_balance=theta_balance, contention=contention))
     if sweep:
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)

@@ -39,7 +39,8 @@ _CLOUD_NODE_KEYS = ("name", "config")
 _CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
 _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_time_s",
                    "demand")
-_DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib")
+_DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
+                "gpu_memory_peak_mib", "peak_probability")
 MAX_GPUS_PER_JOB = 1024
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
@@ -291,12 +292,17 @@ def parse_demand(f: Fields) -> Demand | None:
     gpus = d.integer("gpus", ge=1, le=MAX_GPUS_PER_JOB, default=1)
     milli = d.integer("gpu_milli", ge=1, le=GPU_MILLI, le_what=f"{GPU_MILLI} (one whole GPU)",
                       default=GPU_MILLI)
-    if gpus > 1 and milli != GPU_MILLI:
-        _fail(f.label, "demand.gpu_milli", f"must be {GPU_MILLI} when demand.gpus > 1 (only a "
-              "one-GPU task may ask for a fraction)", milli)
-    return Demand(gpus=gpus, gpu_milli=milli,
-                  **{key: d.integer(key, ge=0, le=MAX_CAPACITY, default=0)
-                     for key in ("cpu_milli", "memory_mib", "gpu_memory_mib")})
+    cpu, mem, gpu_mem, peak = (d.integer(key, ge=0, le=MAX_CAPACITY, default=0)
+                               for key in ("cpu_milli", "memory_mib", "gpu_memory_mib",
+                                           "gpu_memory_peak_mib"))
+    p = d.number("peak_probability", ge=0, default=0.0)
+    if p > 1:
+        _fail(f.label, "demand.peak_probability", "must be <= 1", p)
+    if p > 0 and not peak:
+        _fail(f.label, "demand.peak_probability", "needs demand.gpu_memory_peak_mib > 0 (the "
+              "variable part that occurs with this probability)", p)
+    return Demand(gpus=gpus, gpu_milli=milli, cpu_milli=cpu, memory_mib=mem,
+                  gpu_memory_mib=gpu_mem, gpu_memory_peak_mib=peak, peak_probability=p)
 
 
 def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
@@ -397,16 +403,18 @@ def _check_demand(label: str, job: Job, nodes: Sequence[Node]) -> None:
     if not typed:
         _fail(label, "demand.gpus", "fits no node of a GPU type in epoch_time_s (none has "
               "that many GPUs)", demand.gpus)
-    for key, cap in (("cpu_milli", "cpu_milli"), ("memory_mib", "memory_mib"),
-                     ("gpu_memory_mib", "gpu_memory_mib")):
-        need = getattr(demand, key)
-        most = [getattr(n, cap) for n in typed]
+    gpu_mem = demand.gpu_memory_mib + demand.gpu_memory_peak_mib
+    needs = {"cpu_milli": demand.cpu_milli, "memory_mib": demand.memory_mib,
+             "gpu_memory_mib": gpu_mem}
+    for key, need in needs.items():
+        most = [getattr(n, key) for n in typed]
         if need and all(0 < m < need for m in most):
-            _fail(label, f"demand.{key}", f"fits no node (the most any accepted node has is "
+            field = key if key != "gpu_memory_mib" or not demand.gpu_memory_peak_mib \
+                else "gpu_memory_mib + demand.gpu_memory_peak_mib"
+            _fail(label, f"demand.{field}", f"fits no node (the most any accepted node has is "
                   f"{max(most)})", need)
     for n in typed:
-        if all(getattr(n, k) == 0 or getattr(n, k) >= getattr(demand, k)
-               for k in ("cpu_milli", "memory_mib", "gpu_memory_mib")):
+        if all(getattr(n, k) == 0 or getattr(n, k) >= need for k, need in needs.items()):
             return
     _fail(label, "demand", "fits no single node (each lacks CPU, memory or GPU memory)",
           {k: getattr(demand, k) for k in ("gpus", "cpu_milli", "memory_mib",
@@ -564,8 +572,7 @@ def job_to_dict(j: Job) -> dict[str, Any]:
     if j.demand is not None:
         d = j.demand
         out["demand"] = {"gpus": d.gpus, "gpu_milli": d.gpu_milli,
-                         **{k: getattr(d, k) for k in ("cpu_milli", "memory_mib",
-                                                       "gpu_memory_mib") if getattr(d, k)}}
+                         **{k: getattr(d, k) for k in _DEMAND_KEYS[2:] if getattr(d, k)}}
     if j.running is not None:
         out["running"] = {"node": j.running.node, "gpus": j.running.gpus}
         if j.running.gpu_ids:

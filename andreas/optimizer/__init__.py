@@ -52,11 +52,25 @@ POLICIES: dict[str, tuple[str, str, str]] = {
                "packing baseline: best alignment (dot product) of demand and free resources"),
     "best-fit": ("andreas.optimizer.packing", "decide_best_fit",
                  "packing baseline: exclusive GPUs, node with the fewest free GPUs that fits"),
+    "ojpp-greedy": ("andreas.optimizer.sharing", "decide_ojpp_greedy",
+                    "GPU sharing: best-fit decreasing under collision, interference and "
+                    "balance bounds (interference-aware placement, Alg. 1-2)"),
+    "ojpp-heuristic": ("andreas.optimizer.sharing", "decide_ojpp_heuristic",
+                       "GPU sharing: ojpp-greedy ordered by gregariousness (Alg. 3)"),
+    "i-greedy": ("andreas.optimizer.sharing", "decide_i_greedy",
+                 "GPU sharing baseline: greedy with the interference bound only"),
+    "b-greedy": ("andreas.optimizer.sharing", "decide_b_greedy",
+                 "GPU sharing baseline: greedy with the balance bound only"),
+    "c-greedy": ("andreas.optimizer.sharing", "decide_c_greedy",
+                 "GPU sharing baseline: greedy with the collision bound only"),
 }
+
+# Policies that share GPUs under the interference bounds (they take ``sharing=``).
+SHARING_POLICIES = ("ojpp-greedy", "ojpp-heuristic", "i-greedy", "b-greedy", "c-greedy")
 
 # Policies that place rigid multi-resource tasks (GPU fractions, CPU, memory) through
 # andreas.resources; the others plan whole dedicated GPUs of elastic jobs only.
-PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit")
+PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit", *SHARING_POLICIES)
 
 # Policies that keep state from one decision to the next (the simulator and the manager
 # hand each one its own dict as ``state``).

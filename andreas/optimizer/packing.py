@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from andreas.model import GPU_MILLI, Assignment, Demand, Job, Plan, Snapshot
-from andreas.resources import Ledger, demand_of
+from andreas.resources import Ledger, demand_of, held_milli
 
 Chooser = Callable[["Packing", Job, Demand], "tuple[int, tuple[int, ...]] | None"]
 
@@ -42,7 +42,7 @@ class Packing:
             demand = demand_of(job, run.gpus)
             slots = run.gpu_ids or self.ledger.fit(demand, i)
             assert slots is not None, f"running job {job.id} does not fit {run.node}"
-            self.ledger.place(demand, i, slots)
+            self.ledger.place(demand, i, slots, job.id)
             self.assignments.append(Assignment(job=job.id, node=run.node, gpus=run.gpus,
                                                gpu_ids=tuple(slots)))
 
@@ -52,7 +52,7 @@ class Packing:
                          if job.runs_on(t, demand.gpus)], dtype=np.int64)
 
     def place(self, job: Job, demand: Demand, node: int, slots: tuple[int, ...]) -> None:
-        self.ledger.place(demand, node, slots)
+        self.ledger.place(demand, node, slots, job.id)
         self.assignments.append(Assignment(job=job.id, node=self.snapshot.nodes[node].name,
                                            gpus=demand.gpus, gpu_ids=slots))
 
@@ -136,7 +136,7 @@ def decide_best_fit(snapshot: Snapshot, rng: np.random.Generator, **options: Any
         # the ledger holds the whole GPU (nobody else may join it); the plan names the job's
         # own slice on it, which is what the engine charges
         _, node, slots = pick
-        p.ledger.place(whole, node, slots)
+        p.ledger.place(whole, node, slots, job.id)
         p.assignments.append(Assignment(job=job.id, node=snapshot.nodes[node].name,
                                         gpus=demand.gpus, gpu_ids=slots))
     return p.plan("best-fit", postponed)
@@ -161,7 +161,7 @@ def decide_tetris(snapshot: Snapshot, rng: np.random.Generator, **options: Any) 
         for k, job in enumerate(left):
             d = demands[job.id]
             vec = np.array([d.cpu_milli, d.memory_mib,
-                            d.gpu_milli if d.shared else d.gpus * GPU_MILLI], dtype=float)
+                            held_milli(d)], dtype=float)
             nodes = accepted[job.id]
             if len(nodes) == 0:
                 continue

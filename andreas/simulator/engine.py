@@ -24,8 +24,10 @@ from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
                            Snapshot, Trace)
-from andreas.optimizer import STATEFUL_POLICIES, decide, default_period_s, plans_demands
-from andreas.resources import Ledger, demand_of
+from andreas.optimizer import (SHARING_POLICIES, STATEFUL_POLICIES, decide, default_period_s,
+                               plans_demands)
+from andreas.interference import thetas
+from andreas.resources import Ledger, demand_of, held_milli
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
                                        SimResult)
 
@@ -48,9 +50,13 @@ class _Run:
     gpus: int = 0
     gpu_ids: tuple[int, ...] = ()
     demand: Demand | None = None  # what the current attempt holds in the ledger
-    epoch_s: float = 0.0
+    epoch_s: float = 0.0         # now: its epoch time alone x its interference slowdown
+    solo_epoch_s: float = 0.0    # its epoch time alone on these GPUs
+    slow: float = 1.0            # 1 + theta while it shares GPUs (andreas.interference)
     start_s: float = 0.0         # attempt start; work begins after the overhead
     overhead_s: float = 0.0
+    base: float = 0.0            # exact progress at base_s, when the current pace began
+    base_s: float = 0.0
     starts: int = 0
     preemptions: int = 0
     first_start_s: float = math.nan
@@ -61,15 +67,21 @@ class _Run:
     solo_s: float = 0.0          # of which, the time it would have taken alone on its GPUs
 
     def progress(self, now: float, exact: bool) -> float:
+        """Epochs done; ``exact=False``: what its checkpoints hold (whole epochs)."""
         if self.node < 0:
             return self.done
-        worked = max(0.0, now - self.start_s - self.overhead_s) / self.epoch_s
-        return self.done + (worked if exact else math.floor(worked + 1e-9))
+        done = self.base + max(0.0, now - self.base_s) / self.epoch_s
+        return done if exact else math.floor(done + 1e-9)
 
     def finish_s(self, exact: bool) -> float:
-        left = self.spec.epochs - self.done
-        return self.start_s + self.overhead_s + (left if exact else math.ceil(left - 1e-9)) \
-            * self.epoch_s
+        return self.base_s + (self.spec.epochs - self.base) * self.epoch_s
+
+    def repace(self, now: float, slow: float) -> None:
+        """Co-residents changed: keep the progress made, go on at the new pace."""
+        self.base = self.progress(now, exact=True)
+        self.base_s = max(now, self.base_s)
+        self.slow = slow
+        self.epoch_s = self.solo_epoch_s * slow
 
 
 class Simulator:
@@ -124,6 +136,7 @@ class Simulator:
         self.busy_gpu_s = 0.0
         self.alloc_milli_s = 0.0
         self.policy_state: dict = {}
+        self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
 
     # -- the clock ---------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -157,6 +170,7 @@ class Simulator:
                 reasons.add("period")
             if reasons and (self.waiting or self.running):
                 self._reschedule(t)
+            self._repace(t)
             idle_ticks = idle_ticks + 1 if (self.waiting and not self.running) else 0
             if idle_ticks > MAX_IDLE_TICKS:
                 raise SimulationError(f"policy {self.policy}: jobs wait on an empty cluster for "
@@ -190,7 +204,7 @@ class Simulator:
             share = held / self.alloc_milli[run.node]
             run.gpu_s += held / GPU_MILLI * dt
             run.run_s += dt
-            run.solo_s += dt
+            run.solo_s += dt / run.slow
             if node_cost is None:
                 run.cost += (self._vm_of(run.node).cost_per_hour * dt / SECONDS_PER_HOUR
                              * share)
@@ -224,7 +238,9 @@ class Simulator:
             self.busy[run.node] -= run.gpus
         else:
             assert run.demand is not None
-            self.ledger.release(run.demand, run.node, run.gpu_ids)
+            self.ledger.release(run.demand, run.node, run.gpu_ids, run.spec.id)
+            if run.demand.shared:
+                self.dirty.add(run.node)
             self.busy[run.node] = self.ledger.busy_gpus_of(run.node)
         run.gpu_ids, run.demand = (), None
         if self.trace.cloud and self.busy[run.node] == 0:
@@ -239,12 +255,29 @@ class Simulator:
         assert name is not None, f"cloud node {node} runs a job without a VM"
         return self.catalog[name]
 
+    def _repace(self, t: float) -> None:
+        """Charge interference: each job on a node whose sharing changed runs at the pace
+        of its slowest worker, 1 + theta (``andreas.interference``)."""
+        if not self.dirty:
+            return
+        for run in self.running.values():
+            if run.node not in self.dirty:
+                continue
+            theta = 0.0
+            for slot in run.gpu_ids:
+                residents = self.ledger.on_gpu(run.node, slot)
+                if len(residents) > 1:
+                    k = next(k for k, (owner, _) in enumerate(residents)
+                             if owner == run.spec.id)
+                    theta = max(theta, thetas(residents, self.opt.sharing)[k])
+            if abs(1.0 + theta - run.slow) > 1e-12:
+                run.repace(t, 1.0 + theta)
+        self.dirty.clear()
+
     @staticmethod
     def _milli(run: _Run) -> int:
-        """Milli-GPU the attempt holds: a slice of one GPU, or whole GPUs."""
-        if run.demand is not None and run.demand.shared:
-            return run.demand.gpu_milli
-        return run.gpus * GPU_MILLI
+        """Milli-GPU the attempt holds: slices of GPUs, or whole GPUs."""
+        return held_milli(run.demand) if run.demand is not None else 0
 
     def _ideal_s(self, job: Job) -> float:
         """Its run time alone on the fastest configuration the cluster offers (for slowdown)."""
@@ -257,8 +290,10 @@ class Simulator:
         gpu_type = (self._vm_of(node).gpu_type if self.trace.cloud
                     else self.trace.nodes[node].gpu_type)
         assert gpu_type is not None                 # on premise every node has its type
-        run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
+        run.solo_epoch_s = run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
+        run.slow = 1.0
         run.overhead_s = self.opt.restart_overhead_s if run.starts else 0.0
+        run.base, run.base_s = run.done, t + run.overhead_s
         run.node, run.gpus, run.start_s = node, gpus, t
         run.starts += 1
         if math.isnan(run.first_start_s):
@@ -270,8 +305,10 @@ class Simulator:
             run.demand = demand_of(run.spec, gpus)
             slots = gpu_ids or self.ledger.fit(run.demand, node)
             assert slots is not None, f"job {run.spec.id} does not fit node {node}"
-            self.ledger.place(run.demand, node, slots)
+            self.ledger.place(run.demand, node, slots, run.spec.id)
             run.gpu_ids = tuple(slots)
+            if run.demand.shared:
+                self.dirty.add(node)
             self.busy[node] = self.ledger.busy_gpus_of(node)
         self.alloc_milli[node] += self._milli(run)
 
@@ -285,6 +322,8 @@ class Simulator:
             opts["floor"] = True
         if self.policy in STATEFUL_POLICIES:
             opts["state"] = self.policy_state
+        if self.policy in SHARING_POLICIES:
+            opts["sharing"] = self.opt.sharing
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)

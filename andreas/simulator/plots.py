@@ -57,29 +57,62 @@ def _cumulative(results: Sequence[SimResult], path: Path) -> Path:
     return _save(fig, path)
 
 
+MAX_GANTT_ROWS = 96
+
+
 def _gantt(result: SimResult, path: Path) -> Path:
     import matplotlib.pyplot as plt
     rows = _gpu_rows(result.attempts)
     labels = sorted(rows)
-    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.18 * len(labels) + 1.5)))
+    shown = labels[:MAX_GANTT_ROWS]
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.18 * len(shown) + 1.5)))
     t0 = min((a.start_s for a in result.attempts), default=0.0)
     cmap = plt.get_cmap("tab20")
-    for y, label in enumerate(labels):
-        bars = [((a.start_s - t0) / HOUR, (a.end_s - a.start_s) / HOUR) for a in rows[label]]
-        colors = [cmap(zlib.crc32(a.job.encode()) % 20) for a in rows[label]]
-        ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors, linewidth=0)
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels([f"{n} gpu{g}" for n, g in labels], fontsize=6)
+    for y, label in enumerate(shown):
+        for a, low, high in _lanes(rows[label]):
+            ax.broken_barh([((a.start_s - t0) / HOUR, (a.end_s - a.start_s) / HOUR)],
+                           (y - 0.4 + 0.8 * low, 0.8 * (high - low)),
+                           facecolors=[cmap(zlib.crc32(a.job.encode()) % 20)],
+                           edgecolor="white" if high - low < 1 else None,
+                           linewidth=0.3 if high - low < 1 else 0)
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([f"{n} gpu{g}" for n, g in shown], fontsize=6)
     ax.set_xlabel("simulated time [h]")
-    ax.set_title(f"{result.trace}: GPU occupancy under {result.policy} (one colour per job)")
+    more = f", first {len(shown)} of {len(labels)} GPUs" if len(shown) < len(labels) else ""
+    shared = any(a.gpu_milli < 1000 for a in result.attempts)
+    ax.set_title(f"{result.trace}: GPU occupancy under {result.policy} (one colour per job"
+                 f"{'; thin bars are slices of a shared GPU' if shared else ''}{more})",
+                 fontsize=9)
     return _save(fig, path)
 
 
+def _lanes(attempts: Sequence[Attempt]) -> list[tuple[Attempt, float, float]]:
+    """Stack the slices of one GPU: each attempt gets the lowest band [low, high) of height
+    gpu_milli / 1000 that no overlapping attempt holds."""
+    placed: list[tuple[Attempt, float, float]] = []
+    for a in sorted(attempts, key=lambda x: (x.start_s, x.job)):
+        height = min(1.0, a.gpu_milli / 1000)
+        busy = sorted((lo, hi) for b, lo, hi in placed
+                      if b.start_s < a.end_s - 1e-9 and a.start_s < b.end_s - 1e-9)
+        low = 0.0
+        for lo, hi in busy:
+            if low + height <= lo + 1e-9:
+                break
+            low = max(low, hi)
+        placed.append((a, low, min(1.0, low + height)))
+    return placed
+
+
 def _gpu_rows(attempts: Sequence[Attempt]) -> dict[tuple[str, int], list[Attempt]]:
-    """Give each attempt concrete GPU slots of its node, so bars never overlap."""
+    """Each attempt on its GPUs: the ones it ran on when known, else free slots of its node
+    (policies that only count GPUs), so bars never overlap."""
     free_at: dict[str, dict[int, float]] = defaultdict(dict)
     rows: dict[tuple[str, int], list[Attempt]] = defaultdict(list)
     for a in sorted(attempts, key=lambda x: (x.start_s, x.node, x.job)):
+        if a.gpu_ids:
+            for s in a.gpu_ids:
+                rows[(a.node, s)].append(a)
+            continue
         slots = free_at[a.node]
         chosen = [s for s in sorted(slots) if slots[s] <= a.start_s + 1e-6][: a.gpus]
         nxt = max(slots, default=-1) + 1

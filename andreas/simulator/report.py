@@ -19,7 +19,9 @@ from andreas.simulator.results import SimResult
 
 SUMMARY_FIELDS = ("policy", "total_cost", "energy_cost", "tardiness_cost", "energy_kwh",
                   "late_jobs", "makespan_s", "optimizer_calls", "optimizer_mean_s",
-                  "optimizer_max_s", "preemptions", "migrations", "resizes", "wall_s")
+                  "optimizer_max_s", "preemptions", "migrations", "resizes", "wall_s",
+                  "gpu_utilization", "device_hours", "mean_jct_s", "mean_slowdown",
+                  "performance_retained")
 
 
 def print_table(results: Sequence[SimResult], title: str, console=None) -> None:
@@ -41,6 +43,7 @@ def print_table(results: Sequence[SimResult], title: str, console=None) -> None:
                       f"{r.optimizer_mean_s * 1000:.1f}", f"{r.optimizer_max_s * 1000:.1f}",
                       str(r.preemptions + r.migrations + r.resizes), style=style)
     console.print(table)
+    _placement_table(results, console)
     pct = reduction_matrix(results)
     names = [r.policy for r in results]
     matrix = Table(title="cost reduction of the column's policy against the row's, in % of "
@@ -51,6 +54,23 @@ def print_table(results: Sequence[SimResult], title: str, console=None) -> None:
     for a in names:
         matrix.add_row(a, *(f"{pct[a][b]:+.1f}" if a != b else "-" for b in names))
     console.print(matrix)
+
+
+def _placement_table(results: Sequence[SimResult], console) -> None:
+    """The packing papers' figures: GPU utilisation, device-hours, JCT, slowdown and the
+    performance kept under interference."""
+    from rich.table import Table
+
+    table = Table(title="placement: GPU allocation over the makespan, GPUs in use x time, "
+                        "mean completion time, slowdown and performance under interference")
+    for col in ("policy", "GPU util %", "device h", "mean JCT h", "mean slowdown",
+                "performance %"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for r in results:
+        table.add_row(r.policy, f"{r.gpu_utilization * 100:.1f}", f"{r.device_hours:.1f}",
+                      f"{r.mean_jct_s / 3600:.2f}", f"{r.mean_slowdown:.2f}",
+                      f"{r.performance_retained * 100:.2f}")
+    console.print(table)
 
 
 def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = True) -> list[Path]:

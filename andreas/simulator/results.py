@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from andreas.interference import Sharing
+
 PROGRESS_MODES = ("epoch", "exact")
 
 
@@ -27,6 +29,7 @@ class SimOptions:
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     floor: bool = False            # rg/pr also consider the baselines' plans
     seed: int = 0
+    sharing: Sharing = field(default_factory=Sharing)  # bounds and interference model
 
 
 @dataclass(frozen=True, kw_only=True)
