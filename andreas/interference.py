@@ -39,6 +39,8 @@ class Sharing:
     use_tau: bool = True            # which constraints a policy enforces (the paper's
     use_theta: bool = True          # I-, B- and C-Greedy keep only one of them)
     use_balance: bool = True
+    ewma_a: float = 0.5             # OJPAP: weight of the past in the EWMA trigger (eq. 18)
+    migration_budget_s: float = 1800.0  # OJPAP: c_bar, work a round of moves may cost (eq. 19)
 
 
 def alpha(demand: Demand) -> float:

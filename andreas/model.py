@@ -114,11 +114,15 @@ class Config:
 
     ``gpu_ids`` are indexes of the node's GPUs; they matter when GPUs are shared, and are
     empty when a policy only counts whole GPUs (the engine then picks free ones).
+    ``slowdown`` is what the running attempt measures: its epoch time over its epoch time
+    alone, minus one (theta of the interference-aware placement paper; 0 = alone or not
+    measured). The online adjustment (``ojpap``) reads it.
     """
 
     node: str
     gpus: int
     gpu_ids: tuple[int, ...] = ()
+    slowdown: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,6 +81,18 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               default=Sharing.contention, show_default=True,
               help="Interference model: slowdown per whole GPU of compute a worker shares its "
                    "GPU with (what the simulator charges every policy; ARCHITECTURE.md).")
+@click.option("--interference-error", type=click.FloatRange(min=0, max=5), default=0.0,
+              show_default=True,
+              help="How wrong the interference model is in the simulation: each job suffers "
+                   "exp(N(0, e)) times the predicted slowdown and every measurement of it is "
+                   "off by N(0, e) more (what ojpap's online adjustment corrects).")
+@click.option("--migration-budget-s", type=click.FloatRange(min=0, max=1e9),
+              default=Sharing.migration_budget_s, show_default=True,
+              help="ojpap: seconds of work one round of moves may throw away (c_bar, eq. 19).")
+@click.option("--ewma", "ewma_a", type=click.FloatRange(min=0, max=1), default=Sharing.ewma_a,
+              show_default=True,
+              help="ojpap: weight of the past in the interference average that triggers an "
+                   "adjustment (a of eq. 18).")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes draw nothing (default: they draw power_w[0]).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -109,7 +121,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  iterations: int | None, order: str | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float, mu: float | None,
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
-                 contention: float, power_off_idle: bool, workers: int | None,
+                 contention: float, interference_error: float, migration_budget_s: float,
+                 ewma_a: float, power_off_idle: bool, workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -132,8 +145,10 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     options = SimOptions(period_s=period_s, progress=progress_mode, mu=mu,
                          restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
                          iterations=iterations, order=order, seed=seed, floor=floor,
+                         interference_error=interference_error,
                          sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar,
-                                         theta_balance=theta_balance, contention=contention))
+                                         theta_balance=theta_balance, contention=contention,
+                                         migration_budget_s=migration_budget_s, ewma_a=ewma_a))
     if sweep:
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)

@@ -44,7 +44,8 @@ _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib"
 MAX_GPUS_PER_JOB = 1024
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
-_RUNNING_KEYS = ("node", "gpus", "gpu_ids")
+_RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown")
+MAX_SLOWDOWN = 1e3
 
 
 # --------------------------------------------------------------------------- values
@@ -336,7 +337,10 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
             if len(ids) != gpus or len(set(ids)) != len(ids):
                 _fail(f.label, "running.gpu_ids", f"must name {gpus} distinct GPU indexes "
                       "(running.gpus)", list(ids))
-        running = Config(node=r.name("node"), gpus=gpus, gpu_ids=ids)
+        slowdown = r.number("slowdown", ge=0, default=0.0)
+        if slowdown > MAX_SLOWDOWN:
+            _fail(f.label, "running.slowdown", f"must be <= {MAX_SLOWDOWN:g}", slowdown)
+        running = Config(node=r.name("node"), gpus=gpus, gpu_ids=ids, slowdown=slowdown)
     # fractional progress is allowed: a running job part-way through an epoch
     done = f.number("epochs_done", ge=0, default=0) if progress else 0
     if done > epochs:
@@ -577,4 +581,6 @@ def job_to_dict(j: Job) -> dict[str, Any]:
         out["running"] = {"node": j.running.node, "gpus": j.running.gpus}
         if j.running.gpu_ids:
             out["running"]["gpu_ids"] = list(j.running.gpu_ids)
+        if j.running.slowdown:
+            out["running"]["slowdown"] = j.running.slowdown
     return out

@@ -63,10 +63,15 @@ POLICIES: dict[str, tuple[str, str, str]] = {
                  "GPU sharing baseline: greedy with the balance bound only"),
     "c-greedy": ("andreas.optimizer.sharing", "decide_c_greedy",
                  "GPU sharing baseline: greedy with the collision bound only"),
+    "ojpap": ("andreas.optimizer.sharing", "decide_ojpap",
+              "GPU sharing: ojpp-heuristic plus the online adjustment (Alg. 4): moves jobs "
+              "off GPUs whose measured interference (EWMA) breaks the bound, within a "
+              "migration budget"),
 }
 
 # Policies that share GPUs under the interference bounds (they take ``sharing=``).
-SHARING_POLICIES = ("ojpp-greedy", "ojpp-heuristic", "i-greedy", "b-greedy", "c-greedy")
+SHARING_POLICIES = ("ojpp-greedy", "ojpp-heuristic", "ojpap", "i-greedy", "b-greedy",
+                    "c-greedy")
 
 # Policies that place rigid multi-resource tasks (GPU fractions, CPU, memory) through
 # andreas.resources; the others plan whole dedicated GPUs of elastic jobs only.
@@ -74,7 +79,7 @@ PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit", *SHARING_P
 
 # Policies that keep state from one decision to the next (the simulator and the manager
 # hand each one its own dict as ``state``).
-STATEFUL_POLICIES = ("round-robin",)
+STATEFUL_POLICIES = ("round-robin", "ojpap")
 
 
 def plans_demands(name: str) -> bool:

@@ -43,6 +43,7 @@ class _Sharer:
     def __init__(self, snapshot: Snapshot, model: Sharing) -> None:
         self.p = Packing(snapshot)
         self.model = model
+        self.scale: dict[str, float] = {}   # measured / predicted slowdown, per job (OJPAP)
         self.where: dict[str, list[tuple[int, int]]] = {}
         for (node, slot), residents in self.p.ledger.residents.items():
             for owner, _ in residents:
@@ -56,8 +57,13 @@ class _Sharer:
             residents = list(self.p.ledger.on_gpu(node, slot))
             residents += (extra or {}).get((node, slot), [])
             k = next(k for k, (o, _) in enumerate(residents) if o == owner)
-            out.append(thetas(residents, self.model)[k])
+            out.append(self.thetas(residents)[k])
         return out
+
+    def thetas(self, residents: list) -> list[float]:
+        """Predicted slowdowns, corrected by what each job has been measured to suffer."""
+        return [t * self.scale.get(owner, 1.0)
+                for t, (owner, _) in zip(thetas(residents, self.model), residents)]
 
     def gpu_check(self, job: Job, demand: Demand, node: int, slot: int) -> float | None:
         """Potential theta_k of ``slot`` with one more worker of ``job``, or None if a
@@ -69,7 +75,7 @@ class _Sharer:
         if model.use_tau and collision_probability(
                 d.peak_probability for _, d in residents) > model.tau_bar + 1e-12:
             return None
-        ths = thetas(residents, model)
+        ths = self.thetas(residents)
         if model.use_theta and max(ths) > model.theta_bar + 1e-12:
             return None
         if model.use_balance:
@@ -123,12 +129,48 @@ class _Sharer:
         self.where[job.id] = [(node, s) for s in slots]
 
 
+    def remove(self, job: Job, demand: Demand) -> tuple[int, tuple[int, ...]]:
+        """Take a placed job out of the ledger and the plan (to move it)."""
+        places = self.where.pop(job.id)
+        node, slots = places[0][0], tuple(s for _, s in places)
+        self.p.ledger.release(demand, node, slots, job.id)
+        self.p.assignments = [a for a in self.p.assignments if a.job != job.id]
+        return node, slots
+
+    def relocate(self, job: Job, demand: Demand, avoid: tuple[int, tuple[int, ...]]
+                 ) -> Pick | None:
+        """Algorithm 4's target: the GPUs with the most free compute (its resource queue)
+        that keep every bound, other than the ones it leaves."""
+        led = self.p.ledger
+        best: tuple[tuple[float, ...], Pick] | None = None
+        for i in self.p.candidates(job, demand):
+            node = int(i)
+            if demand.cpu_milli > led.cpu_free[node] or demand.memory_mib > led.mem_free[node]:
+                continue
+            scored = []
+            for s in np.flatnonzero(led.gpu_ok(demand, node)):
+                if node == avoid[0] and int(s) in avoid[1]:
+                    continue
+                theta = self.gpu_check(job, demand, node, int(s))
+                if theta is not None:
+                    scored.append((-int(led.gpu_free[node, s]), theta, int(s)))
+            if len(scored) < demand.gpus:
+                continue
+            scored.sort()
+            chosen = scored[: demand.gpus]
+            key = (float(chosen[0][0]), max(t for _, t, _ in chosen), float(node))
+            if best is None or key < best[0]:
+                best = (key, (node, tuple(s for _, _, s in chosen)))
+        return None if best is None else best[1]
+
+
 def _compute(demand: Demand) -> float:
     return demand.gpus * (demand.gpu_milli if demand.shared else GPU_MILLI)
 
 
-def _run(snapshot: Snapshot, model: Sharing, name: str, *, heuristic: bool) -> Plan:
-    sh = _Sharer(snapshot, model)
+def _run(snapshot: Snapshot, model: Sharing, name: str, *, heuristic: bool,
+         sharer: _Sharer | None = None, stats: dict[str, float] | None = None) -> Plan:
+    sh = sharer or _Sharer(snapshot, model)
     queue = sorted(sh.p.waiting, key=lambda j: -_compute(demand_of(j)))   # decreasing demand
     demands = {j.id: demand_of(j) for j in queue}
     postponed = []
@@ -145,7 +187,7 @@ def _run(snapshot: Snapshot, model: Sharing, name: str, *, heuristic: bool) -> P
     plan = sh.p.plan(name, postponed)
     devices = int(sh.p.ledger.busy_gpus().sum())
     return replace(plan, objective=float(devices), objective_name="devices",
-                   stats={"devices": devices})
+                   stats={"devices": devices, **(stats or {})})
 
 
 def _gregariousness_key(queue: list[Job], demands: dict[str, Demand]):
@@ -190,3 +232,94 @@ def decide_b_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any
 def decide_c_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
     model = replace(sharing_model(options), use_theta=False, use_balance=False)
     return _run(snapshot, model, "c-greedy", heuristic=False)
+
+
+def decide_ojpap(snapshot: Snapshot, rng: np.random.Generator, *,
+                 state: dict[str, Any] | None = None, **options: Any) -> Plan:
+    """OJPAP: the online adjustment (Algorithm 4), then ``ojpp-heuristic`` for the queue.
+
+    Each decision reads the slowdown every running job measures (``Config.slowdown``),
+    takes a GPU's theta_k as its residents' largest (eq. 6) and smooths it across
+    decisions with the EWMA of eq. 18 (kept in ``state``), so a spike at a job's start
+    does not move anything. When some GPU's average breaks theta_bar, the GPUs in the
+    upper half by interference that break it give up, one each, their co-resident that
+    is cheapest to move (the work since its last checkpoint plus the restart overhead),
+    to the GPUs with the most free compute that keep every bound, until the round's
+    migration budget c_bar (eq. 19) is spent. The paper rearranges the whole upper half;
+    moving a job off a GPU within its bound buys nothing, so andreas stops at the bound.
+    Predictions for a job that has been measured are scaled by measured / predicted, the
+    role the paper gives its interference predictor (AIP).
+    """
+    model = sharing_model(options)
+    state = {} if state is None else state
+    sh = _Sharer(snapshot, model)
+    jobs = {j.id: j for j in snapshot.jobs}
+    ewma: dict[str, float] = state.setdefault("ewma", {})
+    learned: dict[str, float] = state.setdefault("scale", {})
+    smoothed: dict[tuple[int, int], float] = {}
+    for (node, slot), residents in sh.p.ledger.residents.items():
+        measured = [(o, jobs[o].running.slowdown) for o, _ in residents   # type: ignore[union-attr]
+                    if jobs[o].running is not None]
+        if len(residents) > 1:
+            for (owner, theta), predicted in zip(measured, thetas(residents, model)):
+                if predicted > 1e-9 and theta > 0 and abs(theta / predicted - 1) > 1e-6:
+                    learned[owner] = theta / predicted
+        key = f"{snapshot.nodes[node].name}/{slot}"
+        now = max((t for _, t in measured), default=0.0)
+        # a GPU starts from "no interference", so one spike alone rarely triggers a move
+        smoothed[(node, slot)] = ewma[key] = (model.ewma_a * ewma.get(key, 0.0)
+                                              + (1 - model.ewma_a) * now)
+    alive = {f"{snapshot.nodes[n].name}/{s}" for n, s in smoothed}
+    for key in [k for k in ewma if k not in alive]:
+        del ewma[key]
+    for key in [k for k in learned if k not in jobs]:
+        del learned[key]
+    sh.scale = dict(learned)
+    moves, spent = _adjust(sh, jobs, smoothed, model, snapshot)
+    return _run(snapshot, model, "ojpap", heuristic=True, sharer=sh,
+                stats={"moves": moves, "migration_cost_s": spent,
+                       "max_ewma_theta": max(smoothed.values(), default=0.0)})
+
+
+def _adjust(sh: _Sharer, jobs: dict[str, Job], smoothed: dict[tuple[int, int], float],
+            model: Sharing, snapshot: Snapshot) -> tuple[int, float]:
+    """Algorithm 4 within the budget; returns (moves, their cost in seconds of work)."""
+    if not any(v > model.theta_bar + 1e-12 for v in smoothed.values()):
+        return 0, 0.0
+    ranked = sorted(smoothed, key=lambda k: -smoothed[k])
+    priority = [k for k in ranked[: (len(ranked) + 1) // 2]
+                if smoothed[k] > model.theta_bar + 1e-12]
+    budget, moves = model.migration_budget_s, 0
+    moved: set[str] = set()
+    for node, slot in priority:
+        residents = [o for o, _ in sh.p.ledger.on_gpu(node, slot) if o not in moved]
+        if len(sh.p.ledger.on_gpu(node, slot)) < 2 or not residents:
+            continue
+        owner = min(residents, key=lambda o: (_move_cost(jobs[o], snapshot), o))
+        cost = _move_cost(jobs[owner], snapshot)
+        if cost > budget:
+            continue
+        job = jobs[owner]
+        demand = demand_of(job)
+        home = sh.remove(job, demand)
+        target = sh.relocate(job, demand, home)
+        if target is None:
+            sh.place(job, demand, home)
+            continue
+        sh.place(job, demand, target)
+        moved.add(owner)
+        budget -= cost
+        moves += 1
+    return moves, model.migration_budget_s - budget
+
+
+def _move_cost(job: Job, snapshot: Snapshot) -> float:
+    """c_i: seconds of work a move throws away (the partial epoch since its checkpoint when
+    progress is per epoch) plus the restart overhead."""
+    run = job.running
+    assert run is not None
+    node = next(n for n in snapshot.nodes if n.name == run.node)
+    epoch_s = job.epoch_time_s[node.gpu_type or ""][run.gpus - 1]
+    partial = job.epochs_done - np.floor(job.epochs_done + 1e-9) \
+        if snapshot.params.progress == "epoch" else 0.0
+    return float(partial * epoch_s + snapshot.params.restart_overhead_s)

@@ -137,6 +137,9 @@ class Simulator:
         self.alloc_milli_s = 0.0
         self.policy_state: dict = {}
         self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
+        # the truth the policies do not see: per-job interference sensitivity, measurement noise
+        self.truth = np.random.default_rng([options.seed, 1])
+        self.sensitivity: dict[str, float] = {}
 
     # -- the clock ---------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -169,6 +172,7 @@ class Simulator:
             if t_tick <= t + EPS:
                 reasons.add("period")
             if reasons and (self.waiting or self.running):
+                self._repace(t)       # what jobs measure reflects who shares their GPUs now
                 self._reschedule(t)
             self._repace(t)
             idle_ticks = idle_ticks + 1 if (self.waiting and not self.running) else 0
@@ -269,10 +273,27 @@ class Simulator:
                 if len(residents) > 1:
                     k = next(k for k, (owner, _) in enumerate(residents)
                              if owner == run.spec.id)
-                    theta = max(theta, thetas(residents, self.opt.sharing)[k])
+                    theta = max(theta, thetas(residents, self.opt.sharing)[k]
+                                * self._sensitivity(run.spec.id))
             if abs(1.0 + theta - run.slow) > 1e-12:
                 run.repace(t, 1.0 + theta)
         self.dirty.clear()
+
+    def _sensitivity(self, job_id: str) -> float:
+        """How much more (or less) than predicted this job suffers from sharing."""
+        error = self.opt.interference_error
+        if error <= 0:
+            return 1.0
+        if job_id not in self.sensitivity:
+            self.sensitivity[job_id] = float(np.exp(self.truth.normal(0.0, error)))
+        return self.sensitivity[job_id]
+
+    def _measured(self, run: _Run) -> float:
+        """The slowdown the running attempt reports now (epoch times are noisy)."""
+        theta = run.slow - 1.0
+        if theta <= 0 or self.opt.interference_error <= 0:
+            return max(theta, 0.0)
+        return max(0.0, theta * (1.0 + self.truth.normal(0.0, self.opt.interference_error)))
 
     @staticmethod
     def _milli(run: _Run) -> int:
@@ -349,7 +370,8 @@ class Simulator:
     def _snapshot(self, t: float) -> Snapshot:
         jobs = []
         for run in [*self.running.values(), *self.waiting.values()]:
-            cfg = (Config(node=self.names[run.node], gpus=run.gpus, gpu_ids=run.gpu_ids)
+            cfg = (Config(node=self.names[run.node], gpus=run.gpus, gpu_ids=run.gpu_ids,
+                          slowdown=self._measured(run))
                    if run.node >= 0 else None)
             # true progress: a running job keeps its partial epoch only if it continues
             done = min(run.progress(t, exact=True), run.spec.epochs - EPS)

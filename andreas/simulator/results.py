@@ -30,6 +30,10 @@ class SimOptions:
     floor: bool = False            # rg/pr also consider the baselines' plans
     seed: int = 0
     sharing: Sharing = field(default_factory=Sharing)  # bounds and interference model
+    # how far the true interference is from the model's prediction: each job's slowdowns
+    # are the model's times a fixed factor exp(N(0, e)), and each measurement of it is off
+    # by a further N(0, e) (0: the model is exact)
+    interference_error: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
