@@ -28,6 +28,11 @@ Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
   all busy GPUs of the node (on-premise), or the VM price (cloud).
 - ``f_obj = sum_assigned w tau + sum_postponed postponement cost + sum_nodes node term
   + mu * idle GPUs of nodes that run jobs`` (minimised; mu = 0 is ANDREAS eq. 1).
+- Shared GPUs (jobs with a ``Demand``; ``andreas/resources.py``): a job's t_jng is
+  stretched by its predicted slowdown 1 + theta_j (``andreas/interference.py``), and a
+  node's busy GPUs are its GPUs with any allocation, so a GPU shared by two jobs is
+  charged once: sharing pays exactly when the power it saves outweighs the lateness its
+  slowdown adds.
 - ``pi_j = t_jng / 3600 * c`` with c = c_ng of the job's own g on its node
   (on-premise) or, in the cloud, the job's share of its VM: the VM price times its GPUs
   over the VM's GPUs (the published implementation's share; P1j charges the whole VM,
@@ -183,8 +188,11 @@ class Evaluation:
     idle_gpus: int
 
 
-def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
-    """Both proxy objectives of a (feasible) plan, computed directly from their definitions."""
+def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
+    """Both proxy objectives of a (feasible) plan, computed directly from their definitions.
+
+    ``sharing`` (an ``andreas.interference.Sharing``; default its defaults) predicts the
+    slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``."""
     nodes = _nodes(snapshot)
     catalog = _catalog(snapshot)
     jobs = {j.id: j for j in snapshot.jobs}
@@ -194,6 +202,7 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
     tard = post = fbar = 0.0
     busy: dict[str, int] = defaultdict(int)
     first_end: dict[str, float] = {}
+    slow, devices = _shared(snapshot, plan, sharing)
     for a in plan.assignments:
         job = jobs[a.job]
         gpu_type = (catalog[plan.node_configs[a.node]].gpu_type if snapshot.cloud
@@ -202,6 +211,7 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         t = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes)
         if t is None:
             raise ValueError(f"job {a.job}: cannot run on {a.gpus} {gpu_type} GPUs")
+        t *= slow.get(a.job, 1.0)
         tau_cost = job.weight * tardiness_s(now + t, job.due_s)
         tard += tau_cost
         if snapshot.cloud:
@@ -217,6 +227,7 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
         post += postponement_cost(snapshot, jobs[job_id], classes, kinds)
     node_cost = 0.0
     idle = 0
+    busy.update(devices)
     for name, g in busy.items():
         hourly = node_cost_per_hour(snapshot, name, g, dict(plan.node_configs))
         node_cost += first_end[name] / SECONDS_PER_HOUR * hourly
@@ -226,6 +237,42 @@ def evaluate(snapshot: Snapshot, plan: Plan) -> Evaluation:
     f_obj = tard + post + node_cost + params.mu * idle
     return Evaluation(f_obj=f_obj, f_bar=fbar, tardiness_cost=tard, postponement_cost=post,
                       node_cost=node_cost, idle_gpus=idle)
+
+
+def _shared(snapshot: Snapshot, plan: Plan, sharing) -> tuple[dict[str, float],
+                                                                dict[str, int]]:
+    """Per job 1 + theta (its slowest worker) and per node the GPUs in use, for plans with
+    rigid tasks; empty for plans of elastic jobs only."""
+    if snapshot.cloud or not any(j.demand is not None for j in snapshot.jobs):
+        return {}, {}
+    from andreas.interference import Sharing, thetas
+    from andreas.resources import Ledger, demand_of
+
+    model = sharing or Sharing()
+    jobs = {j.id: j for j in snapshot.jobs}
+    led = Ledger(snapshot.nodes)
+    placed = []
+    for a in plan.assignments:
+        demand = demand_of(jobs[a.job], a.gpus)
+        i = led.index[a.node]
+        run = jobs[a.job].running
+        slots = a.gpu_ids or (run.gpu_ids if run is not None and run.node == a.node else ()) \
+            or led.fit(demand, i)
+        if not slots:
+            raise ValueError(f"job {a.job}: does not fit node {a.node}")
+        led.place(demand, i, slots, a.job)
+        placed.append((a.job, i, slots))
+    slow = {}
+    for job_id, i, slots in placed:
+        theta = 0.0
+        for s in slots:
+            residents = led.on_gpu(i, s)
+            if len(residents) > 1:
+                k = next(k for k, (o, _) in enumerate(residents) if o == job_id)
+                theta = max(theta, thetas(residents, model)[k])
+        slow[job_id] = 1.0 + theta
+    devices = {snapshot.nodes[i].name: led.busy_gpus_of(i) for _, i, _ in placed}
+    return slow, devices
 
 
 def _nodes(snapshot: Snapshot):

@@ -158,10 +158,11 @@ def test_exclusive_best_fit_spends_device_hours_that_sharing_saves() -> None:
     assert shared.performance_retained == pytest.approx(1 / 1.04)
 
 
-def test_energy_policies_refuse_multi_resource_traces() -> None:
+def test_policies_of_elastic_jobs_only_refuse_multi_resource_traces() -> None:
     trace = Trace(nodes=cluster(1, 1), name="t", jobs=(rigid("a", 500),))
-    with pytest.raises(SimulationError, match="policy rg: plans whole dedicated GPUs only"):
-        simulate(trace, "rg")
+    for policy in ("pr", "edf", "milp"):
+        with pytest.raises(SimulationError, match=f"policy {policy}: plans whole dedicated GPUs"):
+            simulate(trace, policy)
 
 
 def test_simulate_prints_the_sharing_figures(tmp_path: Path) -> None:
@@ -231,3 +232,42 @@ def test_ojpap_is_ojpp_heuristic_when_the_model_is_exact_and_helps_when_it_is_no
            for p in ("ojpp-heuristic", "ojpap")}
     assert off["ojpap"].migrations > 0
     assert off["ojpap"].performance_retained > off["ojpp-heuristic"].performance_retained
+
+
+def test_f_obj_charges_a_shared_gpu_once_and_the_slowdown_in_lateness() -> None:
+    from andreas.costs import c_ng_per_hour, evaluate
+    from andreas.model import Assignment, Plan
+    nodes = cluster(1, 2)            # power 100 / 150 / 200 W with 0 / 1 / 2 GPUs busy
+    a, b = rigid("a", 500), rigid("b", 500)
+    a = Job(**{**a.__dict__, "epoch_time_s": dict(a.epoch_time_s), "due_s": 50.0})
+    s = snapshot([a, b], nodes)
+    together = Plan(policy="t", assignments=(Assignment(job="a", node="n0", gpus=1, gpu_ids=(0,)),
+                                             Assignment(job="b", node="n0", gpus=1, gpu_ids=(0,))),
+                    postponed=(), objective=0, objective_name="f_obj")
+    apart = Plan(policy="t", assignments=(Assignment(job="a", node="n0", gpus=1, gpu_ids=(0,)),
+                                          Assignment(job="b", node="n0", gpus=1, gpu_ids=(1,))),
+                 postponed=(), objective=0, objective_name="f_obj")
+    shared, alone = evaluate(s, together), evaluate(s, apart)
+    # 1.05 x 100 s each; a is due at 50 s: 55 s late instead of 50
+    assert shared.tardiness_cost == pytest.approx(55.0)
+    assert alone.tardiness_cost == pytest.approx(50.0)
+    assert shared.node_cost == pytest.approx(105 / 3600 * c_ng_per_hour(150, s.energy))
+    assert alone.node_cost == pytest.approx(100 / 3600 * c_ng_per_hour(200, s.energy))
+
+
+def test_rg_shares_a_gpu_exactly_when_that_lowers_the_bill_plus_lateness() -> None:
+    """Two half-GPU tasks on a node whose GPUs draw 1 kW each: with loose due dates rg puts
+    them on one GPU (the second GPU's power saved); when 5 % slowdown would make a heavy
+    job late, it gives each its own GPU."""
+    node = Node(name="n0", gpu_type="T4", gpus=2, power_w=(100.0, 1100.0, 2100.0))
+    loose = snapshot([rigid("a", 500), rigid("b", 500)], (node,))
+    tight_a = Job(**{**rigid("a", 500).__dict__, "epoch_time_s": {"T4": (100.0,)},
+                     "due_s": 101.0, "weight": 1000.0})
+    tight = snapshot([tight_a, rigid("b", 500)], (node,))
+    for policy in ("greedy", "rg"):
+        share = decide(loose, np.random.default_rng(0), policy)
+        assert share.stats["devices"] == 1, policy
+        check_plan(loose, share)
+        apart = decide(tight, np.random.default_rng(0), policy)
+        assert apart.stats["devices"] == 2, policy
+        assert not apart.postponed

@@ -38,8 +38,9 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="Comma-separated policies, all run on the same trace. Energy policies "
                    f"({', '.join(p for p in POLICIES if p not in PACKING_POLICIES)}) plan "
                    "elastic jobs on whole GPUs; packing policies "
-                   f"({', '.join(PACKING_POLICIES)}) place rigid multi-resource tasks "
-                   "(GPU slices, CPU, memory: traces from `andreas trace import-alibaba`).")
+                   f"({', '.join(PACKING_POLICIES)}) and greedy / rg place rigid "
+                   "multi-resource tasks (GPU slices, CPU, memory: traces from `andreas "
+                   "trace import-alibaba`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Directory for CSV/JSON results and PNG plots [default: out/simulate/NAME].")
 @click.option("--seed", type=int, default=0, show_default=True,

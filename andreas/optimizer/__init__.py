@@ -82,9 +82,18 @@ PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit", *SHARING_P
 STATEFUL_POLICIES = ("round-robin", "ojpap")
 
 
+# Energy policies that also plan rigid tasks (they share GPUs where f_obj says so).
+ENERGY_SHARING_POLICIES = ("greedy", "rg")
+
+
 def plans_demands(name: str) -> bool:
     """Whether the policy honours ``Job.demand`` (fractions, CPU, memory)."""
-    return name in PACKING_POLICIES
+    return name in PACKING_POLICIES or name in ENERGY_SHARING_POLICIES
+
+
+def takes_sharing(name: str) -> bool:
+    """Whether the policy takes the sharing bounds as ``sharing=``."""
+    return name in SHARING_POLICIES or name in ENERGY_SHARING_POLICIES
 
 
 # The policies `andreas manager run` offers (the others are for studies: exact, DP, ...).

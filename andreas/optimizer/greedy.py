@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from andreas.model import Plan, Snapshot
@@ -20,9 +22,19 @@ DEFAULT_ALPHA = 0.05
 PR_ALPHA = DEFAULT_ALPHA
 
 
+def has_demands(snapshot: Snapshot) -> bool:
+    """Rigid multi-resource tasks: planned by ``optimizer.sharing.decide_energy`` (it
+    shares GPUs where that lowers f_obj), not by the numba kernels of elastic jobs."""
+    return any(j.demand is not None for j in snapshot.jobs)
+
+
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
-                  order: str = DEFAULT_ORDER, **_: object) -> Plan:
+                  order: str = DEFAULT_ORDER, **options: Any) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
+    if has_demands(snapshot):
+        from andreas.optimizer.sharing import decide_energy
+        return decide_energy(snapshot, rng, policy="greedy", iterations=1,
+                             sharing=options.get("sharing"))
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
@@ -31,14 +43,20 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
 
 
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
-              iterations: int = DEFAULT_ITERATIONS, alpha: float = DEFAULT_ALPHA,
+              iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
-              floor: bool = False, **_: object) -> Plan:
+              floor: bool = False, **options: Any) -> Plan:
     """Best f_obj over ``iterations`` constructions: the greedy first, with ``floor`` the
     baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
     waiting next to free GPUs. Off by default: it costs more in the long run
-    (ARCHITECTURE.md, "The proxy objectives, measured")."""
+    (ARCHITECTURE.md, "The proxy objectives, measured"). Rigid tasks: ``has_demands``."""
+    if has_demands(snapshot):
+        from andreas.optimizer.sharing import DEMAND_ITERATIONS, decide_energy
+        return decide_energy(snapshot, rng, policy="rg",
+                             iterations=iterations or DEMAND_ITERATIONS,
+                             sharing=options.get("sharing"))
+    iterations = iterations or DEFAULT_ITERATIONS
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)

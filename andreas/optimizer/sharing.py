@@ -24,12 +24,14 @@ best-fit packers. The plan's objective is the number of GPUs in use (eq. 9).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from andreas.interference import Sharing, balance, collision_probability, thetas
+from andreas.costs import SECONDS_PER_HOUR
 from andreas.model import GPU_MILLI, Demand, Job, Plan, Snapshot
 from andreas.optimizer.packing import Packing
 from andreas.resources import demand_of
@@ -323,3 +325,153 @@ def _move_cost(job: Job, snapshot: Snapshot) -> float:
     partial = job.epochs_done - np.floor(job.epochs_done + 1e-9) \
         if snapshot.params.progress == "epoch" else 0.0
     return float(partial * epoch_s + snapshot.params.restart_overhead_s)
+
+
+# --------------------------------------------------------------------------------------
+# The energy objective with GPU sharing: greedy / rg on snapshots of rigid tasks.
+
+DEMAND_ITERATIONS = 8      # rg's constructions on rigid tasks (Python, not the numba kernels)
+
+
+def decide_energy(snapshot: Snapshot, rng: np.random.Generator, *, policy: str,
+                  iterations: int, sharing: Sharing | None = None) -> Plan:
+    """``greedy`` (one construction) and ``rg`` (the best f_obj of ``iterations``) for rigid
+    tasks: jobs by decreasing due-date pressure, each where its marginal cost is least —
+    its own lateness, the lateness its slowdown adds to the jobs it would share GPUs with,
+    and the energy of the GPU time it adds. Sharing an active GPU adds no device, only
+    slowdown; a new GPU adds its power for the job's whole run. Later constructions swap
+    neighbours in the queue at random and draw among the three cheapest places with
+    probability inversely proportional to cost. Every place keeps the sharing bounds;
+    plans are compared on ``costs.evaluate`` with sharing."""
+    from andreas.costs import evaluate
+
+    model = sharing or Sharing()
+    best: Plan | None = None
+    best_value = math.inf
+    best_iteration = 0
+    for it in range(max(1, iterations)):
+        plan = _construct_energy(snapshot, rng, model, policy, randomize=it > 0)
+        value = evaluate(snapshot, plan, model).f_obj
+        if value < best_value - 1e-9:
+            best, best_value, best_iteration = plan, value, it
+    assert best is not None
+    return replace(best, objective=best_value, objective_name="f_obj",
+                   stats={"iterations": max(1, iterations), "best_iteration": best_iteration,
+                          "devices": int(best.stats.get("devices", 0))})
+
+
+def _construct_energy(snapshot: Snapshot, rng: np.random.Generator, model: Sharing,
+                      policy: str, *, randomize: bool) -> Plan:
+    sh = _Sharer(snapshot, model)
+    now = snapshot.now_s
+    solo = {j.id: _solo_s(snapshot, j) for j in sh.p.waiting}
+    for j in snapshot.jobs:
+        if j.running is not None:
+            solo[j.id] = _solo_s(snapshot, j)
+    queue = sorted(sh.p.waiting, key=lambda j: -(now + solo[j.id] - j.due_s))
+    if randomize:
+        for k in range(len(queue) - 1):
+            if rng.random() < 0.2:
+                queue[k], queue[k + 1] = queue[k + 1], queue[k]
+    jobs = {j.id: j for j in snapshot.jobs}
+    postponed = []
+    for job in queue:
+        demand = demand_of(job)
+        options = _energy_options(sh, job, demand, jobs, solo, snapshot)
+        if not options:
+            postponed.append(job.id)
+            continue
+        options.sort(key=lambda o: o[0])
+        pick = options[0]
+        if randomize and len(options) > 1:
+            top = options[:3]
+            weights = np.array([1.0 / max(o[0], 1e-9) for o in top])
+            pick = top[int(rng.choice(len(top), p=weights / weights.sum()))]
+        sh.place(job, demand, pick[1])
+    plan = sh.p.plan(policy, postponed)
+    devices = int(sh.p.ledger.busy_gpus().sum())
+    return replace(plan, stats={"devices": devices})
+
+
+def _solo_s(snapshot: Snapshot, job: Job) -> float:
+    """Remaining time alone on the fastest GPU type the job accepts (rigid: its GPU count)."""
+    d = demand_of(job)
+    times = [t for gpu_type in job.epoch_time_s
+             if (t := job.time_s(gpu_type, d.gpus, snapshot.params,
+                                 continuing=job.running is not None)) is not None]
+    return min(times) if times else 0.0
+
+
+def _energy_options(sh: _Sharer, job: Job, demand: Demand, jobs: dict[str, Job],
+                    solo: dict[str, float], snapshot: Snapshot
+                    ) -> list[tuple[float, Pick]]:
+    """(marginal cost, place) for each node: its empty GPUs, and (for slices) the active
+    GPUs with the lowest interference that keep every bound."""
+    from andreas.costs import c_ng_per_hour
+
+    led = sh.p.ledger
+    now = snapshot.now_s
+    t_job = solo[job.id]
+    out: list[tuple[float, Pick]] = []
+    for i in sh.p.candidates(job, demand):
+        node = int(i)
+        if demand.cpu_milli > led.cpu_free[node] or demand.memory_mib > led.mem_free[node]:
+            continue
+        spec = snapshot.nodes[node]
+        per_gpu_h = (c_ng_per_hour(spec.power_w[-1], snapshot.energy)
+                     - c_ng_per_hour(spec.power_w[0], snapshot.energy)) / max(spec.gpus, 1)
+        ok = [int(s) for s in np.flatnonzero(led.gpu_ok(demand, node))]
+        empty = [s for s in ok if not led.on_gpu(node, s)]
+        if len(empty) >= demand.gpus:
+            slots = tuple(empty[: demand.gpus])
+            cost = (job.weight * max(0.0, now + t_job - job.due_s)
+                    + demand.gpus * per_gpu_h * t_job / SECONDS_PER_HOUR)
+            out.append((cost, (node, slots)))
+        if not demand.shared:
+            continue
+        shared = []
+        for s in ok:
+            if not led.on_gpu(node, s):
+                continue
+            theta = sh.gpu_check(job, demand, node, s)
+            if theta is not None:
+                shared.append((theta, s))
+        if len(shared) < demand.gpus:
+            continue
+        shared.sort()
+        slots = tuple(s for _, s in shared[: demand.gpus])
+        out.append((_shared_cost(sh, job, demand, node, slots, jobs, solo, now, per_gpu_h),
+                    (node, slots)))
+    return out
+
+
+def _shared_cost(sh: _Sharer, job: Job, demand: Demand, node: int, slots: tuple[int, ...],
+                 jobs: dict[str, Job], solo: dict[str, float], now: float,
+                 per_gpu_h: float) -> float:
+    """The job's lateness with its slowdown, the lateness its presence adds to the
+    co-residents, and the GPU time by which it outlasts them."""
+    led = sh.p.ledger
+    mine = 0.0
+    added = 0.0
+    gpu_s = 0.0
+    for s in slots:
+        before = list(led.on_gpu(node, s))
+        after = [*before, (job.id, demand)]
+        th_before = sh.thetas(before)
+        th_after = sh.thetas(after)
+        mine = max(mine, th_after[-1])
+        busy_before = max(solo.get(o, 0.0) * (1 + t) for (o, _), t in zip(before, th_before))
+        busy_after = busy_before
+        for (owner, _), t0, t1 in zip(before, th_before, th_after[:-1]):
+            other = jobs.get(owner)
+            if other is None:
+                continue
+            end0 = now + solo.get(owner, 0.0) * (1 + t0)
+            end1 = now + solo.get(owner, 0.0) * (1 + t1)
+            added += other.weight * (max(0.0, end1 - other.due_s) - max(0.0, end0 - other.due_s))
+            busy_after = max(busy_after, end1 - now)
+        busy_after = max(busy_after, solo[job.id] * (1 + th_after[-1]))
+        gpu_s += max(0.0, busy_after - busy_before)
+    t_job = solo[job.id] * (1 + mine)
+    return (job.weight * max(0.0, now + t_job - job.due_s) + added
+            + per_gpu_h * gpu_s / SECONDS_PER_HOUR)

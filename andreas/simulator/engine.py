@@ -24,8 +24,8 @@ from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
                            Snapshot, Trace)
-from andreas.optimizer import (SHARING_POLICIES, STATEFUL_POLICIES, decide, default_period_s,
-                               plans_demands)
+from andreas.optimizer import (STATEFUL_POLICIES, decide, default_period_s, plans_demands,
+                               takes_sharing)
 from andreas.interference import thetas
 from andreas.resources import Ledger, demand_of, held_milli
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
@@ -343,7 +343,7 @@ class Simulator:
             opts["floor"] = True
         if self.policy in STATEFUL_POLICIES:
             opts["state"] = self.policy_state
-        if self.policy in SHARING_POLICIES:
+        if takes_sharing(self.policy):
             opts["sharing"] = self.opt.sharing
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
