@@ -124,4 +124,9 @@ def get_policy(name: str) -> Policy:
 def decide(snapshot: Snapshot, rng: np.random.Generator, policy: str = "rg",
            **options: Any) -> Plan:
     """Run the named policy on a snapshot."""
-    return get_policy(policy)(snapshot, rng, **options)
+    fn = get_policy(policy)
+    if snapshot.cloud and policy in PACKING_POLICIES:
+        # Packing places tasks on GPUs a node owns; a cloud VM has none until configured.
+        raise InputError(f"policy: {policy!r} packs tasks on on-premise GPUs; a cloud "
+                         f"snapshot needs an energy policy (rg, pr, greedy, ...)")
+    return fn(snapshot, rng, **options)
