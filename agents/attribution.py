@@ -9,8 +9,14 @@ Per sampling interval:
   yet. NVML's process list is the *check*: processes on a GPU that do not belong to the
   owning container (or a GPU nobody owns that runs processes) are reported as
   :class:`Mismatch` findings for the log;
+- a GPU **shared** by jobs submitted with a GPU share (the ``andreas.gpu_milli`` label,
+  also the CUDA MPS compute cap the executor sets) is split in proportion to their
+  shares: with MPS capping each job's SMs, the share is the best a priori estimate of its
+  part of the GPU's dynamic power (NVML has no per-process energy; per-process SM
+  utilisation is not sampled yet). A GPU given beyond its whole (a whole-GPU job beside
+  anyone, or shares above 1000 milli) is a :class:`Mismatch`;
 - its **host energy** is a share of the host's energy for the interval, in proportion to
-  its share of the node's busy GPUs (GPUs assigned to a job);
+  the GPU it holds (milli-GPU over its GPUs) among the node's busy GPUs;
 - **idle GPUs' energy stays with the node**: it is in the GPU samples and no job's.
 
 Energies are integer millijoules; splits use the largest-remainder method so the shares
@@ -41,6 +47,12 @@ class ContainerJob:
     job_id: str
     attempt: int
     gpu_uuids: tuple[str, ...] = ()
+    gpu_milli: int | None = None          # its share of its one GPU; None: whole GPUs
+
+    @property
+    def share(self) -> int:
+        """Milli-GPU it holds on each of its GPUs (the attribution weight)."""
+        return self.gpu_milli if self.gpu_milli is not None else 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,11 +105,14 @@ def gpu_owners(containers: Iterable[ContainerJob],
                 continue
             owners.setdefault(uuid, []).append(c)
     for uuid, cs in owners.items():
-        if len(cs) > 1:
-            jobs = ", ".join(f"{c.job_id} ({c.container_id[:12]})" for c in cs)
+        if len(cs) > 1 and (any(c.gpu_milli is None for c in cs)
+                            or sum(c.share for c in cs) > 1000):
+            jobs = ", ".join(f"{c.job_id} ({c.container_id[:12]}, "
+                             f"{'whole' if c.gpu_milli is None else f'{c.gpu_milli}m'})"
+                             for c in cs)
             findings.append(Mismatch(("shared-gpu", uuid, tuple(c.container_id for c in cs)),
-                                     f"GPU {uuid} is assigned to several containers: {jobs}; "
-                                     "its energy is split equally between them"))
+                                     f"GPU {uuid} is assigned beyond its whole: {jobs}; its "
+                                     "energy is split in proportion to their shares"))
     return owners, findings
 
 
@@ -165,7 +180,7 @@ def attribute(readings: Iterable[GpuSample | GpuGap], host: HostSample | None,
     weights: dict[str, int] = {c.container_id: 0 for c in containers}
     for uuid, cs in owners.items():
         for c in cs:
-            weights[c.container_id] += 1
+            weights[c.container_id] += c.share
         if uuid in unknown:
             for c in cs:
                 gpu_known[c.container_id] = False
@@ -173,7 +188,7 @@ def attribute(readings: Iterable[GpuSample | GpuGap], host: HostSample | None,
         sample = samples.get(uuid)
         if sample is None or sample.energy_mj is None:
             continue
-        for c, part in zip(cs, split(sample.energy_mj, [1] * len(cs))):
+        for c, part in zip(cs, split(sample.energy_mj, [c.share for c in cs])):
             gpu_mj[c.container_id] += part
 
     host_mj: list[int | None]

@@ -243,7 +243,8 @@ class Agent:
             except queue.Empty:
                 break
             job = ContainerJob(container_id=item.container_id, job_id=item.job_id,
-                               attempt=item.attempt, gpu_uuids=tuple(item.gpu_uuids))
+                               attempt=item.attempt, gpu_uuids=tuple(item.gpu_uuids),
+                               gpu_milli=item.gpu_milli)
             if kind == "start":
                 self._running[item.container_id] = _Running(job, now_mono)
             else:

@@ -36,6 +36,7 @@ class ContainerInfo:
     attempt: int
     gpu_uuids: tuple[str, ...]
     started_s: float | None
+    gpu_milli: int | None = None          # its share of its one GPU; None: whole GPUs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +60,7 @@ class ContainerExit:
     epochs: int
     open_epoch: int | None
     removed: bool = False
+    gpu_milli: int | None = None
 
 
 class EpochPairer:

@@ -294,7 +294,8 @@ class EpochTracker:
                 return
             info = ContainerInfo(container_id=container.id, name=(container.name or ""),
                                  job_id=labels.job_id, attempt=labels.attempt,
-                                 gpu_uuids=labels.gpu_uuids, started_s=started)
+                                 gpu_uuids=labels.gpu_uuids, started_s=started,
+                                 gpu_milli=labels.gpu_milli)
             emitted = self._emitted.setdefault((labels.job_id, labels.attempt), set())
             run = _Run(info, since, EpochPairer(job_id=labels.job_id, attempt=labels.attempt,
                                                 container_id=container.id,
@@ -428,7 +429,8 @@ class EpochTracker:
         info = run.info
         exit_ = ContainerExit(container_id=info.container_id, job_id=info.job_id,
                               attempt=info.attempt, gpu_uuids=info.gpu_uuids,
-                              exit_code=run.exit_code, t=run.died_s or self.clock(),
+                              gpu_milli=info.gpu_milli, exit_code=run.exit_code,
+                              t=run.died_s or self.clock(),
                               epochs=run.pairer.records, open_epoch=run.pairer.open_epoch,
                               removed=run.removed)
         self._emit(self._on_exit, exit_)

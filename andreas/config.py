@@ -95,6 +95,10 @@ class ExecutorSettings:
     tls_client_key: str | None = None
     stop_grace_s: float = field(default=120.0, metadata=rule(gt=0))   # when a job has none
     docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0))  # API calls, not stops
+    # GPU sharing: the host directory of the CUDA MPS control daemon's pipes. Set, a job with
+    # a GPU share gets it at MPS_PIPE_MOUNT and its compute capped by MPS; unset, shares
+    # time-slice the GPU (the percentage variable is still passed; without MPS it does nothing).
+    mps_pipe_dir: str | None = field(default=None, metadata=rule(absolute_path=True))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -98,13 +98,20 @@ def _money(x: float | None) -> str:
 @click.option("--name", default=None, metavar="ID",
               help="Job id (1-64 of A-Z a-z 0-9 _ . -; unique ignoring case). Default: "
                    "<UTC yyyymmdd-HHMMSS>-<6 hex>.")
+@click.option("--gpu-share", default=None, metavar="FRACTION",
+              help="Run on a share of one GPU beside other jobs (0.25 or 25%): the manager "
+                   "places it under the interference bounds of the GPU-sharing policies "
+                   "(rg, greedy, ojpp-*) and caps its compute with CUDA MPS. Default: "
+                   "whole GPUs.")
+@click.option("--gpu-memory-mib", default=None, metavar="MIB",
+              help="GPU memory the job needs, so shares never overfill a GPU's memory.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the job id (for scripts).")
 @click.pass_context
 @db_errors
 def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | None,
                weight: str | None, app: str | None, cmd: str | None, env: tuple[str, ...],
                max_gpus: str | None, grace_s: str | None, name: str | None,
-               quiet: bool) -> None:
+               gpu_share: str | None, gpu_memory_mib: str | None, quiet: bool) -> None:
     """Submit a training job: a Docker image and its epochs, due date and weight.
 
     \b
@@ -127,7 +134,8 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
     now = _now(ctx)
     options = {"--epochs": epochs, "--due": due, "--weight": weight, "--app": app,
                "--cmd": cmd, "--env": env or None, "--max-gpus": max_gpus,
-               "--grace-s": grace_s, "--name": name}
+               "--grace-s": grace_s, "--name": name, "--gpu-share": gpu_share,
+               "--gpu-memory-mib": gpu_memory_mib}
     spec: JobSpec
     if source.lower().endswith(JOB_FILE_SUFFIXES):
         given = [k for k, v in options.items() if v is not None]
@@ -143,7 +151,8 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
                 raise InputError(f"{option} is required (or submit a job.yaml)")
         spec = parse_submission(image=source, epochs=epochs, due=due, weight=weight, app=app,
                                 cmd=cmd, env=list(env) if env else None, max_gpus=max_gpus,
-                                grace_s=grace_s, name=name, now_s=now)
+                                grace_s=grace_s, name=name, gpu_share=gpu_share,
+                                gpu_memory_mib=gpu_memory_mib, now_s=now)
     settings = load_settings()
     check_image_allowed(spec.image, settings.executor.image_allowlist)
     store = _open(settings)
@@ -156,7 +165,8 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
         return
     click.echo(f"submitted {job_id}: {spec.application}, {spec.epochs} epochs, due "
                f"{stamp_relative(spec.due_s, now)}, weight {spec.weight:g}/s"
-               + (f", at most {spec.max_gpus} GPUs" if spec.max_gpus else ""))
+               + (f", at most {spec.max_gpus} GPUs" if spec.max_gpus else "")
+               + (f", {spec.gpu_milli / 10:g}% of one GPU" if spec.gpu_milli else ""))
 
 
 # --------------------------------------------------------------------------- queue
@@ -274,6 +284,9 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             ("due", stamp_relative(d.due_s, now)),
             ("weight", f"{d.weight:g} per second late"),
             ("max GPUs", "-" if d.max_gpus is None else str(d.max_gpus)),
+            ("GPU share", "whole GPUs" if d.gpu_milli is None else
+             f"{d.gpu_milli / 10:g}% of one GPU"
+             + ("" if d.gpu_memory_mib is None else f", {d.gpu_memory_mib} MiB GPU memory")),
             ("grace", f"{d.grace_s:g} s"), ("failures", str(d.failures)),
             ("planned on", where), ("finish", finish),
             ("energy", "-" if c.energy_kwh is None else f"{c.energy_kwh:.3f} kWh"),

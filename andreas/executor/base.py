@@ -53,6 +53,7 @@ class StartRequest:
     fake_gpus: bool = False
     grace_s: float = 120.0
     restart_count: int = 0
+    gpu_milli: int | None = None          # a share of its one GPU (CUDA MPS); None: whole
 
 
 @dataclass(frozen=True, kw_only=True)

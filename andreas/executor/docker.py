@@ -23,6 +23,7 @@ call; a container is inspected only when it is first seen and when its state cha
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -77,6 +78,20 @@ def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]
     return binds
 
 
+MPS_PIPE_MOUNT = "/tmp/nvidia-mps"
+
+
+def share_environment(gpu_milli: int, settings: ExecutorSettings) -> dict[str, str]:
+    """Variables of a job that runs on a share of one GPU: its share for the job itself
+    (``ANDREAS_GPU_SHARE``, 0-1) and the CUDA MPS compute cap (percent of the GPU's SMs,
+    rounded up); the MPS pipe directory when the hosts run an MPS control daemon."""
+    env = {"ANDREAS_GPU_SHARE": f"{gpu_milli / 1000:g}",
+           "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, math.ceil(gpu_milli / 10)))}
+    if settings.mps_pipe_dir:
+        env["CUDA_MPS_PIPE_DIRECTORY"] = MPS_PIPE_MOUNT
+    return env
+
+
 def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, Any]:
     """The keyword arguments of ``client.containers.run`` for one attempt (pure)."""
     if settings.network == "host" and not settings.allow_host_network:
@@ -84,7 +99,8 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
     try:
         contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
                                    request.restart_count)
-        labels = container_labels(request.job_id, request.attempt, request.gpu_uuids)
+        labels = container_labels(request.job_id, request.attempt, request.gpu_uuids,
+                                  request.gpu_milli)
     except ValueError as e:
         raise ExecutorError(f"job {request.job_id!r} attempt {request.attempt}: {e}") from e
     options: dict[str, Any] = {
@@ -101,6 +117,10 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
     }
     if request.command:
         options["command"] = list(request.command)
+    if request.gpu_milli is not None:
+        options["environment"].update(share_environment(request.gpu_milli, settings))
+        if settings.mps_pipe_dir:
+            options["volumes"].append(f"{settings.mps_pipe_dir}:{MPS_PIPE_MOUNT}:rw")
     if request.gpu_uuids and not request.fake_gpus:
         import docker.types
 

@@ -105,6 +105,8 @@ class DryRunExecutor(Executor):
             if after is not None:
                 self._done_at[cid] = now + float(after)
             gpus = ",".join(request.gpu_uuids) or "-"
+            if request.gpu_milli is not None:
+                gpus += f"@{request.gpu_milli}m"
             self._record(DryRunAction(kind="start", node=node.name, container_id=cid,
                                       job_id=request.job_id, attempt=request.attempt,
                                       detail=f"gpus={gpus} image={request.image}"),

@@ -16,6 +16,7 @@ ENV_RESTART_COUNT = "ANDREAS_RESTART_COUNT"
 LABEL_JOB = "andreas.job"
 LABEL_ATTEMPT = "andreas.attempt"
 LABEL_GPUS = "andreas.gpus"
+LABEL_GPU_MILLI = "andreas.gpu_milli"     # a share of its one GPU (absent: whole GPUs)
 
 EXIT_DONE = 0
 EXIT_PREEMPTED = 143      # 128 + SIGTERM: stopped on request, resumable
@@ -95,10 +96,11 @@ class JobLabels:
     job_id: str
     attempt: int
     gpu_uuids: tuple[str, ...] = ()
+    gpu_milli: int | None = None
 
 
 def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | list[str] = (),
-                     ) -> dict[str, str]:
+                     gpu_milli: int | None = None) -> dict[str, str]:
     """The labels the executor puts on a job's container."""
     if not valid_job_id(job_id):
         raise ValueError(f"job id must be 1-64 characters of A-Z a-z 0-9 . _ - : @ +, "
@@ -109,7 +111,13 @@ def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | lis
         if not isinstance(uuid, str) or not uuid or "," in uuid or uuid != uuid.strip():
             raise ValueError(f"GPU UUID must be a non-empty string without commas or "
                              f"surrounding spaces, got {uuid!r}")
-    return {LABEL_JOB: job_id, LABEL_ATTEMPT: str(attempt), LABEL_GPUS: ",".join(gpu_uuids)}
+    labels = {LABEL_JOB: job_id, LABEL_ATTEMPT: str(attempt), LABEL_GPUS: ",".join(gpu_uuids)}
+    if gpu_milli is not None:
+        if isinstance(gpu_milli, bool) or not isinstance(gpu_milli, int) \
+                or not 1 <= gpu_milli <= 999:
+            raise ValueError(f"gpu_milli must be a whole number 1-999, got {gpu_milli!r}")
+        labels[LABEL_GPU_MILLI] = str(gpu_milli)
+    return labels
 
 
 def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
@@ -124,5 +132,12 @@ def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
     if raw is None or WHOLE_NUMBER.fullmatch(raw.strip()) is None:
         raise ValueError(f"label {LABEL_ATTEMPT}: must be a whole number >= 0, got {raw!r}")
     gpus = tuple(u.strip() for u in (labels.get(LABEL_GPUS) or "").split(",") if u.strip())
-    return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus)
+    share = labels.get(LABEL_GPU_MILLI)
+    milli = None
+    if share is not None:
+        if WHOLE_NUMBER.fullmatch(share.strip()) is None or not 1 <= int(share) <= 999:
+            raise ValueError(f"label {LABEL_GPU_MILLI}: must be a whole number 1-999, got "
+                             f"{share!r}")
+        milli = int(share)
+    return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus, gpu_milli=milli)
 

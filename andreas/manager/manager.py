@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +67,8 @@ class Manager:
         self.settings = settings
         self.clock = clock
         self.rng = rng if rng is not None else np.random.default_rng(settings.manager.seed)
+        self.policy_state: dict[str, Any] = {}   # what a stateful policy keeps between decisions
+        self._unshared_logged: tuple[str, ...] = ()
         self.estimator = estimator or Estimator(settings.manager,
                                                 power_refresh_s=POWER_REFRESH_S)
         self.policy = settings.manager.policy
@@ -137,13 +140,22 @@ class Manager:
             if state is None:
                 state = load_state(s)
             build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
-                                   unreachable=self.reconciler.unreachable)
+                                   unreachable=self.reconciler.unreachable,
+                                   shares=optimizer.plans_demands(self.policy))
+        if build.unshared and build.unshared != self._unshared_logged:
+            self._unshared_logged = build.unshared
+            log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "
+                        "(%s); use rg, greedy or an ojpp-* policy to run them", self.policy,
+                        len(build.unshared), ", ".join(build.unshared[:5])
+                        + (", ..." if len(build.unshared) > 5 else ""))
         snap = build.snapshot
         snapshot_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         if snap.nodes and snap.jobs:
             try:
-                plan = optimizer.decide(snap, self.rng, self.policy)
+                options = ({"state": self.policy_state}
+                           if self.policy in optimizer.STATEFUL_POLICIES else {})
+                plan = optimizer.decide(snap, self.rng, self.policy, **options)
                 check_plan(snap, plan)
             except (AndreasError, ValueError) as e:
                 kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
@@ -156,6 +168,8 @@ class Manager:
                         objective_name="none", stats={"jobs": len(snap.jobs)})
         decide_s = time.perf_counter() - t1
         doc = plan_document(snap, plan, build.curves, extra_postponed=build.unrunnable,
+                            extra_reasons={j: f"wait: a GPU share, and policy {self.policy} "
+                                           "plans whole GPUs only" for j in build.unshared},
                             pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
                             stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
                                    "snapshot_s": snapshot_s, "decide_s": decide_s})

@@ -3,12 +3,13 @@
 Schema (every key always present)::
 
     {"format": "andreas-decision/1", "now_s": T,
-     "assignments": [{"job", "node", "gpus", "expected_end_s", "epoch_time_s",
-                      "predicted_cost"}],
+     "assignments": [{"job", "node", "gpus", "gpu_ids", "expected_end_s", "epoch_time_s",
+                      "predicted_cost"}],    # gpu_ids: positions in the node's usable
+                                             # GPUs the policy chose ([]: any free ones)
      "postponed": [job ids],
      "actions": [{"job", "kind", "node", "gpus", "reason"}],   # kind: Plan.actions' kinds
      "nodes": {name: {"busy_gpus", "power_w": [P0..PG], "power_source", "samples",
-                      "cost_per_hour"}},
+                      "cost_per_hour"}},            # busy_gpus: distinct GPUs in use
      "energy": {"pue", "price_per_kwh"},
      "pinned": [job ids left running on nodes that take no new work],
      "unreachable": [nodes the manager marked down itself],
@@ -50,6 +51,7 @@ class PlanEntry:
     decision_id: int | None
     node: str | None = None
     gpus: int | None = None
+    gpu_ids: tuple[int, ...] = ()       # positions in the node's usable GPUs (when named)
     expected_end_s: float | None = None
     predicted_cost: float | None = None
 
@@ -65,7 +67,11 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
     for a in items:
         if isinstance(a, Mapping) and isinstance(a.get("job"), str):
             gpus = a.get("gpus")
+            ids = a.get("gpu_ids")
             out[a["job"]] = PlanEntry(
+                gpu_ids=(tuple(ids) if isinstance(ids, list) and all(
+                    isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+                    else ()),
                 decision_id=decision_id,
                 node=a["node"] if isinstance(a.get("node"), str) else None,
                 gpus=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
@@ -92,7 +98,8 @@ class Target:
     @classmethod
     def from_doc(cls, decision_id: int | None, doc: Mapping[str, Any] | None) -> Target:
         doc = doc or {}
-        assignments = {job: Config(node=e.node, gpus=e.gpus)
+        assignments = {job: Config(node=e.node, gpus=e.gpus,
+                                   gpu_ids=e.gpu_ids if len(e.gpu_ids) == e.gpus else ())
                        for job, e in read_assignments(decision_id, doc).items()
                        if e.node is not None and e.gpus is not None}
         return cls(decision_id=decision_id, assignments=MappingProxyType(assignments),
@@ -235,31 +242,35 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
 
 def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurve], *,
                   extra_postponed: tuple[str, ...] = (), pinned: tuple[str, ...] = (),
-                  unreachable: tuple[str, ...] = (), stats: Mapping[str, Any] | None = None
-                  ) -> dict[str, Any]:
+                  unreachable: tuple[str, ...] = (), stats: Mapping[str, Any] | None = None,
+                  extra_reasons: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The JSON stored in ``decisions.plan`` (see the module docstring)."""
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
     assignments = []
-    busy: dict[str, int] = {}
+    busy: dict[str, set[tuple[int, ...]]] = {}    # distinct GPUs (or GPU groups) in use
     by_name = {n.name: n for n in snapshot.nodes}
     classes = node_classes(snapshot)
     for a in plan.assignments:
         t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
                                       classes=classes)
-        busy[a.node] = busy.get(a.node, 0) + a.gpus
+        held = ({(i,) for i in a.gpu_ids} if a.gpu_ids
+                else {(-len(assignments) - 1, k) for k in range(a.gpus)})
+        busy.setdefault(a.node, set()).update(held)
         assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
+                            "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
                             "epoch_time_s": _num(epoch), "predicted_cost": _num(cost)})
     actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
                 "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
     for job_id in extra_postponed:
         actions.append({"job": job_id, "kind": ActionKind.WAIT.value, "node": None, "gpus": 0,
-                        "reason": "wait: no epoch time for any schedulable node"})
+                        "reason": (extra_reasons or {}).get(
+                            job_id, "wait: no epoch time for any schedulable node")})
     nodes = {}
     for n in snapshot.nodes:
         curve = curves[n.name]
-        g = busy.get(n.name, 0)
+        g = min(len(busy.get(n.name, ())), n.gpus)
         nodes[n.name] = {"busy_gpus": g, "power_w": list(n.power_w),
                          "power_source": curve.source, "samples": curve.samples,
                          "cost_per_hour": c_ng_per_hour(n.power_w[g], snapshot.energy)}

@@ -27,6 +27,11 @@ difference, so running it twice in a row changes nothing the second time:
 
 Free GPUs of a node = usable GPUs held neither by an open attempt nor by a running
 labelled container, so a node is never over capacity, even while a stale container stops.
+With GPU sharing a GPU is counted in milli-GPU: an open attempt holds its share
+(``gpu_milli``) of its GPU, or all of each of its GPUs; a running container of no open
+attempt holds all of its GPUs. A job with a share starts on the GPU its plan names when
+that GPU has room for it, else on the fullest GPU that has (best fit); a whole-GPU job
+only on GPUs nobody holds any of.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from andreas.manager.exits import ExitKind, classify_exit, retry
 from andreas.manager.plandoc import Target
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
+from andreas.model import GPU_MILLI, Config
 from andreas.store.attempts import (end_attempt, note_stop, open_attempt, record_container,
                                     request_stop)
 from andreas.store.engine import Store
@@ -390,18 +396,22 @@ class Reconciler:
         the target places on free GPUs. ``state``: the store after :meth:`settle`."""
         now = self.clock()
         triggers: set[str] = set()
-        in_use: dict[str, set[int]] = {n: set() for n in state.nodes}
+        in_use: dict[str, dict[int, int]] = {n: {} for n in state.nodes}   # milli per GPU
+        attempts = set()
         for job in state.jobs.values():
             for a in job.open_attempts:
                 node = state.node_of(a)
                 if node is not None:
-                    in_use[node.name].update(a.gpu_ids)
+                    attempts.add((job.id, a.attempt))
+                    for i, m in a.held_milli().items():
+                        in_use[node.name][i] = in_use[node.name].get(i, 0) + m
         for name, cs in obs.containers.items():
             node = state.nodes.get(name)
             for c in cs:
-                if c.running and node is not None:
-                    in_use[name].update(i for u in c.gpu_uuids
-                                        if (i := node.index_of(u)) is not None)
+                if c.running and node is not None and (c.job_id, c.attempt) not in attempts:
+                    for u in c.gpu_uuids:
+                        if (i := node.index_of(u)) is not None:
+                            in_use[name][i] = GPU_MILLI
         found = {(c.job_id, c.attempt): c.container_id for cs in obs.containers.values()
                  for c in cs}
         polled = set(obs.containers)
@@ -432,8 +442,8 @@ class Reconciler:
             node = state.nodes.get(want.node)
             if node is None or node.name not in polled or not schedulable(node, self.unreachable):
                 continue
-            free = [g for g in node.usable if g.index not in in_use[node.name]]
-            if len(free) < want.gpus:
+            chosen = _choose_gpus(node.usable, in_use[node.name], want, job.gpu_milli)
+            if chosen is None:
                 continue
             if self._fenced(job, now):
                 continue
@@ -442,8 +452,9 @@ class Reconciler:
                 if image == "failed":
                     triggers.add("failed")
                 continue
-            chosen = free[:want.gpus]
-            in_use[node.name].update(g.index for g in chosen)
+            share = job.gpu_milli if job.gpu_milli is not None else GPU_MILLI
+            for g in chosen:
+                in_use[node.name][g.index] = in_use[node.name].get(g.index, 0) + share
             triggers |= self._start(job, node, chosen, target, now)
         return triggers
 
@@ -505,7 +516,8 @@ class Reconciler:
             with self.store.session() as s:
                 attempt_id = open_attempt(s, job_id=job.id, attempt=number, node_id=node.id,
                                           gpu_ids=[g.index for g in gpus],
-                                          decision_id=target.decision_id)
+                                          decision_id=target.decision_id,
+                                          gpu_milli=job.gpu_milli)
                 transition(s, job.id, JobState.RUNNING, expected=job.state, now_s=now)
         except TransitionConflict as e:
             log.info("job %s: not started, it changed meanwhile (%s)", job.id,
@@ -517,12 +529,13 @@ class Reconciler:
         request = StartRequest(job_id=job.id, attempt=number, image=job.image,
                                command=job.command, env=dict(job.env), epochs=job.epochs,
                                gpu_uuids=tuple(g.uuid for g in gpus), fake_gpus=node.fake,
-                               grace_s=job.grace_s, restart_count=previous)
+                               grace_s=job.grace_s, restart_count=previous,
+                               gpu_milli=job.gpu_milli)
         attempt = AttemptView(id=attempt_id, job_id=job.id, attempt=number, node_id=node.id,
                               gpu_ids=tuple(g.index for g in gpus), container_id=None,
                               start_s=None, end_s=None, exit_code=None,
                               decision_id=target.decision_id, stop_decision_id=None,
-                              stop_requested_s=None)
+                              stop_requested_s=None, gpu_milli=job.gpu_milli)
         running = _replace_state(job, JobState.RUNNING)
         try:
             cid = self.executor.start(node_ref(node), request)
@@ -609,3 +622,18 @@ def _gpus(indexes) -> str:
 
 def _replace_state(job: JobView, state: JobState) -> JobView:
     return replace(job, state=state)
+
+
+def _choose_gpus(usable: tuple[GpuView, ...], used: Mapping[int, int], want: Config,
+                 share: int | None) -> list[GpuView] | None:
+    """The GPUs a start takes (see the module docstring), or None while they are held.
+    ``want.gpu_ids``: positions in ``usable`` the plan chose; ``share``: milli-GPU of one
+    GPU, None for whole GPUs."""
+    need = share if share is not None else GPU_MILLI
+    room = [g for g in usable if used.get(g.index, 0) + need <= GPU_MILLI]
+    planned = [usable[k] for k in want.gpu_ids if 0 <= k < len(usable)]
+    if len(planned) == want.gpus and all(g in room for g in planned):
+        return planned
+    if share is not None:
+        room.sort(key=lambda g: -used.get(g.index, 0))      # fullest first: best fit
+    return room[:want.gpus] if len(room) >= want.gpus else None

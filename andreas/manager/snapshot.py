@@ -14,6 +14,12 @@
   ``jobs.epochs_done`` where it grew).
 - Epoch times per GPU type for g = 1 .. min(job.max_gpus, largest schedulable node of the
   type), from :class:`~andreas.manager.estimates.Estimator`.
+- GPU sharing: a job submitted with a GPU share is a rigid task (``Demand``: one GPU,
+  ``gpu_milli``, its GPU memory) for the policies that plan demands
+  (:func:`andreas.optimizer.plans_demands`); under the others it is left out (pinned while
+  it runs, unrunnable while it waits) and the log says why. Running jobs carry the GPUs
+  they hold as positions in the node's usable GPUs (``Config.gpu_ids``), so a policy
+  knows which GPU has room; a node's ``gpu_memory_mib`` is its smallest usable GPU's.
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ from dataclasses import dataclass, field
 from andreas.config import ManagerSettings
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
 from andreas.manager.state import StoreState
-from andreas.model import Config, Energy, Job, Node, Params, Snapshot
+from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot
 from andreas.store.engine import Session
 from andreas.store.epochs import max_epochs, write_epochs_done
 from andreas.store.jobs import WAITING
 from andreas.store.models import JobState, NodeState
-from andreas.store.read import NodeView
+from andreas.store.read import JobView, NodeView
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +48,7 @@ class SnapshotBuild:
     epochs: Mapping[tuple[str, str], tuple[EpochEstimate, ...]] = field(default_factory=dict)
     pinned: tuple[str, ...] = ()
     unrunnable: tuple[str, ...] = ()
+    unshared: tuple[str, ...] = ()      # jobs with a GPU share, left out: the policy can't
 
 
 def schedulable(node: NodeView, unreachable: Collection[str] = ()) -> bool:
@@ -60,38 +67,51 @@ def settings_params(settings: ManagerSettings) -> Params:
 
 def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                    settings: ManagerSettings, now_s: float, *,
-                   unreachable: Collection[str] = ()) -> SnapshotBuild:
-    """The optimizer's view of the store (see the module docstring)."""
+                   unreachable: Collection[str] = (), shares: bool = True) -> SnapshotBuild:
+    """The optimizer's view of the store (see the module docstring). ``shares``: whether
+    the policy plans GPU shares (otherwise jobs with one are left out)."""
     nodes = [n for n in state.nodes.values() if schedulable(n, unreachable)]
     names = {n.name for n in nodes}
     curves = estimator.power_curves(
         s, [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type, gpus=len(n.gpus))
             for n in nodes], now_s)
     model_nodes = tuple(Node(name=n.name, gpu_type=n.gpu_type, gpus=len(n.usable),
-                             power_w=curves[n.name].power_w[:len(n.usable) + 1])
+                             power_w=curves[n.name].power_w[:len(n.usable) + 1],
+                             gpu_memory_mib=min(g.memory_mib for g in n.usable))
                         for n in nodes)
+    position = {n.name: {g.index: k for k, g in enumerate(n.usable)} for n in nodes}
     largest: dict[str, int] = {}
     for n in model_nodes:
         largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)
 
-    pinned, planned = [], []
+    pinned, planned, unshared, unrunnable = [], [], [], []
     for job in state.jobs.values():
+        if job.gpu_milli is not None and not shares:
+            unshared.append(job.id)     # running: pinned (left alone); waiting: unrunnable
+            (pinned if job.state in (JobState.RUNNING, JobState.PREEMPTING) else
+             unrunnable).append(job.id)
+            continue
         if job.state in WAITING or job.state is JobState.PREEMPTING:
             planned.append((job, None))
         elif job.state is JobState.RUNNING:
             a = job.latest
             node = state.node_of(a) if a is not None and a.open else None
-            if node is not None and node.name in names:
-                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids))))
-            else:
+            slots = (tuple(position[node.name].get(i, -1) for i in a.gpu_ids)
+                     if node is not None and node.name in names else ())
+            if node is not None and slots and min(slots) >= 0:
+                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids),
+                                            gpu_ids=slots)))
+            else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)
     done = max_epochs(s, [j.id for j, _ in planned])
     write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
     tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 
-    jobs, unrunnable = [], []
+    jobs = []
     for job, running in sorted(planned, key=lambda p: (p[0].submit_s, p[0].id)):
         cap = job.max_gpus if job.max_gpus and job.max_gpus > 0 else None
+        if job.gpu_milli is not None:
+            cap = 1
         times = {}
         for gpu_type, g_max in largest.items():
             est = tables.get((job.application, gpu_type))
@@ -104,9 +124,17 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
         progress = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
         jobs.append(Job(id=job.id, submit_s=job.submit_s, due_s=job.due_s, weight=job.weight,
                         epochs=job.epochs, epoch_time_s=times, app=job.application,
-                        epochs_done=progress, running=running))
+                        epochs_done=progress, running=running, demand=_demand(job)))
     snapshot = Snapshot(nodes=model_nodes, jobs=tuple(jobs), now_s=now_s,
                         energy=settings_energy(settings), params=settings_params(settings),
                         name=f"store@{now_s:.0f}")
     return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
-                         pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable))
+                         pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable),
+                         unshared=tuple(sorted(unshared)))
+
+
+def _demand(job: JobView) -> Demand | None:
+    """A GPU share as a rigid one-GPU task; whole-GPU jobs stay elastic (None)."""
+    if job.gpu_milli is None:
+        return None
+    return Demand(gpus=1, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib or 0)

@@ -42,7 +42,8 @@ RESERVED_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES"})
 MAX_DUE_AHEAD_S = 10 * 365 * 86400.0
 MAX_REASON = 255
 FILE_KEYS = ("image", "epochs", "due", "weight", "app", "cmd", "env", "max_gpus", "grace_s",
-             "name")
+             "name", "gpu_share", "gpu_memory_mib")
+MAX_GPU_MEMORY_MIB = 1 << 20            # 1 TiB: far above any GPU's memory
 REQUIRED = ("image", "epochs", "due", "weight")
 
 # Docker image references (distribution/reference grammar, sha256 digests only).
@@ -71,6 +72,8 @@ class JobSpec:
     env: tuple[tuple[str, str], ...] = ()
     max_gpus: int | None = None
     grace_s: float | None = None
+    gpu_milli: int | None = None        # a share of one GPU (1-999 milli); None: whole GPUs
+    gpu_memory_mib: int | None = None
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -91,7 +94,8 @@ class _Labels:
 
 def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any = None,
                      cmd: Any = None, env: Any = None, max_gpus: Any = None,
-                     grace_s: Any = None, name: Any = None, now_s: float,
+                     grace_s: Any = None, name: Any = None, gpu_share: Any = None,
+                     gpu_memory_mib: Any = None, now_s: float,
                      file: str | None = None,
                      token_hex: Callable[[int], str] = secrets.token_hex) -> JobSpec:
     """Check every field and build the JobSpec; values may be strings (command line) or
@@ -101,6 +105,17 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
     ref = parse_image(image, label("image"))
     job_id = (parse_job_id(name, label("name")) if name is not None
               else generate_id(now_s, token_hex))
+    milli = None if gpu_share is None else parse_gpu_share(gpu_share, label("gpu_share"))
+    cap = None if max_gpus is None else _int(max_gpus, label("max_gpus"), minimum=1)
+    if milli is not None and cap is not None and cap > 1:
+        raise InputError(f"{label('max_gpus')} {_shown(max_gpus)}: a job with a GPU share "
+                         "runs on one GPU; leave max_gpus out or set it to 1")
+    memory = None
+    if gpu_memory_mib is not None:
+        memory = _int(gpu_memory_mib, label("gpu_memory_mib"), minimum=1)
+        if memory > MAX_GPU_MEMORY_MIB:
+            raise InputError(f"{label('gpu_memory_mib')} {_shown(gpu_memory_mib)}: at most "
+                             f"{MAX_GPU_MEMORY_MIB} MiB")
     return JobSpec(
         id=job_id, image=ref,
         epochs=_int(epochs, label("epochs"), minimum=1),
@@ -110,9 +125,28 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
                      else default_application(ref)),
         command=_command(cmd, label("cmd")),
         env=_env(env, label("env")),
-        max_gpus=None if max_gpus is None else _int(max_gpus, label("max_gpus"), minimum=1),
+        max_gpus=cap,
         grace_s=None if grace_s is None else _number(grace_s, label("grace_s"), minimum=0.0,
-                                                     open_min=True))
+                                                     open_min=True),
+        gpu_milli=milli, gpu_memory_mib=memory)
+
+
+def parse_gpu_share(value: Any, label: str = "--gpu-share") -> int:
+    """A share of one GPU as a fraction (``0.25``) or a percentage (``25%``), in milli-GPU
+    (1-999): the job runs beside others on one GPU, bounded by the GPU-sharing policies."""
+    text = value.strip() if isinstance(value, str) else value
+    percent = isinstance(text, str) and text.endswith("%")
+    try:
+        x = float(text[:-1] if percent else text)        # type: ignore[index, arg-type]
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, bool) or not math.isfinite(x):
+        raise InputError(f"{label} {_shown(value)}: a share of one GPU, e.g. 0.25 or 25%")
+    milli = round(x * (10 if percent else 1000))
+    if not 1 <= milli <= 999:
+        raise InputError(f"{label} {_shown(value)}: must be above 0 and below one whole GPU "
+                         "(0.001-0.999 or 0.1%-99.9%); for whole GPUs leave it out")
+    return milli
 
 
 def load_job_file(path: str | Path, *, now_s: float,
@@ -160,7 +194,8 @@ def submit(store: Store, spec: JobSpec, now_s: float, *, default_grace_s: float 
                               env=spec.env_dict, epochs=spec.epochs, submit_s=now_s,
                               due_s=spec.due_s, weight=spec.weight,
                               application=spec.application, grace_s=grace,
-                              max_gpus=spec.max_gpus))
+                              max_gpus=spec.max_gpus, gpu_milli=spec.gpu_milli,
+                              gpu_memory_mib=spec.gpu_memory_mib))
     except JobIdTaken as e:
         raise _duplicate(spec.id, e.existing) from None
     return spec.id

@@ -100,6 +100,8 @@ class JobDetail:
     weight: float
     max_gpus: int | None
     grace_s: float
+    gpu_milli: int | None
+    gpu_memory_mib: int | None
     state_changed_s: float | None
     failures: int
     reason: str | None
@@ -198,7 +200,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         id=job.id, state=job.state.value, image=job.image, application=job.application,
         command=job.command, env=dict(job.env), epochs=job.epochs, epochs_done=job.epochs_done,
         submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
-        grace_s=job.grace_s, state_changed_s=job.state_changed_s, failures=job.failures,
+        grace_s=job.grace_s, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib,
+        state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
         finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs))
 

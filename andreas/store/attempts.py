@@ -18,11 +18,13 @@ from andreas.store.nodes import Db
 
 
 def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
-                 gpu_ids: Sequence[int], decision_id: int | None) -> int:
+                 gpu_ids: Sequence[int], decision_id: int | None,
+                 gpu_milli: int | None = None) -> int:
     """A new attempt row (no container yet); its id. TransitionConflict when the job
-    already has attempt number ``attempt`` (another writer started it first)."""
+    already has attempt number ``attempt`` (another writer started it first).
+    ``gpu_milli``: the share of its one GPU the attempt holds (None: whole GPUs)."""
     row = JobAttempt(job_id=job_id, attempt=attempt, node_id=node_id, gpu_ids=list(gpu_ids),
-                     decision_id=decision_id)
+                     decision_id=decision_id, gpu_milli=gpu_milli)
     s.add(row)
     try:
         s.flush()

@@ -259,6 +259,10 @@ class Job(Base):
     failures: Mapped[int] = mapped_column(default=0, server_default="0")  # non-zero exits
     reason: Mapped[str | None] = mapped_column(String(255))  # why failed / cancelled
     predicted_cost: Mapped[float | None]                     # at submission (reports)
+    # A share of one GPU (1-999 milli-GPU; None: whole GPUs, elastic) and the GPU memory
+    # the job needs (MiB; None: not declared). See the GPU-sharing section of ARCHITECTURE.
+    gpu_milli: Mapped[int | None]
+    gpu_memory_mib: Mapped[int | None]
 
     attempts: Mapped[list[JobAttempt]] = relationship(back_populates="job",
                                                       order_by="JobAttempt.attempt")
@@ -281,6 +285,7 @@ class JobAttempt(Base):
     exit_code: Mapped[int | None]
     reason: Mapped[str | None] = mapped_column(String(255))
     decision_id: Mapped[int | None]                           # the decision that started it
+    gpu_milli: Mapped[int | None]                             # its share of gpu_ids[0]; None: whole
     stop_decision_id: Mapped[int | None]                      # ... and the one that stopped it
     stop_requested_s: Mapped[float | None]                    # grace period runs from here
 

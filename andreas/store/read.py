@@ -28,6 +28,7 @@ class GpuView:
     uuid: str
     healthy: bool
     mig: bool
+    memory_mib: int = 0
 
     @property
     def usable(self) -> bool:
@@ -77,10 +78,16 @@ class AttemptView:
     stop_decision_id: int | None
     stop_requested_s: float | None
     reason: str | None = None
+    gpu_milli: int | None = None          # its share of gpu_ids[0]; None: whole GPUs
 
     @property
     def open(self) -> bool:
         return self.end_s is None
+
+    def held_milli(self) -> dict[int, int]:
+        """Milli-GPU the attempt holds per GPU index."""
+        share = self.gpu_milli if self.gpu_milli is not None else 1000
+        return {i: share for i in self.gpu_ids}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +110,8 @@ class JobView:
     state_changed_s: float | None = None
     reason: str | None = None
     attempts: tuple[AttemptView, ...] = ()
+    gpu_milli: int | None = None          # a share of one GPU; None: whole GPUs (elastic)
+    gpu_memory_mib: int | None = None
 
     @property
     def latest(self) -> AttemptView | None:
@@ -116,11 +125,12 @@ class JobView:
 def load_nodes(db: Db) -> dict[str, NodeView]:
     """Every node by name, with the GPUs it still has (index >= 0) in index order."""
     gpus: dict[int, list[GpuView]] = defaultdict(list)
-    for gpu_id, node_id, index, uuid, healthy, mig in db.execute(
-            select(Gpu.id, Gpu.node_id, Gpu.index, Gpu.uuid, Gpu.healthy, Gpu.mig_enabled)
+    for gpu_id, node_id, index, uuid, healthy, mig, memory in db.execute(
+            select(Gpu.id, Gpu.node_id, Gpu.index, Gpu.uuid, Gpu.healthy, Gpu.mig_enabled,
+                   Gpu.memory_mib)
             .where(Gpu.index >= 0).order_by(Gpu.node_id, Gpu.index)):
         gpus[node_id].append(GpuView(id=gpu_id, index=index, uuid=uuid, healthy=bool(healthy),
-                                     mig=bool(mig)))
+                                     mig=bool(mig), memory_mib=int(memory or 0)))
     out = {}
     for r in db.execute(select(Node.id, Node.name, Node.docker_endpoint, Node.gpu_type,
                                Node.gpu_count, Node.state, Node.profiling,
@@ -143,12 +153,12 @@ def node_names(db: Db, ids: Collection[int | None]) -> dict[int, str]:
 _JOB_COLUMNS = (Job.id, Job.state, Job.image, Job.command, Job.env, Job.epochs, Job.epochs_done,
                 Job.submit_s, Job.due_s, Job.weight, Job.application, Job.grace_s,
                 Job.failures, Job.max_gpus, Job.predicted_cost, Job.state_changed_s,
-                Job.reason)
+                Job.reason, Job.gpu_milli, Job.gpu_memory_mib)
 _ATTEMPT_COLUMNS = (JobAttempt.id, JobAttempt.job_id, JobAttempt.attempt, JobAttempt.node_id,
                     JobAttempt.gpu_ids, JobAttempt.container_id, JobAttempt.start_s,
                     JobAttempt.end_s, JobAttempt.exit_code, JobAttempt.decision_id,
                     JobAttempt.stop_decision_id, JobAttempt.stop_requested_s,
-                    JobAttempt.reason)
+                    JobAttempt.reason, JobAttempt.gpu_milli)
 
 
 def load_jobs(db: Db, *, ids: Iterable[str] | None = None) -> dict[str, JobView]:
@@ -189,7 +199,7 @@ def _attempt(a: Any) -> AttemptView:
                        container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
                        exit_code=a.exit_code, decision_id=a.decision_id,
                        stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s,
-                       reason=a.reason)
+                       reason=a.reason, gpu_milli=a.gpu_milli)
 
 
 def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:
@@ -201,4 +211,5 @@ def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:
                    grace_s=r.grace_s if r.grace_s is not None else DEFAULT_GRACE_S,
                    failures=r.failures or 0, max_gpus=r.max_gpus,
                    predicted_cost=r.predicted_cost, state_changed_s=r.state_changed_s,
-                   reason=r.reason, attempts=attempts)
+                   reason=r.reason, attempts=attempts, gpu_milli=r.gpu_milli,
+                   gpu_memory_mib=r.gpu_memory_mib)

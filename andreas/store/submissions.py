@@ -39,6 +39,8 @@ class NewJob:
     env: Mapping[str, str] = field(default_factory=dict)
     max_gpus: int | None = None
     reason: str | None = None
+    gpu_milli: int | None = None          # a share of one GPU (1-999); None: whole GPUs
+    gpu_memory_mib: int | None = None
 
 
 class JobIdTaken(AndreasError):
@@ -56,7 +58,8 @@ def insert_job(s: Session, job: NewJob) -> None:
               epochs=job.epochs, epochs_done=0, submit_s=job.submit_s, due_s=job.due_s,
               weight=job.weight, application=job.application, grace_s=job.grace_s,
               state=job.state, state_changed_s=job.submit_s, max_gpus=job.max_gpus,
-              failures=0, reason=job.reason))
+              failures=0, reason=job.reason, gpu_milli=job.gpu_milli,
+              gpu_memory_mib=job.gpu_memory_mib))
 
 
 def add_job(store: Store, job: NewJob) -> None:

@@ -126,3 +126,30 @@ def test_pid_to_container_from_proc_cgroup(tmp_path):
         (tmp_path / str(pid) / "cgroup").write_text(text)
     lookup = ProcContainers(tmp_path)
     assert (lookup(10), lookup(11), lookup(12), lookup(13)) == (cid, cid, None, None)
+
+
+def test_a_shared_gpu_is_split_by_the_jobs_shares_and_so_is_host_energy():
+    a = ContainerJob(container_id=CID1, job_id="a", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=600)
+    b = ContainerJob(container_id=CID2, job_id="b", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=200)
+    c = ContainerJob(container_id="3" * 64, job_id="c", attempt=1, gpu_uuids=("GPU-b",))
+    shares, findings = attribute([gpu("GPU-a", 200_000), gpu("GPU-b", 300_000)], host(90_000),
+                                 [a, b, c], GPUS)
+    assert findings == []                                # 600 + 200 <= 1000: as planned
+    by = {s.job_id: s for s in shares}
+    assert (by["a"].gpu_energy_mj, by["b"].gpu_energy_mj) == (150_000, 50_000)
+    assert by["c"].gpu_energy_mj == 300_000
+    # host by held GPU: 600 : 200 : 1000
+    assert [by[j].host_energy_mj for j in "abc"] == [30_000, 10_000, 50_000]
+
+
+def test_a_gpu_given_beyond_its_whole_is_a_finding():
+    a = ContainerJob(container_id=CID1, job_id="a", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=700)
+    b = ContainerJob(container_id=CID2, job_id="b", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=700)
+    shares, findings = attribute([gpu("GPU-a", 140_000)], None, [a, b], GPUS)
+    assert [f.key[0] for f in findings] == ["shared-gpu"]
+    assert "beyond its whole" in findings[0].message
+    assert sum(s.gpu_energy_mj for s in shares) == 140_000

@@ -109,3 +109,30 @@ def test_container_state_from_inspect():
     assert not never.running and never.exit_code is None
     assert never.started_s is None and never.finished_s is None
     assert container_state({"Id": "x", "Config": {"Labels": {}}, "State": {}}) is None
+
+
+def test_a_gpu_share_caps_compute_through_cuda_mps():
+    opts = run_options(request(gpu_uuids=("GPU-aaa",), gpu_milli=333), SETTINGS)
+    env = opts["environment"]
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "34"      # rounded up, never 0
+    assert env["ANDREAS_GPU_SHARE"] == "0.333"
+    assert "CUDA_MPS_PIPE_DIRECTORY" not in env                  # no MPS daemon configured
+    assert opts["device_requests"][0]["DeviceIDs"] == ["GPU-aaa"]
+    mps = ExecutorSettings(checkpoint_root="/srv/ckpt", mps_pipe_dir="/run/nvidia-mps")
+    opts = run_options(request(gpu_uuids=("GPU-aaa",), gpu_milli=5), mps)
+    assert opts["environment"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "1"
+    assert opts["environment"]["CUDA_MPS_PIPE_DIRECTORY"] == "/tmp/nvidia-mps"
+    assert "/run/nvidia-mps:/tmp/nvidia-mps:rw" in opts["volumes"]
+    whole = run_options(request(), mps)
+    assert not any(k.startswith("CUDA_MPS") for k in whole["environment"])
+    assert "/run/nvidia-mps:/tmp/nvidia-mps:rw" not in whole["volumes"]
+
+
+def test_a_share_is_labelled_and_read_back():
+    from andreas.job import job_labels
+    opts = run_options(request(gpu_uuids=("GPU-aaa",), gpu_milli=250), SETTINGS)
+    assert job_labels(opts["labels"]).gpu_milli == 250
+    assert job_labels(run_options(request(), SETTINGS)["labels"]).gpu_milli is None
+    bad = dict(opts["labels"], **{"andreas.gpu_milli": "1000"})
+    with pytest.raises(ValueError, match="andreas.gpu_milli"):
+        job_labels(bad)

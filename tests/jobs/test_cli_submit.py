@@ -39,6 +39,19 @@ def test_submit_stores_queued_job(db_url, store):
     assert job.failures == 0 and job.reason is None
 
 
+def test_submit_a_gpu_share(db_url, store):
+    name = unique("share")
+    r = run_cli(db_url, "submit", "reg.io/ml/bert:1", *GOOD, "--gpu-share", "30%",
+                "--gpu-memory-mib", "6000", "--name", name)
+    assert r.exit_code == 0, r.output
+    assert "30% of one GPU" in r.stdout
+    job = stored(store, name)
+    assert (job.gpu_milli, job.gpu_memory_mib, job.max_gpus) == (300, 6000, None)
+    shown = run_cli(db_url, "show", name)
+    assert shown.exit_code == 0, shown.output
+    assert "30% of one GPU, 6000 MiB GPU memory" in shown.stdout
+
+
 def test_quiet_prints_only_the_generated_id(db_url, store):
     r = run_cli(db_url, "submit", "andreas-example/train-numpy:latest", *GOOD, "-q")
     assert r.exit_code == 0, r.output
@@ -87,6 +100,9 @@ BAD = [
     (("x", *GOOD, "--max-gpus", "0"), "--max-gpus '0'"),
     (("x", *GOOD, "--grace-s", "0"), "--grace-s '0'"),
     (("x", *GOOD, "--name", "bad/name"), "--name 'bad/name'"),
+    (("x", *GOOD, "--gpu-share", "1.5"), "--gpu-share '1.5'"),
+    (("x", *GOOD, "--gpu-share", "0.5", "--max-gpus", "4"), "--max-gpus '4'"),
+    (("x", *GOOD, "--gpu-memory-mib", "-1"), "--gpu-memory-mib '-1'"),
     (("x", "--due", "+1h", "--weight", "1"), "--epochs is required"),
     (("x", "--epochs", "3", "--weight", "1"), "--due is required"),
     (("x", "--epochs", "3", "--due", "+1h"), "--weight is required"),

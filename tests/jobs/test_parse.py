@@ -200,3 +200,27 @@ def test_job_yaml_unreadable(tmp_path):
     bad.write_bytes(b"image: \xff\n")
     with pytest.raises(InputError, match="not UTF-8"):
         load_job_file(bad, now_s=NOW)
+
+
+@pytest.mark.parametrize("share, milli", [("0.25", 250), ("25%", 250), (0.5, 500),
+                                          (" 0.999 ", 999), ("0.1%", 1)])
+def test_gpu_share_as_a_fraction_or_a_percentage(share, milli):
+    spec = parse_submission(image="train:1", epochs=3, due="+1h", weight=1, gpu_share=share,
+                            gpu_memory_mib="4096", now_s=NOW)
+    assert spec.gpu_milli == milli and spec.gpu_memory_mib == 4096
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"gpu_share": "1"}, "--gpu-share '1': must be above 0 and below one whole GPU"),
+    ({"gpu_share": "0"}, "--gpu-share '0': must be above 0"),
+    ({"gpu_share": "nan"}, "--gpu-share 'nan': a share of one GPU"),
+    ({"gpu_share": "half"}, "--gpu-share 'half': a share of one GPU"),
+    ({"gpu_share": True}, "--gpu-share True: a share of one GPU"),
+    ({"gpu_share": "0.5", "max_gpus": "2"}, "--max-gpus '2': a job with a GPU share runs on one"),
+    ({"gpu_memory_mib": "0"}, "--gpu-memory-mib '0': must be >= 1"),
+    ({"gpu_memory_mib": str(1 << 21)}, "--gpu-memory-mib '2097152': at most"),
+])
+def test_bad_gpu_share_names_the_field(fields, message):
+    with pytest.raises(InputError) as e:
+        parse_submission(image="train:1", epochs=3, due="+1h", weight=1, now_s=NOW, **fields)
+    assert str(e.value).startswith(message), str(e.value)

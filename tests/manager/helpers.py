@@ -55,11 +55,13 @@ def add_node(store: Store, name: str, gpus: int = 2, gpu_type: str = "V100", *,
 def add_job(store: Store, job_id: str, *, epochs: int = 10, due_s: float = 1e7,
             submit_s: float = 0.0, application: str = "resnet50", weight: float = 1.0,
             image: str = "registry.example/train:1", max_gpus: int | None = None,
-            grace_s: float = 60.0, state: JobState = JobState.QUEUED) -> str:
+            grace_s: float = 60.0, state: JobState = JobState.QUEUED,
+            gpu_milli: int | None = None, gpu_memory_mib: int | None = None) -> str:
     with store.session() as s:
         s.add(Job(id=job_id, image=image, command=["python", "train.py"], env={"LR": "0.1"},
                   epochs=epochs, submit_s=submit_s, due_s=due_s, weight=weight,
-                  application=application, grace_s=grace_s, max_gpus=max_gpus, state=state))
+                  application=application, grace_s=grace_s, max_gpus=max_gpus, state=state,
+                  gpu_milli=gpu_milli, gpu_memory_mib=gpu_memory_mib))
     return job_id
 
 
@@ -106,18 +108,27 @@ def dump(store: Store) -> tuple:
 
 
 def check_capacity(store: Store, executor: FakeExecutor) -> None:
-    """No GPU is held twice, by open attempts or by running containers, on any node."""
+    """No GPU is held beyond its whole (1000 milli-GPU: one whole-GPU job, or shares that
+    add up to at most 1000), by open attempts or by running containers, on any node."""
     with store.session() as s:
-        open_attempts = s.execute(select(JobAttempt.node_id, JobAttempt.gpu_ids)
+        open_attempts = s.execute(select(JobAttempt.node_id, JobAttempt.gpu_ids,
+                                         JobAttempt.gpu_milli)
                                   .where(JobAttempt.end_s.is_(None))).all()
         usable = {n: c for n, c in s.execute(select(Node.id, Node.gpu_count))}
-    held = Counter((node_id, i) for node_id, ids in open_attempts for i in ids)
-    assert all(n == 1 for n in held.values()), held
+    held: Counter = Counter()
+    for node_id, ids, milli in open_attempts:
+        for i in ids:
+            held[(node_id, i)] += 1000 if milli is None else milli
+    assert all(n <= 1000 for n in held.values()), held
     for node_id, i in held:
         assert 0 <= i < usable[node_id]
     for name in executor.nodes:
-        uuids = Counter(u for c in executor.running(name) for u in c.gpu_uuids)
-        assert all(n == 1 for n in uuids.values()), uuids
+        uuids: Counter = Counter()
+        for c in executor.running(name):
+            for u in c.gpu_uuids:
+                share = c.request.gpu_milli if c.request is not None else None
+                uuids[u] += 1000 if share is None else share
+        assert all(n <= 1000 for n in uuids.values()), uuids
 
 
 __all__ = ["Clock", "add_job", "add_node", "attempts", "check_capacity", "dump", "job",

@@ -41,7 +41,7 @@ def test_plan_document_schema_and_predicted_cost(mstore):
     placed = {a["job"] for a in plan["assignments"]} | set(plan["postponed"])
     assert placed == {"soon", "later", "nowhere"}
     for a in plan["assignments"]:
-        assert set(a) == {"job", "node", "gpus", "expected_end_s", "epoch_time_s",
+        assert set(a) == {"job", "node", "gpus", "gpu_ids", "expected_end_s", "epoch_time_s",
                           "predicted_cost"}
         assert a["expected_end_s"] > NOW and a["predicted_cost"] > 0
         assert job(mstore, a["job"]).predicted_cost == pytest.approx(a["predicted_cost"])

@@ -99,7 +99,7 @@ def test_jobs_progress_and_running_config(mstore):
     assert jobs["q"].running is None and len(jobs["q"].epoch_time_s["V100"]) == 2
     assert jobs["q"].epoch_time_s["V100"] == PROFILES.epoch_times("vgg19", "V100", 2)
     assert jobs["r"].epoch_time_s["V100"][1] == 0.5     # measured: 3 epochs on 2 V100
-    assert jobs["r"].running == Config(node="n", gpus=2) and jobs["r"].epochs_done == 3
+    assert jobs["r"].running == Config(node="n", gpus=2, gpu_ids=(0, 1)) and jobs["r"].epochs_done == 3
     assert len(jobs["r"].epoch_time_s["V100"]) == 4
     assert job(mstore, "r").epochs_done == 3            # written back
 
