@@ -128,12 +128,15 @@ class Cluster:
 @dataclass
 class Monitor:
     """Polls every engine's running andreas containers every ``interval_s``: the GPUs in
-    use per node (the ``andreas.gpus`` label) and which jobs run where, so a test can
-    assert that no node ever ran more GPUs than it has and no job ever ran twice."""
+    use per node (the ``andreas.gpus`` label; shares by ``andreas.gpu_milli``) and which
+    jobs run where, so a test can assert that no node ever ran more GPUs than it has and
+    no job ever ran twice."""
 
     cluster: Cluster
     interval_s: float = 0.2
     max_gpus: dict[str, int] = field(default_factory=dict)
+    max_milli: dict[str, int] = field(default_factory=dict)     # GPU shares counted in milli
+    max_containers: dict[str, int] = field(default_factory=dict)
     duplicates: list[tuple[float, str, list[str]]] = field(default_factory=list)
     over: list[tuple[float, str, int]] = field(default_factory=list)
     seen_on: dict[str, set[str]] = field(default_factory=dict)
@@ -161,15 +164,21 @@ class Monitor:
                                                       "status": "running"})
                 except Exception:  # noqa: BLE001 - an engine that was stopped
                     continue
-                used = 0
+                used = milli = 0
                 for c in running:
                     labels = c.get("Labels") or {}
-                    used += len([u for u in labels.get("andreas.gpus", "").split(",") if u])
+                    held = len([u for u in labels.get("andreas.gpus", "").split(",") if u])
+                    share = labels.get("andreas.gpu_milli")
+                    used += held if share is None else 0
+                    milli += held * (1000 if share is None else int(share))
                     where.setdefault(labels["andreas.job"], []).append(name)
                     self.seen_on.setdefault(labels["andreas.job"], set()).add(name)
                 self.max_gpus[name] = max(self.max_gpus.get(name, 0), used)
-                if used > self.cluster.nodes[name].gpus:
-                    self.over.append((time.time(), name, used))
+                self.max_milli[name] = max(self.max_milli.get(name, 0), milli)
+                self.max_containers[name] = max(self.max_containers.get(name, 0), len(running))
+                if used > self.cluster.nodes[name].gpus or \
+                        milli > 1000 * self.cluster.nodes[name].gpus:
+                    self.over.append((time.time(), name, milli))
             self.polls += 1
             for job, nodes in where.items():
                 if len(nodes) > 1:
