@@ -20,19 +20,23 @@
   it runs, unrunnable while it waits) and the log says why. Running jobs carry the GPUs
   they hold as positions in the node's usable GPUs (``Config.gpu_ids``), so a policy
   knows which GPU has room; a node's ``gpu_memory_mib`` is its smallest usable GPU's.
+  A running share measures its slowdown (``Config.slowdown``, theta): the median of its
+  attempt's last three epochs over its solo epoch time (the estimate for one GPU of the
+  type, from jobs on whole GPUs), minus one, never below 0; 0 before its first epoch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 
 from andreas.config import ManagerSettings
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
 from andreas.manager.state import StoreState
 from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot
 from andreas.store.engine import Session
-from andreas.store.epochs import max_epochs, write_epochs_done
+from andreas.store.epochs import attempt_epochs, max_epochs, write_epochs_done
 from andreas.store.jobs import WAITING
 from andreas.store.models import JobState, NodeState
 from andreas.store.read import JobView, NodeView
@@ -80,6 +84,7 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                              gpu_memory_mib=min(g.memory_mib for g in n.usable))
                         for n in nodes)
     position = {n.name: {g.index: k for k, g in enumerate(n.usable)} for n in nodes}
+    gpu_of = {n.name: n.gpu_type for n in nodes}
     largest: dict[str, int] = {}
     for n in model_nodes:
         largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)
@@ -104,6 +109,9 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
             else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)
     done = max_epochs(s, [j.id for j, _ in planned])
+    shared_runs = {(j.id, j.latest.attempt): j for j, run in planned
+                   if run is not None and j.gpu_milli is not None and j.latest is not None}
+    recent = attempt_epochs(s, list(shared_runs)) if shared_runs else {}
     write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
     tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 
@@ -122,6 +130,9 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
             unrunnable.append(job.id)
             continue
         progress = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
+        if running is not None and job.gpu_milli is not None and job.latest is not None:
+            running = _measured(running, recent.get((job.id, job.latest.attempt)),
+                                times.get(gpu_of[running.node]))
         jobs.append(Job(id=job.id, submit_s=job.submit_s, due_s=job.due_s, weight=job.weight,
                         epochs=job.epochs, epoch_time_s=times, app=job.application,
                         epochs_done=progress, running=running, demand=_demand(job)))
@@ -131,6 +142,15 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
     return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
                          pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable),
                          unshared=tuple(sorted(unshared)))
+
+
+def _measured(running: Config, epochs: list[float] | None,
+              solo: tuple[float, ...] | None) -> Config:
+    """The running config with the slowdown its attempt measures (module docstring)."""
+    if not epochs or not solo or solo[0] <= 0:
+        return running
+    theta = max(0.0, statistics.median(epochs) / solo[0] - 1.0)
+    return replace(running, slowdown=round(theta, 6))
 
 
 def _demand(job: JobView) -> Demand | None:

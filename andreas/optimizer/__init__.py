@@ -97,9 +97,10 @@ def takes_sharing(name: str) -> bool:
 
 
 # The policies `andreas manager run` offers (the others are for studies: exact, DP, ...).
-# rg, greedy and the packing ones also place jobs submitted with a GPU share.
+# rg, greedy and the packing ones also place jobs submitted with a GPU share; ojpap moves
+# a share to another GPU when its measured slowdown stays above the bound.
 MANAGER_POLICIES = ("rg", "pr", "greedy", "fifo", "edf", "priority", "ojpp-heuristic",
-                    "ojpp-greedy", "best-fit", "first-fit")
+                    "ojpp-greedy", "ojpap", "best-fit", "first-fit")
 
 # name -> rescheduling period (s) the simulator uses when the user gives none: the paper
 # runs its DP baselines every Delta t = 15 min (its best) and the others every H = 1 h

@@ -77,11 +77,14 @@ def _durations(rows: Any) -> list[EpochDuration]:
 
 def newest_epochs(db: Db, per_key: int) -> tuple[list[EpochDuration], int | None]:
     """The newest ``per_key`` epochs per (application, GPU type, g) (one window query), and
-    the highest event id now (None: no events)."""
+    the highest event id now (None: no events). Only jobs on whole GPUs count: an epoch
+    of a job sharing its GPU is slowed by its co-residents, not the application's own
+    speed (its slowdown is read with :func:`attempt_epochs`)."""
     E = EpochEvent
     rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
                                 order_by=E.end_s.desc()).label("rn")
-    inner = select(*_duration_columns(), rn).join(Job, Job.id == E.job_id).subquery()
+    inner = (select(*_duration_columns(), rn).join(Job, Job.id == E.job_id)
+             .where(Job.gpu_milli.is_(None)).subquery())
     rows = db.execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus, inner.c.id,
                              inner.c.end_s, inner.c.d).where(inner.c.rn <= per_key))
     out = _durations(rows)
@@ -90,10 +93,27 @@ def newest_epochs(db: Db, per_key: int) -> tuple[list[EpochDuration], int | None
 
 
 def epochs_after(db: Db, event_id: int) -> list[EpochDuration]:
-    """Every epoch with an event id above ``event_id``."""
+    """Every epoch with an event id above ``event_id`` (jobs on whole GPUs only)."""
     return _durations(db.execute(select(*_duration_columns())
                                  .join(Job, Job.id == EpochEvent.job_id)
-                                 .where(EpochEvent.id > event_id)))
+                                 .where(EpochEvent.id > event_id, Job.gpu_milli.is_(None))))
+
+
+def attempt_epochs(db: Db, attempts: Collection[tuple[str, int]], last: int = 3
+                   ) -> dict[tuple[str, int], list[float]]:
+    """The durations of the newest ``last`` epochs of each (job, attempt), oldest first
+    (attempts without epochs are absent): what a running job measures now."""
+    out: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    jobs = sorted({j for j, _ in attempts})
+    wanted = set(attempts)
+    E = EpochEvent
+    for chunk in chunks(jobs):
+        for job_id, attempt, epoch, d in db.execute(
+                select(E.job_id, E.attempt, E.epoch, E.end_s - E.start_s)
+                .where(E.job_id.in_(chunk))):
+            if (job_id, attempt) in wanted and d is not None and d > 0:
+                out.setdefault((job_id, attempt), []).append((int(epoch), float(d)))
+    return {k: [d for _, d in sorted(v)[-last:]] for k, v in out.items()}
 
 
 def job_epochs(db: Db, job_id: str) -> list[ConfigEpochs]:

@@ -94,3 +94,62 @@ def test_snapshot_names_held_gpus_as_positions_among_the_usable_ones(mstore):
     (node,) = build.snapshot.nodes
     assert node.gpus == 2 and node.gpu_memory_mib == 16384
     assert all(len(t) == 1 for t in job.epoch_time_s.values())   # a share runs on one GPU
+
+
+def _epochs(store, job_id, attempt, node_id, seconds, n=3, t0=1_000_000.0):
+    from andreas.store import insert_epoch_events
+    with store.session() as s:
+        insert_epoch_events(s, [dict(job_id=job_id, attempt=attempt, epoch=e,
+                                     start_s=t0 + e * seconds, end_s=t0 + (e + 1) * seconds,
+                                     node_id=node_id, gpu_type="V100", gpus=1)
+                                for e in range(1, n + 1)])
+
+
+def test_a_share_measures_its_slowdown_from_its_own_epochs(mstore):
+    node_id = add_node(mstore, "n1", gpus=1)
+    add_job(mstore, "a", gpu_milli=500)
+    add_job(mstore, "b", gpu_milli=500)
+    m, ex, clock = make(mstore, policy="ojpp-heuristic")
+    m.start()
+    _epochs(mstore, "a", 1, node_id, 900.0)         # resnet50 on one V100 alone: 600 s
+    with mstore.session() as s:
+        build = build_snapshot(s, load_state(s), m.estimator, m.settings.manager, clock())
+    jobs = {j.id: j for j in build.snapshot.jobs}
+    assert jobs["a"].running.slowdown == pytest.approx(0.5)
+    assert jobs["b"].running.slowdown == 0.0        # no epoch yet: not measured
+    # a share's slowed epochs never pass for the application's own speed
+    assert build.epochs[("resnet50", "V100")][0].source != "measured"
+
+
+def test_ojpap_moves_a_share_off_a_gpu_whose_measured_slowdown_breaks_the_bound(mstore):
+    node_id = add_node(mstore, "n1", gpus=2)
+    add_job(mstore, "a", gpu_milli=500, epochs=50)
+    add_job(mstore, "b", gpu_milli=500, epochs=50)
+    m, ex, clock = make(mstore, policy="ojpap")
+    m.start()
+    first = {j: attempts(mstore, j)[-1] for j in ("a", "b")}
+    assert first["a"].gpu_ids == first["b"].gpu_ids       # packed on one GPU
+    for j in ("a", "b"):                                  # both measure theta = 1.0
+        _epochs(mstore, j, 1, node_id, 1200.0)
+    clock.advance(60)
+    m.reschedule("period")
+    for _ in range(4):
+        clock.advance(40)
+        m.tick()
+        check_capacity(mstore, ex)
+    moved = [j for j in ("a", "b") if len(attempts(mstore, j)) == 2]
+    assert len(moved) == 1, {j: attempts(mstore, j) for j in ("a", "b")}
+    (j,) = moved
+    old, new = attempts(mstore, j)
+    assert old.stop_decision_id is not None and new.gpu_ids != old.gpu_ids
+    assert state_of(mstore, j) is JobState.RUNNING
+    other = "b" if j == "a" else "a"
+    assert attempts(mstore, other)[-1].gpu_ids == old.gpu_ids   # the other stays put
+    stop = [x for x in _plan_of(mstore, old.stop_decision_id)["actions"] if x["job"] == j]
+    assert stop[0]["kind"] == "move"
+
+
+def _plan_of(store, decision_id):
+    from andreas.store.models import Decision
+    with store.session() as s:
+        return s.get(Decision, decision_id).plan
