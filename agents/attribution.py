@@ -9,12 +9,14 @@ Per sampling interval:
   yet. NVML's process list is the *check*: processes on a GPU that do not belong to the
   owning container (or a GPU nobody owns that runs processes) are reported as
   :class:`Mismatch` findings for the log;
-- a GPU **shared** by jobs submitted with a GPU share (the ``andreas.gpu_milli`` label,
-  also the CUDA MPS compute cap the executor sets) is split in proportion to their
-  shares: with MPS capping each job's SMs, the share is the best a priori estimate of its
-  part of the GPU's dynamic power (NVML has no per-process energy; per-process SM
-  utilisation is not sampled yet). A GPU given beyond its whole (a whole-GPU job beside
-  anyone, or shares above 1000 milli) is a :class:`Mismatch`;
+- a GPU **shared** by several jobs (submitted with a GPU share: the ``andreas.gpu_milli``
+  label, also the CUDA MPS compute cap the executor sets) is split by what each job's
+  processes used over the interval, as NVML reports it: their SM utilisation
+  (``nvmlDeviceGetProcessUtilization``), else the GPU memory they hold, else, without
+  either (or without the PID-to-container map), their declared shares. NVML has no
+  per-process energy; SM time is the closest measure of a process's dynamic power. A GPU
+  given beyond its whole (a whole-GPU job beside anyone, or shares above 1000 milli) is
+  a :class:`Mismatch`;
 - its **host energy** is a share of the host's energy for the interval, in proportion to
   the GPU it holds (milli-GPU over its GPUs) among the node's busy GPUs;
 - **idle GPUs' energy stays with the node**: it is in the GPU samples and no job's.
@@ -151,6 +153,23 @@ def check_processes(samples: Iterable[GpuSample], owners: Mapping[str, Sequence[
     return findings
 
 
+def usage_weights(sample: GpuSample, owners: Sequence[ContainerJob],
+                  pid_container: Callable[[int], str | None] | None) -> list[int]:
+    """How a shared GPU's energy is split among ``owners`` (module docstring): SM
+    utilisation of their processes, else their GPU memory, else their shares."""
+    if pid_container is not None:
+        index = {c.container_id: k for k, c in enumerate(owners)}
+        for per_pid, scale in ((sample.process_sm, 1000.0), (sample.process_memory_mib, 1.0)):
+            weights = [0] * len(owners)
+            for pid, value in per_pid:
+                k = index.get(pid_container(pid) or "")
+                if k is not None and value > 0:
+                    weights[k] += int(round(value * scale))
+            if sum(weights) > 0:
+                return weights
+    return [c.share for c in owners]
+
+
 def attribute(readings: Iterable[GpuSample | GpuGap], host: HostSample | None,
               containers: Sequence[ContainerJob], node_gpus: Iterable[str], *,
               pid_container: Callable[[int], str | None] | None = None
@@ -188,7 +207,9 @@ def attribute(readings: Iterable[GpuSample | GpuGap], host: HostSample | None,
         sample = samples.get(uuid)
         if sample is None or sample.energy_mj is None:
             continue
-        for c, part in zip(cs, split(sample.energy_mj, [c.share for c in cs])):
+        weights_here = ([c.share for c in cs] if len(cs) < 2
+                        else usage_weights(sample, cs, pid_container))
+        for c, part in zip(cs, split(sample.energy_mj, weights_here)):
             gpu_mj[c.container_id] += part
 
     host_mj: list[int | None]

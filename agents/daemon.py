@@ -107,7 +107,7 @@ class Agent:
         self._spec: NodeSpec | None = None
         self._spec_key: tuple | None = None
         self._spec_sampled: tuple[str, ...] = ()
-        self._fake_busy: dict[str, tuple[int, ...]] = {}
+        self._fake_busy: dict[str, tuple[int, tuple[tuple[int, int], ...]]] = {}
         self._pid_cache: dict[str, tuple[int, ...]] = {}
         self._findings: set[tuple] = set()
         self._next_heartbeat = 0.0
@@ -290,19 +290,28 @@ class Agent:
         self._events.put(("exit", info))
 
     def _drive_fake(self, current: list[ContainerJob]) -> None:
-        """Fake GPUs run at 100 % while a container holds them, idle otherwise; the
-        container's main PID is the 'process' NVML lists (so the PID check works)."""
-        wanted: dict[str, tuple[int, ...]] = {}
+        """Fake GPUs run at 100 % while containers hold them, idle otherwise; each
+        container's main PID is a 'process' NVML lists (so the PID check works), using
+        its share of the SMs (a whole GPU: all of it; shares: in proportion)."""
+        held: dict[str, int] = {}                       # milli-GPU held per GPU
+        procs: dict[str, list[tuple[int, int]]] = {}    # (PID, share) per GPU
         for job in current:
             for uuid in job.gpu_uuids:
-                wanted[uuid] = self._container_pids(job.container_id)
+                held[uuid] = held.get(uuid, 0) + job.share
+                procs.setdefault(uuid, []).extend(
+                    (pid, job.share) for pid in self._container_pids(job.container_id))
+        wanted = {uuid: (min(1000, m), tuple(sorted(procs[uuid]))) for uuid, m in held.items()}
         busy = self._fake_busy
         for uuid in set(busy) | set(wanted):
             if busy.get(uuid) == wanted.get(uuid):
                 continue
             try:
                 if uuid in wanted:
-                    self.fake.set_busy(uuid, 100.0, wanted[uuid])
+                    milli, ps = wanted[uuid]
+                    util = 100.0 * milli / 1000.0
+                    total = sum(s for _, s in ps)
+                    self.fake.set_busy(uuid, util, [p for p, _ in ps],
+                                       process_sm=[util * s / total for _, s in ps])
                 else:
                     self.fake.set_idle(uuid)
             except Exception as e:  # noqa: BLE001 - a label naming a GPU the fake lacks

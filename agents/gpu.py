@@ -212,6 +212,7 @@ class _Gpu:
     window_integration_ok: bool = True
     window_counter_ok: bool = True
     window_reset: bool = False
+    process_seen_us: int = 0          # nvmlDeviceGetProcessUtilization's last timestamp
     last_mono: float | None = None
     last_power_w: float | None = None
     last_counter_mj: int | None = None
@@ -542,6 +543,26 @@ class GpuSampler:
             gpu.unsupported.add(key)
             return None
 
+    def _process_sm(self, gpu: _Gpu) -> tuple[tuple[int, float], ...]:
+        """Mean SM utilisation per PID since the last call (only read for a GPU that runs
+        several processes: what splits a shared GPU's energy). NVML answers NOT_FOUND when
+        it has no new sample: that is no reading, not a fault."""
+        if "process_utilization" in gpu.unsupported:
+            return ()
+        try:
+            rows = self._call("nvmlDeviceGetProcessUtilization", gpu.handle,
+                              gpu.process_seen_us)
+        except _NotSupported:
+            gpu.unsupported.add("process_utilization")
+            return ()
+        except _DeviceFailed:
+            return ()
+        per_pid: dict[int, list[float]] = {}
+        for r in rows or ():
+            gpu.process_seen_us = max(gpu.process_seen_us, int(r.timeStamp))
+            per_pid.setdefault(int(r.pid), []).append(float(r.smUtil))
+        return tuple(sorted((pid, sum(v) / len(v)) for pid, v in per_pid.items()))
+
     @staticmethod
     def _plausible(gpu: _Gpu, delta_mj: int, interval_s: float) -> bool:
         """A counter rise above twice the power limit (+50 W) over the window is not energy
@@ -598,13 +619,16 @@ class GpuSampler:
         util = self._optional(gpu, "utilization", "nvmlDeviceGetUtilizationRates")
         memory = self._optional(gpu, "memory", "nvmlDeviceGetMemoryInfo")
         procs = self._optional(gpu, "processes", "nvmlDeviceGetComputeRunningProcesses")
+        sm = self._process_sm(gpu) if procs and len(procs) > 1 else ()
         sample = GpuSample(
             uuid=gpu.info.uuid, t=now_wall, interval_s=interval, power_w=power_w,
             power_source=power_source, energy_mj=energy_mj, energy_source=energy_source,
             utilization=float(util.gpu) if util is not None else None,
             memory_used_mib=int(memory.used) // _MIB if memory is not None else None,
             pids=tuple(sorted(int(p.pid) for p in procs)) if procs else (),
-            counter_reset=gpu.window_reset)
+            counter_reset=gpu.window_reset,
+            process_memory_mib=_process_memory(procs) if procs and len(procs) > 1 else (),
+            process_sm=sm)
         gpu.window_start, gpu.window_counter_mj = now, counter
         gpu.window_integrated_mj, gpu.window_reset = 0.0, False
         gpu.window_integration_ok = power_w is not None
@@ -613,6 +637,16 @@ class GpuSampler:
 
 
 # --------------------------------------------------------------------------- helpers
+
+def _process_memory(procs: Any) -> tuple[tuple[int, int], ...]:
+    """(PID, MiB) of NVML's compute processes (memory not reported: left out)."""
+    out = {}
+    for p in procs:
+        used = getattr(p, "usedGpuMemory", None)
+        if isinstance(used, int) and 0 <= used < 1 << 50:     # NVML_VALUE_NOT_AVAILABLE: huge
+            out[int(p.pid)] = out.get(int(p.pid), 0) + used // _MIB
+    return tuple(sorted(out.items()))
+
 
 @dataclass(frozen=True)
 class _Codes:

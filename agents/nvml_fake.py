@@ -87,6 +87,7 @@ FIELDS: Mapping[str, str] = {
     "utilization": "nvmlDeviceGetUtilizationRates",
     "memory": "nvmlDeviceGetMemoryInfo",
     "processes": "nvmlDeviceGetComputeRunningProcesses",
+    "process_utilization": "nvmlDeviceGetProcessUtilization",
 }
 
 _MIB = 1024 * 1024
@@ -164,6 +165,7 @@ class _Step:
     pids: tuple[int, ...]
     memory_used_mib: int
     energy_before_j: float  # exact integral of power from the origin to t
+    process_sm: tuple[float, ...] = ()   # SM percent per pid (default: utilisation split)
 
 
 class _Timeline:
@@ -190,7 +192,7 @@ class _Timeline:
         return s.energy_before_j + s.power_w * (t - s.t)
 
     def add(self, t: float, utilization: float, pids: tuple[int, ...],
-            memory_used_mib: int | None) -> None:
+            memory_used_mib: int | None, process_sm: tuple[float, ...] = ()) -> None:
         if not 0.0 <= utilization <= 100.0:
             raise ValueError(f"utilization must be in [0, 100] percent, got {utilization!r}")
         last = self.steps[-1]
@@ -199,8 +201,11 @@ class _Timeline:
                              "(a scripted step lies in the future)")
         if memory_used_mib is None:
             memory_used_mib = 0 if not pids else int(self.spec.memory_mib * 0.6)
+        if process_sm and len(process_sm) != len(pids):
+            raise ValueError(f"process_sm needs one value per pid, got {len(process_sm)} for "
+                             f"{len(pids)}")
         step = _Step(t, float(utilization), self.power_w(utilization), tuple(pids),
-                     int(memory_used_mib), self.energy_j(t))
+                     int(memory_used_mib), self.energy_j(t), tuple(process_sm))
         if t == last.t:
             step.energy_before_j = last.energy_before_j
             self.steps[-1] = step
@@ -311,12 +316,14 @@ class FakeNvml:
         return self._gpus[self._order[index]].uuid
 
     def set_busy(self, uuid: str, utilization: float = 100.0, pids: Iterable[int] = (), *,
-                 memory_used_mib: int | None = None, at_s: float | None = None) -> None:
-        """From ``at_s`` (default now) the GPU runs at ``utilization`` percent for ``pids``."""
+                 memory_used_mib: int | None = None, at_s: float | None = None,
+                 process_sm: Iterable[float] = ()) -> None:
+        """From ``at_s`` (default now) the GPU runs at ``utilization`` percent for ``pids``
+        (``process_sm``: each pid's SM percent; default the utilisation split equally)."""
         with self._lock:
             g = self._by_uuid(uuid)
             g.timeline.add(self._clock() if at_s is None else at_s, utilization,
-                           tuple(pids), memory_used_mib)
+                           tuple(pids), memory_used_mib, tuple(process_sm))
 
     def set_idle(self, uuid: str, *, at_s: float | None = None) -> None:
         self.set_busy(uuid, 0.0, (), at_s=at_s)
@@ -510,6 +517,21 @@ class FakeNvml:
                                            "gpuInstanceId": _NO_INSTANCE,
                                            "computeInstanceId": _NO_INSTANCE})
                 for pid in step.pids]
+
+    @_locked
+    def nvmlDeviceGetProcessUtilization(self, handle: _FakeHandle, timeStamp: int) -> list[Any]:
+        """One sample per process of the step in force now, stamped now (microseconds);
+        NOT_FOUND when nothing ran since ``timeStamp``, as NVML does."""
+        g, t = self._device(handle, "process_utilization")
+        step = g.timeline.step_at(t)
+        stamp = int(t * 1e6)
+        if not step.pids or stamp <= timeStamp:
+            raise NVMLError(NVML_ERROR_NOT_FOUND)
+        sm = step.process_sm or tuple(step.utilization / len(step.pids) for _ in step.pids)
+        return [pynvml.nvmlFriendlyObject({"pid": pid, "timeStamp": stamp,
+                                           "smUtil": int(round(u)), "memUtil": 0,
+                                           "encUtil": 0, "decUtil": 0})
+                for pid, u in zip(step.pids, sm)]
 
     @_locked
     def nvmlDeviceGetMigMode(self, handle: _FakeHandle) -> list[int]:

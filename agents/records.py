@@ -48,6 +48,10 @@ class GpuSample:
     memory_used_mib: int | None = None
     pids: tuple[int, ...] = ()
     counter_reset: bool = False
+    # Per process (host PID): GPU memory it holds and its mean SM utilisation (percent)
+    # over the interval, when NVML reports them; they split a shared GPU's energy.
+    process_memory_mib: tuple[tuple[int, int], ...] = ()
+    process_sm: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -99,6 +99,10 @@ class ExecutorSettings:
     # a GPU share gets it at MPS_PIPE_MOUNT and its compute capped by MPS; unset, shares
     # time-slice the GPU (the percentage variable is still passed; without MPS it does nothing).
     mps_pipe_dir: str | None = field(default=None, metadata=rule(absolute_path=True))
+    # Fake GPUs only (tests, demos): a host directory shared by the jobs of a node, where
+    # the example job marks the fake GPUs it runs on, so co-located jobs slow each other
+    # down as shared real GPUs would (ANDREAS_FAKE_GPU_DIR, ANDREAS_FAKE_GPUS).
+    fake_gpu_dir: str | None = field(default=None, metadata=rule(absolute_path=True))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -79,6 +79,7 @@ def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]
 
 
 MPS_PIPE_MOUNT = "/tmp/nvidia-mps"
+FAKE_GPU_MOUNT = "/andreas/fake-gpu"
 
 
 def share_environment(gpu_milli: int, settings: ExecutorSettings) -> dict[str, str]:
@@ -121,6 +122,10 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         options["environment"].update(share_environment(request.gpu_milli, settings))
         if settings.mps_pipe_dir:
             options["volumes"].append(f"{settings.mps_pipe_dir}:{MPS_PIPE_MOUNT}:rw")
+    if request.fake_gpus and request.gpu_uuids and settings.fake_gpu_dir:
+        options["volumes"].append(f"{settings.fake_gpu_dir}:{FAKE_GPU_MOUNT}:rw")
+        options["environment"].update({"ANDREAS_FAKE_GPU_DIR": FAKE_GPU_MOUNT,
+                                       "ANDREAS_FAKE_GPUS": ",".join(request.gpu_uuids)})
     if request.gpu_uuids and not request.fake_gpus:
         import docker.types
 

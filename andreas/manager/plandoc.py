@@ -233,6 +233,12 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
                    else "due cannot be met, faster configs are taken")
         if kind is ActionKind.START:
             out[job.id] = f"start: {why}"
+        elif kind is ActionKind.MOVE and job.running.node == action.node:
+            theta = job.running.slowdown
+            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "
+                           f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
+                           + (f"interference (measured slowdown {theta:.0%})" if theta > 0
+                              else "placed by the policy"))
         elif kind is ActionKind.MOVE:
             out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"
         else:

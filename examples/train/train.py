@@ -21,7 +21,11 @@ for every completed epoch across restarts, so a test can check that a job that w
 preempted and moved ran epochs 1..N exactly once each (``history.py`` prints it).
 
 Work per epoch: ``EXAMPLE_STEPS`` minibatch steps when set, else as many steps
-as fit in ``EXAMPLE_EPOCH_S`` seconds (default 2). ``EXAMPLE_SEED``
+as fit in ``EXAMPLE_EPOCH_S`` seconds (default 2), stretched by co-location on fake
+GPUs: with ``ANDREAS_FAKE_GPU_DIR`` / ``ANDREAS_FAKE_GPUS`` (the executor's
+``fake_gpu_dir``) and ``EXAMPLE_CONTENTION`` = c > 0, an epoch takes ``1 + c * k`` times
+as long while k other jobs mark the same fake GPU (a heartbeat file per job and GPU),
+the slowdown two jobs sharing a real GPU would see. ``EXAMPLE_SEED``
 (default 1234) fixes the data and the initial weights; the minibatch order of epoch n is
 drawn from (seed, n), so a resumed run samples what an uninterrupted one would.
 
@@ -54,6 +58,7 @@ from andreas import job
 ENV_EPOCH_S = "EXAMPLE_EPOCH_S"
 ENV_STEPS = "EXAMPLE_STEPS"
 ENV_SEED = "EXAMPLE_SEED"
+ENV_CONTENTION = "EXAMPLE_CONTENTION"
 DEFAULT_EPOCH_S = 2.0
 DEFAULT_SEED = 1234
 DEFAULT_EPOCHS = 3                      # outside andreas, without ANDREAS_EPOCHS
@@ -150,6 +155,39 @@ def train_epoch(s: State, x: np.ndarray, y: np.ndarray, epoch: int, *,
     return done
 
 
+class FakeContention:
+    """Co-location on fake GPUs (module docstring): ``factor()`` marks this job's fake GPUs
+    and returns 1 + c * (other jobs that marked one of them within ``window_s``)."""
+
+    def __init__(self, job_id: str, contention: float, window_s: float) -> None:
+        root = os.environ.get("ANDREAS_FAKE_GPU_DIR", "")
+        gpus = [u for u in os.environ.get("ANDREAS_FAKE_GPUS", "").split(",") if u]
+        self.active = bool(root and gpus and contention > 0 and os.path.isdir(root))
+        self.dirs = [Path(root) / u for u in gpus] if self.active else []
+        self.job_id, self.contention, self.window_s = job_id, contention, window_s
+
+    def factor(self) -> float:
+        if not self.active:
+            return 1.0
+        now = time.time()
+        others: set[str] = set()
+        for d in self.dirs:
+            d.mkdir(exist_ok=True)
+            (d / self.job_id).touch()
+            for f in d.iterdir():
+                try:
+                    fresh = now - f.stat().st_mtime <= self.window_s
+                except FileNotFoundError:
+                    continue
+                if f.name != self.job_id and fresh:
+                    others.add(f.name)
+        return 1.0 + self.contention * len(others)
+
+    def leave(self) -> None:
+        for d in self.dirs:
+            (d / self.job_id).unlink(missing_ok=True)
+
+
 # --- checkpoints ---------------------------------------------------------------------
 
 def save_state(s: State, path: Path) -> None:
@@ -216,6 +254,9 @@ def main() -> int:
         epoch_s = _env_float(ENV_EPOCH_S, DEFAULT_EPOCH_S)
         steps = _env_int(ENV_STEPS, None)
         seed = _env_int(ENV_SEED, DEFAULT_SEED)
+        contention = float(os.environ.get(ENV_CONTENTION, "0") or 0)
+        if not (math.isfinite(contention) and contention >= 0):
+            raise ValueError(f"{ENV_CONTENTION}: must be a number >= 0, got {contention!r}")
     except ValueError as e:
         _log(str(e))
         return 2
@@ -236,13 +277,23 @@ def main() -> int:
     else:
         state = initial_state(seed)
     x, y = make_data(state.seed)
+    shared = FakeContention(env.job_id or "example", contention, window_s=3 * epoch_s)
+    try:
+        return _train(state, x, y, epochs, env, reporter, directory, stop, steps, epoch_s,
+                      shared)
+    finally:
+        shared.leave()
 
+
+def _train(state: State, x: np.ndarray, y: np.ndarray, epochs: int, env: job.JobEnv,
+           reporter: job.EpochReporter, directory: Path | None, stop: job.GracefulStop,
+           steps: int | None, epoch_s: float, shared: FakeContention) -> int:
     for epoch in range(state.epoch + 1, epochs + 1):
         stop.exit_if_requested()
         try:
             with reporter.epoch(epoch) as ep:
-                done = train_epoch(state, x, y, epoch, steps=steps, seconds=epoch_s,
-                                   stop=stop)
+                done = train_epoch(state, x, y, epoch, steps=steps,
+                                   seconds=epoch_s * shared.factor(), stop=stop)
                 loss, acc = evaluate(state, x, y)
                 state.epoch = epoch
                 state.history.append({"epoch": epoch, "restart_count": env.restart_count,

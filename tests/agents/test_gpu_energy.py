@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from andreas.sources import EnergySource, PowerSource
 
-from .gpu_helpers import WALL0, Clock, energy_j, fake, run, samples, started
+from .gpu_helpers import WALL0, Clock, energy_j, fake, gaps, run, samples, started
 
 PROFILE = [(0.0, 0.0), (40.0, 100.0), (80.0, 30.0)]
 ANALYTIC_J = 40 * 35.0 + 40 * 250.0 + 40 * (35.0 + 0.3 * 215.0)   # 15 380 J over [0, 120]
@@ -188,3 +188,31 @@ def test_property_counter_energy_is_exact_and_never_negative(steps, gaps_s, rese
             assert x.energy_source is EnergySource.COUNTER
             assert abs(x.energy_mj - exact_mj) <= 2.0
         start = end
+
+
+def test_a_shared_gpu_reports_each_process_sm_and_memory() -> None:
+    clock = Clock()
+    f = fake("1xV100", clock)
+    s = started(f)
+    run(s, clock, [0.0])
+    f.set_busy(f.uuids[0], 90.0, [11, 22], memory_used_mib=6000, at_s=0.5,
+               process_sm=[60.0, 30.0])
+    (x,) = samples(run(s, clock, [1.0]))
+    assert x.process_sm == ((11, 60.0), (22, 30.0))
+    assert x.process_memory_mib == ((11, 3000), (22, 3000))
+    (y,) = samples(run(s, clock, [2.0]))
+    assert y.process_sm == ((11, 60.0), (22, 30.0))      # a new NVML sample each interval
+    f.set_busy(f.uuids[0], 50.0, [11], at_s=2.5)
+    (z,) = samples(run(s, clock, [3.0]))
+    assert z.process_sm == () and z.process_memory_mib == ()   # one process: not read
+
+
+def test_process_utilization_not_supported_falls_back_to_memory() -> None:
+    clock = Clock()
+    f = fake("1xV100", clock)
+    f.set_not_supported(f.uuids[0], "process_utilization")
+    f.set_busy(f.uuids[0], 100.0, [1, 2], at_s=0.0)
+    s = started(f)
+    items = run(s, clock, range(0, 4))
+    x = samples(items)[-1]
+    assert x.process_sm == () and x.process_memory_mib and not gaps(items)

@@ -3,6 +3,8 @@ with the node; shares add up exactly; NVML's process list only checks Docker's w
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -153,3 +155,24 @@ def test_a_gpu_given_beyond_its_whole_is_a_finding():
     assert [f.key[0] for f in findings] == ["shared-gpu"]
     assert "beyond its whole" in findings[0].message
     assert sum(s.gpu_energy_mj for s in shares) == 140_000
+
+
+def test_a_shared_gpu_follows_what_its_processes_used():
+    a = ContainerJob(container_id=CID1, job_id="a", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=500)
+    b = ContainerJob(container_id=CID2, job_id="b", attempt=1, gpu_uuids=("GPU-a",),
+                     gpu_milli=500)
+    owner = {10: CID1, 20: CID2}.get
+    used = GpuSample(uuid="GPU-a", t=100.0, interval_s=1.0, power_w=200.0,
+                     power_source=PowerSource.INSTANT, energy_mj=200_000,
+                     energy_source=EnergySource.COUNTER, pids=(10, 20),
+                     process_sm=((10, 75.0), (20, 25.0)),
+                     process_memory_mib=((10, 1000), (20, 3000)))
+    shares, findings = attribute([used], None, [a, b], GPUS, pid_container=owner)
+    assert [s.gpu_energy_mj for s in shares] == [150_000, 50_000]     # by SM time
+    no_sm = dataclasses.replace(used, process_sm=())
+    shares, _ = attribute([no_sm], None, [a, b], GPUS, pid_container=owner)
+    assert [s.gpu_energy_mj for s in shares] == [50_000, 150_000]     # by memory
+    shares, _ = attribute([used], None, [a, b], GPUS)                 # no PID map: shares
+    assert [s.gpu_energy_mj for s in shares] == [100_000, 100_000]
+    assert findings == []

@@ -213,7 +213,7 @@ def _base_env(tmp: Path) -> dict[str, str]:
 
 def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, int]], *,
                   manager_toml: str, extra_volumes: tuple[str, ...],
-                  app_profiles: list[dict[str, Any]]) -> Cluster:
+                  app_profiles: list[dict[str, Any]], executor_toml: str = "") -> Cluster:
     """Database + accounts, engines with the example image, registered agents (started),
     the application's profile rows. The manager is started by the test."""
     cleanup: list[Callable[[], None]] = []
@@ -227,7 +227,8 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
     volumes = ", ".join(json.dumps(v) for v in extra_volumes)
     (tmp / "andreas.toml").write_text(
         f"{manager_toml}\n[executor]\ncheckpoint_root = \"{checkpoint_root}\"\n"
-        f"network = \"none\"\nextra_volumes = [{volumes}]\nstop_grace_s = 30\n")
+        f"network = \"none\"\nextra_volumes = [{volumes}]\nstop_grace_s = 30\n"
+        f"{executor_toml}")
     env = _base_env(tmp)
     admin_env = {**env, "ANDREAS_DB_URL": db_admin,
                  **{f"ANDREAS_DB_{r.upper()}_PASSWORD": p for r, p in passwords.items()}}

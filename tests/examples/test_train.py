@@ -87,3 +87,19 @@ def test_sigterm_keeps_last_complete_epoch_and_restart_finishes(tmp_path: Path) 
     times = [h["t"] for h in history]
     assert times == sorted(times)
     assert job.read_manifest(ckpt).epoch == 5
+
+
+def test_jobs_marking_the_same_fake_gpu_slow_each_other_down(tmp_path, monkeypatch):
+    from tests.examples.conftest import load_train
+    train = load_train()
+    monkeypatch.setenv("ANDREAS_FAKE_GPU_DIR", str(tmp_path))
+    monkeypatch.setenv("ANDREAS_FAKE_GPUS", "GPU-fake-n-0")
+    a = train.FakeContention("a", 0.5, window_s=10.0)
+    b = train.FakeContention("b", 0.5, window_s=10.0)
+    assert a.factor() == 1.0                 # alone so far
+    assert b.factor() == 1.5 and a.factor() == 1.5
+    monkeypatch.setenv("ANDREAS_FAKE_GPUS", "GPU-fake-n-1")
+    assert train.FakeContention("c", 0.5, window_s=10.0).factor() == 1.0   # another GPU
+    b.leave()
+    assert a.factor() == 1.0
+    assert train.FakeContention("d", 0.0, window_s=10.0).factor() == 1.0   # no contention
