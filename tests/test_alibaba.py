@@ -148,7 +148,7 @@ def test_seeded_sampling_is_reproducible(tmp_path: Path) -> None:
 
 def test_memory_draws_do_not_depend_on_the_sample() -> None:
     full, _ = import_alibaba(PODS, NODES, seed=5)
-    part, _ = import_alibaba(PODS, NODES, seed=5, sample=10)
+    part, _ = import_alibaba(PODS, NODES, seed=5, sample=10, max_nodes=4)
     by_id = {j.id: j.demand for j in full.jobs}
     assert all(j.demand == by_id[j.id] for j in part.jobs)
 
@@ -181,17 +181,35 @@ def test_load_preserving_time_scale_and_target_load() -> None:
     full, rf = import_alibaba(PODS, NODES)
     part, rp = import_alibaba(PODS, NODES, max_nodes=10, seed=1)
     assert rp.gpus < rf.gpus and rp.time_scale > 1       # fewer GPUs: arrivals stretched
-    assert rp.load == pytest.approx(rf.load_full)
-    # trace show's load estimate (least GPU-seconds / GPUs x span) is the same figure
-    assert summary(part)["load"] == pytest.approx(rp.load, rel=1e-4)
-    busy, rb = import_alibaba(PODS, NODES, max_nodes=10, seed=1, load=0.5)
-    assert rb.load == pytest.approx(0.5) and summary(busy)["load"] == pytest.approx(0.5, rel=1e-4)
+    assert rp.load == pytest.approx(rf.load_full, rel=1e-9)
+    assert summary(part)["load"] == rp.offered        # trace show's figure, also reported
+    busy, rb = import_alibaba(PODS, NODES, max_nodes=10, seed=1, load=0.3)
+    assert rb.load == pytest.approx(0.3, rel=1e-9) and rb.time_scale < rp.time_scale
+    assert _busy_share(busy) == pytest.approx(0.3, rel=1e-6)    # the documented definition
+    # more load than all tasks submitted at once give: an error naming --load
+    with pytest.raises(InputError, match=r"^load: must be < [0-9.]+ for these pods"):
+        import_alibaba(PODS, NODES, max_nodes=10, seed=1, load=50)
+    with pytest.raises(InputError, match="cannot offer the full trace's GPU load"):
+        import_alibaba(PODS, NODES, sample=3, seed=1)
     # durations are not scaled, only submissions
     jobs = {j.id: j for j in busy.jobs}
     for j in part.jobs:
         k = jobs[j.id]
         assert k.epochs == j.epochs and dict(k.epoch_time_s) == dict(j.epoch_time_s)
         assert k.due_s - k.submit_s == pytest.approx(j.due_s - j.submit_s)
+
+
+def _busy_share(trace) -> float:
+    """Mean share of GPUs busy between the first and last submission, each task run from
+    its submission (FORMAT.md), computed from the written trace."""
+    first = min(j.submit_s for j in trace.jobs)
+    end = max(j.submit_s for j in trace.jobs)
+    busy = 0.0
+    for j in trace.jobs:
+        run = j.epochs * next(iter(j.epoch_time_s.values()))[0]
+        held = j.demand.gpus * (j.demand.gpu_milli / 1000 if j.demand.shared else 1)
+        busy += held * max(0.0, min(j.submit_s + run, end) - j.submit_s)
+    return busy / (sum(n.gpus for n in trace.nodes) * (end - first))
 
 
 def test_jobs_that_fit_no_kept_node_are_dropped_and_counted(tmp_path: Path) -> None:
@@ -357,3 +375,12 @@ def test_imported_trace_simulates_with_packing_policies(tmp_path: Path) -> None:
     for r in results.values():
         assert r["device_hours"] > 0 and 0 < r["gpu_utilization"] <= 1
         assert r["energy_kwh"] > 0 and r["starts"] >= len(trace.jobs)
+
+
+def test_unreachable_load_names_the_option(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
+                 "--out", str(out), "--load", "50")
+    assert result.exit_code == 2
+    assert result.output.startswith("andreas: error: --load: must be < ")
+    assert result.output.strip().endswith("got 50") and not out.exists()

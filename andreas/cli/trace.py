@@ -79,8 +79,9 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
 @click.option("--epoch-s", type=float, default=600.0, show_default=True,
               help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
 @click.option("--load", type=float, default=None,
-              help="Scale submission times to this offered GPU load (GPU-seconds asked / "
-                   "(GPUs x span)) [default: the full trace's, kept per GPU].")
+              help="Scale submission times to this GPU load: the mean share of GPUs busy "
+                   "while tasks are submitted, each run from its submission [default: the "
+                   "full trace's, kept per GPU].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: int | None,
                        seed: int, max_nodes: int | None, slack: float, epoch_s: float,
@@ -114,9 +115,10 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
                f"{r.jobs - r.slices} whole-GPU; {phases}), {r.nodes} nodes with {r.gpus} GPUs "
                f"({types})")
     click.echo(f"dropped {r.pods - r.jobs} of {r.pods} pods: {dropped}")
-    click.echo(f"submissions over {r.span_s / 3600:.1f} h, time scale x{r.time_scale:.4g}, "
-               f"offered GPU load {_num(r.load, '{:.4g}')} (full trace "
-               f"{_num(r.load_full, '{:.4g}')})")
+    click.echo(f"submissions over {r.span_s / 3600:.1f} h, time scale x{r.time_scale:.4g}: "
+               f"GPU load {_num(r.load, '{:.4g}')} while submitting (full trace "
+               f"{_num(r.load_full, '{:.4g}')}), offered load {_num(r.offered, '{:.4g}')} "
+               f"(all GPU-seconds / (GPUs x span), as trace show)")
     for note in r.notes:
         click.echo(f"note: {note}")
 

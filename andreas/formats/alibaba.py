@@ -53,13 +53,16 @@ Sampling (seeded, numpy): ``max_nodes`` K keeps K GPU nodes stratified by GPU ty
 type gets its share of K by largest remainder, its nodes drawn uniformly), so the type mix
 stays; ``sample`` N keeps N of the pods that fit a kept node, uniformly.
 
-Time scale: offered GPU load = sum over jobs of (GPUs held x duration), a slice holding
-gpu_milli / 1000 of a GPU, over (cluster GPUs x span of submissions). By default the
-submissions are stretched (or compressed) by ``time_scale`` so that the imported trace's
-offered load equals the full trace's (all pods kept by the rules above, all GPU nodes of
-the file): keeping fewer nodes or more of the work per node keeps the load per GPU. With
-``load`` set, the scale gives that offered load instead. Without spread in submission
-times the scale is 1.
+Time scale: the GPU load of a trace is the mean share of its GPUs busy between the first
+and the last submission if every task ran when submitted (a slice holding gpu_milli / 1000
+of a GPU; the part of a task's run after the last submission does not count, so the
+months-long pods of the trace do not swamp a short window). By default the submissions
+are stretched (or compressed) by ``time_scale`` so that the imported trace's load equals
+the full trace's (all pods kept by the rules above on all GPU nodes of the file): keeping
+fewer nodes, or more of the work per node, keeps the load per GPU. With ``load`` set, the
+scale gives that load instead. The load does not grow with the scale, so the scale is
+found by bisection; a load the tasks cannot reach even all submitted at once is an error.
+Without spread in submission times the scale is 1.
 """
 
 from __future__ import annotations
@@ -190,6 +193,7 @@ class ImportReport:
     time_scale: float
     load_full: float | None
     load: float | None
+    offered: float | None
     span_s: float
     notes: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -494,22 +498,23 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
     if max_nodes is not None and max_nodes > len(all_nodes):
         notes.append(f"--max-nodes {max_nodes} > {len(all_nodes)} GPU nodes: kept them all")
 
-    # load-preserving (or load-setting) time scale
-    def offered(work: float, gpus: int, span: float) -> float | None:
-        return work / (gpus * span) if span > 0 else None
-
-    gpus_all = sum(n.gpus for n in all_nodes)
     gpus = sum(n.gpus for n in nodes)
-    work_all = sum(_held(p) * d for p, d in eligible)
-    span_all = max(p.creation for p, _ in eligible) - min(p.creation for p, _ in eligible)
-    work = sum(_held(p) * d for p, d, _ in fitting)
     first = min(p.creation for p, _, _ in fitting)
-    span = max(p.creation for p, _, _ in fitting) - first
-    load_full = offered(work_all, gpus_all, span_all)
+    window = _Window([(p, d) for p, d, _ in fitting], gpus)
+    load_full = _Window(eligible, sum(n.gpus for n in all_nodes)).share(1.0)
     target = load if load is not None else load_full
     scale = 1.0
-    if span > 0 and target:
-        scale = work / (gpus * span * target)
+    if window.span > 0 and target:
+        if target >= window.most():
+            if load is not None:
+                raise InputError(f"load: must be < {window.most():.4g} for these pods on these "
+                                 f"{gpus} GPUs (all of them submitted at once), got {load:g}",
+                                 field="load")
+            raise InputError(f"{pods_path}: the {len(fitting)} pods kept cannot offer the full "
+                             f"trace's GPU load {target:.4g} on {gpus} GPUs (at most "
+                             f"{window.most():.4g}): keep fewer nodes (--max-nodes), more "
+                             f"pods (--sample) or set --load")
+        scale = window.scale_for(target)
 
     jobs = []
     for pod, duration, types in fitting:
@@ -539,9 +544,65 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
         slices=sum(1 for p, _, _ in fitting if p.gpu_milli < GPU_MILLI),
         nodes_read=len(all_nodes) + cpu_only, cpu_nodes_skipped=cpu_only, nodes=len(nodes),
         gpus=gpus, nodes_by_type=dict(sorted(Counter(n.model for n in nodes).items())),
-        time_scale=scale, load_full=load_full,
-        load=offered(work, gpus, new_span), span_s=new_span, notes=tuple(notes))
+        time_scale=scale, load_full=load_full, load=window.share(scale),
+        offered=_offered(trace) if new_span > 0 else None, span_s=new_span,
+        notes=tuple(notes))
     return trace, report
+
+
+class _Window:
+    """GPU load over the submission window: the mean share of the GPUs busy between the
+    first and the last submission if every task ran when submitted, at a time scale."""
+
+    def __init__(self, items: Sequence[tuple[Pod, int]], gpus: int) -> None:
+        import numpy as np
+
+        created = np.array([p.creation for p, _ in items], dtype=float)
+        self.created = created - created.min()
+        self.span = float(self.created.max())
+        self.duration = np.array([d for _, d in items], dtype=float)
+        self.held = np.array([_held(p) for p, _ in items])
+        self.gpus = gpus
+
+    def share(self, scale: float) -> float | None:
+        import numpy as np
+
+        if self.span <= 0:
+            return None
+        window = self.span * scale
+        busy = np.minimum(self.duration, window - self.created * scale)
+        return float((self.held * busy).sum() / (self.gpus * window))
+
+    def most(self) -> float:
+        """The limit as the scale goes to 0: every task submitted at once."""
+        return float((self.held * (self.span - self.created)).sum() / (self.gpus * self.span))
+
+    def scale_for(self, target: float) -> float:
+        """The scale whose share is ``target`` (0 < target < most()): the share does not
+        grow with the scale, so bisect (on a log scale) between a scale that gives most()
+        and one that gives at most ``target``."""
+        if abs((self.share(1.0) or 0.0) - target) <= 1e-12 * target:
+            return 1.0          # the whole trace, or a sample as loaded as it: keep its times
+        left = self.span - self.created
+        lo = float((self.duration[left > 0] / left[left > 0]).min())
+        hi = max(float((self.held * self.duration).sum() / (self.gpus * self.span * target)),
+                 lo)
+        for _ in range(200):
+            mid = math.sqrt(lo * hi)
+            if self.share(mid) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi / lo < 1 + 1e-12:
+                break
+        return hi
+
+
+def _offered(trace: Trace) -> float | None:
+    """``trace show``'s load estimate: all GPU-seconds asked over (GPUs x submission span)."""
+    from andreas.formats.trace import summary
+
+    return summary(trace)["load"]
 
 
 def _app(pod: Pod) -> str:
