@@ -384,3 +384,33 @@ def test_unreachable_load_names_the_option(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.startswith("andreas: error: --load: must be < ")
     assert result.output.strip().endswith("got 50") and not out.exists()
+
+
+def test_since_replays_the_window_from_then_on() -> None:
+    trace, report = import_alibaba(PODS, NODES, since=10_000_000)
+    # 38 GPU pods were created before 1e7 s; 14 of them had ended by then (counted by hand)
+    assert report.dropped == {"cpu-only": 4, "pending": 3, "ended before --since": 14}
+    assert report.jobs == 37 and report.time_scale == 1.0
+    jobs = {j.id: j for j in trace.jobs}
+    survivor = jobs["openb-pod-0000"]            # scheduled at 0, deleted at 12537496
+    assert survivor.submit_s == 0 and survivor.epochs == math.ceil(2_537_496 / 600)
+    assert survivor.due_s == 2 * 2_537_496
+    assert jobs["openb-pod-0062"].submit_s == 10001573 - 10_000_000
+    assert "openb-pod-0033" not in jobs
+    # the synthetic GPU memory of a pod does not depend on the window
+    full, _ = import_alibaba(PODS, NODES)
+    assert jobs["openb-pod-0001"].demand == next(j.demand for j in full.jobs
+                                                  if j.id == "openb-pod-0001")
+
+
+def test_bad_since_names_the_option(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
+                 "--out", str(out), "--since", "-1")
+    assert result.exit_code == 2
+    assert result.output.strip() == "andreas: error: --since: must be a time >= 0 (seconds of " \
+                                    "the trace), got -1.0"
+    result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
+                 "--out", str(out), "--since", "2e7")
+    assert result.output.strip() == "andreas: error: --since: every GPU pod ended by 2e+07"
+    assert not out.exists()

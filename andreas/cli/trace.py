@@ -82,10 +82,14 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
               help="Scale submission times to this GPU load: the mean share of GPUs busy "
                    "while tasks are submitted, each run from its submission [default: the "
                    "full trace's, kept per GPU].")
+@click.option("--since", type=float, default=0.0, show_default=True,
+              help="Replay from this trace time (s) on: pods created before are submitted "
+                   "then with the run time they had left (the openb default trace's first "
+                   "24 pods are months-long survivors; arrivals are steady from ~9.9e6 s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: int | None,
                        seed: int, max_nodes: int | None, slack: float, epoch_s: float,
-                       load: float | None, as_json: bool) -> None:
+                       load: float | None, since: float, as_json: bool) -> None:
     """Import Alibaba's GPU trace (cluster-trace-gpu-v2023, CC BY 4.0; Weng et al., USENIX
     ATC '23) as an andreas trace of rigid multi-resource tasks.
 
@@ -98,10 +102,10 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
     from andreas.formats.trace import dump_trace, parse_trace, trace_to_dict
 
     with options(sample="--sample", seed="--seed", max_nodes="--max-nodes", slack="--slack",
-                 epoch_s="--epoch-s", load="--load"):
+                 epoch_s="--epoch-s", load="--load", since="--since"):
         trace, report = import_alibaba(pods_path, nodes_path, sample=sample, seed=seed,
                                        max_nodes=max_nodes, slack=slack, epoch_s=epoch_s,
-                                       load=load)
+                                       load=load, since=since)
     parse_trace(trace_to_dict(trace))      # what is written loads: a failure here is a bug
     dump_trace(trace, out_path)
     if as_json:
