@@ -16,8 +16,9 @@ scheduled_time > 0``. ``Succeeded``, ``Failed`` and ``Running`` pods are kept al
 failed pod held its GPUs as long as the file says, and a pod still ``Running`` when the
 trace was taken has its ``deletion_time`` set to when it was last seen (at most the trace
 end; a ``Running`` pod without one runs until the latest time in the file). Dropped, and
-counted by reason: CPU-only pods, pending pods, pods without run time, pods whose demand
-fits no kept node, and pods left out by ``--sample``.
+counted by reason: CPU-only pods, pending pods, pods without run time, pods that ended
+before ``since``, pods whose demand fits no kept node (or whose ``gpu_spec`` names no kept
+GPU type), and pods left out by ``sample``.
 
 The pods created before about 9.9e6 s of ``openb_pod_list_default.csv`` (24 of them) are
 long-running survivors of an earlier period: after them arrivals are steady. ``since`` T
@@ -66,7 +67,7 @@ months-long pods of the trace do not swamp a short window). By default the submi
 are stretched (or compressed) by ``time_scale`` so that the imported trace's load equals
 the full trace's (all pods kept by the rules above on all GPU nodes of the file): keeping
 fewer nodes, or more of the work per node, keeps the load per GPU. With ``load`` set, the
-scale gives that load instead. The load does not grow with the scale, so the scale is
+scale gives that load instead. The load never rises as the scale grows, so the scale is
 found by bisection; a load the tasks cannot reach even all submitted at once is an error.
 Without spread in submission times the scale is 1.
 """
@@ -74,13 +75,13 @@ Without spread in submission times the scale is 1.
 from __future__ import annotations
 
 import csv
-import functools
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -203,7 +204,6 @@ class ImportReport:
     offered: float | None
     span_s: float
     notes: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
