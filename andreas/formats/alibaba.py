@@ -443,16 +443,18 @@ def _check_options(sample: int | None, seed: int, max_nodes: int | None, slack: 
     def bad(name: str, problem: str, value: Any) -> InputError:
         return InputError(f"{name}: {problem}, got {show(value)}", field=name)
 
-    for name, value in (("sample", sample), ("max_nodes", max_nodes)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise bad(name, "must be an integer >= 1", value)
+    for name, count in (("sample", sample), ("max_nodes", max_nodes)):
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 1):
+            raise bad(name, "must be an integer >= 1", count)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise bad("seed", "must be an integer >= 0", seed)
-    for name, value, top in (("slack", slack, 1e6), ("epoch_s", epoch_s, 1e9),
-                             ("load", load, MAX_LOAD)):
-        if name == "load" and value is None:
+    limits: tuple[tuple[str, float | None, float], ...] = (
+        ("slack", slack, 1e6), ("epoch_s", epoch_s, 1e9), ("load", load, MAX_LOAD))
+    for name, number, top in limits:
+        if name == "load" and number is None:
             continue
+        value: Any = number
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value <= 0:
             raise bad(name, "must be a number > 0", value)
@@ -626,7 +628,7 @@ class _Window:
                  lo)
         for _ in range(200):
             mid = math.sqrt(lo * hi)
-            if self.share(mid) > target:
+            if (self.share(mid) or 0.0) > target:
                 lo = mid
             else:
                 hi = mid
