@@ -18,7 +18,7 @@ from andreas.simulator.generate import ARRIVALS, SCENARIOS
 
 @click.group("trace")
 def trace_group() -> None:
-    """Generate and inspect workload traces (format andreas-trace/1, docs/FORMAT.md)."""
+    """Generate, import and inspect workload traces (format andreas-trace/1, docs/FORMAT.md)."""
 
 
 @trace_group.command("generate")
@@ -56,6 +56,75 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
     click.echo(f"wrote {out_path}: {trace.name}: {s['jobs']} jobs, {s['nodes']} nodes ({gpus}), "
                f"submissions over {s['span_s'] / 3600:.1f} h, mean inter-arrival "
                f"{_num(s['mean_interarrival_s'], '{:.0f} s')}, load {_num(s['load'], '{:.2f}')}")
+
+
+@trace_group.command("import-alibaba")
+@click.option("--pods", "pods_path", required=True, type=click.Path(dir_okay=False),
+              help="Alibaba pod list (openb_pod_list_*.csv of cluster-trace-gpu-v2023).")
+@click.option("--nodes", "nodes_path", required=True, type=click.Path(dir_okay=False),
+              help="Alibaba node list (openb_node_list_gpu_node.csv; CPU-only nodes of "
+                   "openb_node_list_all_node.csv are skipped).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the trace (written atomically, only if all went well).")
+@click.option("--sample", type=int, default=None,
+              help="Keep N of the pods that fit a kept node, uniformly at random (seeded) "
+                   "[default: all].")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of node and pod sampling and of the synthetic GPU memory.")
+@click.option("--max-nodes", type=int, default=None,
+              help="Keep K GPU nodes, stratified by GPU type (the type mix stays) "
+                   "[default: all].")
+@click.option("--slack", type=float, default=2.0, show_default=True,
+              help="Due date = submit + slack x duration.")
+@click.option("--epoch-s", type=float, default=600.0, show_default=True,
+              help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
+@click.option("--load", type=float, default=None,
+              help="Scale submission times to this GPU load: the mean share of GPUs busy "
+                   "while tasks are submitted, each run from its submission [default: the "
+                   "full trace's, kept per GPU].")
+@click.option("--since", type=float, default=0.0, show_default=True,
+              help="Replay from this trace time (s) on: pods created before are submitted "
+                   "then with the run time they had left (the openb default trace's first "
+                   "24 pods are months-long survivors; arrivals are steady from ~9.9e6 s).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: int | None,
+                       seed: int, max_nodes: int | None, slack: float, epoch_s: float,
+                       load: float | None, since: float, as_json: bool) -> None:
+    """Import Alibaba's GPU trace (cluster-trace-gpu-v2023, CC BY 4.0; Weng et al., USENIX
+    ATC '23) as an andreas trace of rigid multi-resource tasks.
+
+    Keeps scheduled GPU pods with a run time (Running, Succeeded, Failed); derives epochs,
+    due dates, QoS weights, node power and synthetic GPU memory (docs/FORMAT.md, "Alibaba
+    GPU trace"). Prints what it kept and dropped, and why.
+    """
+    from andreas.errors import options
+    from andreas.formats.alibaba import import_alibaba
+    from andreas.formats.trace import dump_trace, parse_trace, trace_to_dict
+
+    with options(sample="--sample", seed="--seed", max_nodes="--max-nodes", slack="--slack",
+                 epoch_s="--epoch-s", load="--load", since="--since"):
+        trace, report = import_alibaba(pods_path, nodes_path, sample=sample, seed=seed,
+                                       max_nodes=max_nodes, slack=slack, epoch_s=epoch_s,
+                                       load=load, since=since)
+    parse_trace(trace_to_dict(trace))      # what is written loads: a failure here is a bug
+    dump_trace(trace, out_path)
+    if as_json:
+        click.echo(json.dumps({"out": out_path, "name": trace.name, **report.as_dict()}))
+        return
+    r = report
+    dropped = ", ".join(f"{k} {v}" for k, v in r.dropped.items()) or "none"
+    types = ", ".join(f"{t} {k}" for t, k in r.nodes_by_type.items())
+    phases = ", ".join(f"{p} {k}" for p, k in r.phases.items())
+    click.echo(f"wrote {out_path}: {trace.name}: {r.jobs} jobs ({r.slices} GPU slices, "
+               f"{r.jobs - r.slices} whole-GPU; {phases}), {r.nodes} nodes with {r.gpus} GPUs "
+               f"({types})")
+    click.echo(f"dropped {r.pods - r.jobs} of {r.pods} pods: {dropped}")
+    click.echo(f"submissions over {r.span_s / 3600:.1f} h, time scale x{r.time_scale:.4g}: "
+               f"GPU load {_num(r.load, '{:.4g}')} while submitting (full trace "
+               f"{_num(r.load_full, '{:.4g}')}), offered load {_num(r.offered, '{:.4g}')} "
+               f"(all GPU-seconds / (GPUs x span), as trace show)")
+    for note in r.notes:
+        click.echo(f"note: {note}")
 
 
 @trace_group.command("show")

@@ -23,7 +23,7 @@ from typing import Any
 
 from andreas.errors import InputError
 from andreas.infra.fileio import write_text_atomic
-from andreas.model import Job, Trace
+from andreas.model import GPU_MILLI, Job, Trace
 from andreas.formats.snapshot import (Fields, check_job_placement, check_list, energy_to_dict,
                               hardware_to_dict, job_to_dict, params_to_dict, parse_catalog,
                               load_document, parse_energy, parse_job, parse_nodes, parse_params,
@@ -135,7 +135,14 @@ def gpu_count(trace: Trace) -> int:
 
 
 def min_gpu_seconds(job: Job, hardware: Mapping[str, int]) -> float:
-    """The least GPU-time the job needs: min over (type, g) of g * epochs * t_g."""
+    """The least GPU-time the job needs: min over (type, g) of g * epochs * t_g; a rigid
+    task (``demand``) only with its own g, a GPU slice counting its share of each GPU."""
+    if job.demand is not None:
+        g = job.demand.gpus
+        share = job.demand.gpu_milli / GPU_MILLI if job.demand.shared else 1.0
+        return min((g * share * job.epochs * times[g - 1]
+                    for gpu_type, times in job.epoch_time_s.items()
+                    if len(times) >= g and hardware.get(gpu_type, 0) >= g), default=0.0)
     return min(g * job.epochs * t for gpu_type, times in job.epoch_time_s.items()
                for g, t in enumerate(times[: hardware.get(gpu_type, 0)], start=1))
 
