@@ -234,10 +234,13 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
         if kind is ActionKind.START:
             out[job.id] = f"start: {why}"
         elif kind is ActionKind.MOVE and job.running.node == action.node:
-            theta = job.running.slowdown
+            here = (job.running.node, job.running.gpu_ids)
+            theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
+                        and (j.running.node, j.running.gpu_ids) == here)
             out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "
                            f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
-                           + (f"interference (measured slowdown {theta:.0%})" if theta > 0
+                           + (f"interference (measured slowdown on its GPU {theta:.0%})"
+                              if theta > 0
                               else "placed by the policy"))
         elif kind is ActionKind.MOVE:
             out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"

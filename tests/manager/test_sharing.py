@@ -146,7 +146,7 @@ def test_ojpap_moves_a_share_off_a_gpu_whose_measured_slowdown_breaks_the_bound(
     other = "b" if j == "a" else "a"
     assert attempts(mstore, other)[-1].gpu_ids == old.gpu_ids   # the other stays put
     stop = [x for x in _plan_of(mstore, old.stop_decision_id)["actions"] if x["job"] == j]
-    assert stop[0]["kind"] == "move"
+    assert stop[0]["kind"] == "move" and "interference" in stop[0]["reason"], stop
 
 
 def _plan_of(store, decision_id):
