@@ -51,31 +51,64 @@ class Shortfall:
         return f"{self.resource}: needs {self.need:g}, {self.free:g} free"
 
 
+@dataclass(frozen=True)
+class _Empty:
+    """A cluster's capacities as arrays, built once per node tuple (a simulation builds a
+    ledger per decision and a feasibility check per plan over the same nodes)."""
+
+    nodes: tuple[Node, ...]
+    index: dict[str, int]
+    gpus: np.ndarray
+    gpu_free: np.ndarray
+    cpu_free: np.ndarray
+    mem_free: np.ndarray
+    gpu_mem_free: np.ndarray
+
+
+_EMPTY: dict[int, _Empty] = {}
+
+
+def _empty(nodes: tuple[Node, ...]) -> _Empty:
+    hit = _EMPTY.get(id(nodes))
+    if hit is not None and hit.nodes is nodes:
+        return hit
+    n = len(nodes)
+    width = max(max((node.gpus for node in nodes), default=0), 1)
+    gpu_free = np.full((n, width), -1, dtype=np.int64)
+    for i, node in enumerate(nodes):
+        gpu_free[i, : node.gpus] = GPU_MILLI
+
+    def cap(key: str) -> np.ndarray:
+        return np.array([getattr(node, key) or UNLIMITED for node in nodes], dtype=float)
+
+    gpu_mem_free = np.repeat(cap("gpu_memory_mib")[:, None], width, axis=1)
+    gpu_mem_free[gpu_free < 0] = -1
+    hit = _Empty(nodes=nodes, index={node.name: i for i, node in enumerate(nodes)},
+                 gpus=np.array([node.gpus for node in nodes], dtype=np.int64),
+                 gpu_free=gpu_free, cpu_free=cap("cpu_milli"), mem_free=cap("memory_mib"),
+                 gpu_mem_free=gpu_mem_free)
+    if len(_EMPTY) >= 16:
+        _EMPTY.clear()
+    _EMPTY[id(nodes)] = hit          # the entry holds the tuple, so its id is not reused
+    return hit
+
+
 class Ledger:
     """Free resources of every node (mutable); ``fit`` / ``place`` / ``release`` are the only
     ways to change them, so no caller can double-book a GPU slice."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
-        self.nodes = tuple(nodes)
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
-        n = len(self.nodes)
-        width = max(max((node.gpus for node in self.nodes), default=0), 1)
-        self.gpus = np.array([node.gpus for node in self.nodes], dtype=np.int64)
+        self.nodes = nodes if isinstance(nodes, tuple) else tuple(nodes)
+        empty = _empty(self.nodes)
+        self.index = empty.index                 # shared, never written
+        self.gpus = empty.gpus
         # free milli-GPU per GPU slot; slots a node does not have are -1 (never fit)
-        self.gpu_free = np.full((n, width), -1, dtype=np.int64)
-        for i, node in enumerate(self.nodes):
-            self.gpu_free[i, : node.gpus] = GPU_MILLI
-
-        def cap(key: str) -> np.ndarray:
-            return np.array([getattr(node, key) or UNLIMITED for node in self.nodes],
-                            dtype=float)
-
-        self.cpu_free = cap("cpu_milli")
-        self.mem_free = cap("memory_mib")
+        self.gpu_free = empty.gpu_free.copy()
+        self.cpu_free = empty.cpu_free.copy()
+        self.mem_free = empty.mem_free.copy()
         # per GPU: memory minus the residents' basic parts, and their largest variable part
-        self.gpu_mem_free = np.repeat(cap("gpu_memory_mib")[:, None], width, axis=1)
-        self.gpu_mem_free[self.gpu_free < 0] = -1
-        self.gpu_peak = np.zeros((n, width))
+        self.gpu_mem_free = empty.gpu_mem_free.copy()
+        self.gpu_peak = np.zeros_like(empty.gpu_mem_free)
         self.residents: dict[tuple[int, int], list[Resident]] = {}
 
     # -- queries --------------------------------------------------------------------------
