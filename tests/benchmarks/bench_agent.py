@@ -15,7 +15,10 @@ containers, against idle Python processes measured in the same run.
    memory: resident set size, sampled every second (max). Then SIGTERM to the agent
    (it must exit 0) and a count of what reached the store.
 
-Targets: agent CPU < 1 % of one core (issue 5), RSS < 60 MB (issue 17). Printed, never
+``--shared``: two containers per fake GPU with half of it each (GPU sharing, issue 13).
+
+Targets: agent CPU < 1 % of one core (issue 5, also with shared GPUs: issue 13), RSS < 60
+MB (issue 17). Printed, never
 asserted. The agent runs under ``--agent-python``: ``scripts/bench.sh agent`` gives it a
 virtual environment with ``andreas[agent]`` only, as on a GPU node (the test environment
 also has the manager's libraries, e.g. docker[ssh]'s paramiko, which the docker SDK
@@ -130,6 +133,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=60.0, help="measured window (>= 60)")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before measuring")
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("--shared", action="store_true",
+                   help="the containers share GPUs (two per GPU, gpu_milli 500): the "
+                        "per-process split of a shared GPU's energy")
     p.add_argument("--agent-python", default=sys.executable,
                    help="interpreter of the agent and of the idle processes (default: this "
                         "one; scripts/bench.sh agent: a venv with andreas[agent] only)")
@@ -149,11 +155,14 @@ def main() -> int:
         for k, job in enumerate(jobs):
             labels = {"andreas.job": job, "andreas.attempt": "1",
                       "andreas.gpus": ",".join(uuids[2 * k:2 * k + 2]), "andreas.bench": "1"}
+            if a.shared:             # two jobs per GPU, half of it each
+                labels.update({"andreas.gpus": uuids[k // 2], "andreas.gpu_milli": "500"})
             containers.append(client.containers.run(
                 image, ["sh", "-c", PROGRESS], detach=True, network_mode="none",
                 labels=labels, environment={"JOB": job}))
         log(f"Docker at {docker_url}: {len(containers)} labelled containers from {image}, "
-            f"2 fake GPUs each, a progress line pair every 5 s")
+            + ("two sharing each fake GPU (half each)" if a.shared else "2 fake GPUs each")
+            + ", a progress line pair every 5 s")
     else:
         log(f"Docker NOT available ({why_not}): measuring without followed containers "
             "(sampling and delivery only)")
