@@ -10,8 +10,9 @@ from sqlalchemy import select
 
 from andreas.config import ExecutorSettings, ManagerSettings, Settings
 from andreas.manager import Manager
-from andreas.store import Gpu, Job, JobAttempt, JobState, Node, NodeState, Store
+from andreas.store import Job, JobAttempt, JobState, Node, NodeState, Store
 from tests.manager.fakes import FakeExecutor
+from tests.store import helpers as store_rows
 
 
 class Clock:
@@ -40,16 +41,10 @@ def settings(**manager) -> Settings:
 def add_node(store: Store, name: str, gpus: int = 2, gpu_type: str = "V100", *,
              state: NodeState = NodeState.UP, profiling: bool = False, fake: bool = True,
              unhealthy: tuple[int, ...] = ()) -> int:
-    prefix = "GPU-fake-" if fake else "GPU-"
-    with store.session() as s:
-        node = Node(name=name, docker_endpoint=f"ssh://{name}", gpu_type=gpu_type,
-                    gpu_count=gpus, state=state, profiling=profiling)
-        node.gpus = [Gpu(index=i, uuid=f"{prefix}{name}-{i}", model=gpu_type, memory_mib=16384,
-                         power_limit_w=250.0, healthy=i not in unhealthy)
-                     for i in range(gpus)]
-        s.add(node)
-        s.flush()
-        return node.id
+    """The store helpers' node with the manager tests' defaults; returns its id."""
+    return store_rows.add_node(store, gpus, gpu_type, name=name, state=state,
+                               profiling=profiling, fake=fake, unhealthy=unhealthy,
+                               power_limit_w=250.0)[1]
 
 
 def add_job(store: Store, job_id: str, *, epochs: int = 10, due_s: float = 1e7,
@@ -57,12 +52,11 @@ def add_job(store: Store, job_id: str, *, epochs: int = 10, due_s: float = 1e7,
             image: str = "registry.example/train:1", max_gpus: int | None = None,
             grace_s: float = 60.0, state: JobState = JobState.QUEUED,
             gpu_milli: int | None = None, gpu_memory_mib: int | None = None) -> str:
-    with store.session() as s:
-        s.add(Job(id=job_id, image=image, command=["python", "train.py"], env={"LR": "0.1"},
-                  epochs=epochs, submit_s=submit_s, due_s=due_s, weight=weight,
-                  application=application, grace_s=grace_s, max_gpus=max_gpus, state=state,
-                  gpu_milli=gpu_milli, gpu_memory_mib=gpu_memory_mib))
-    return job_id
+    """The store helpers' job with the manager tests' defaults."""
+    return store_rows.add_job(store, id=job_id, epochs=epochs, due_s=due_s, submit_s=submit_s,
+                              application=application, weight=weight, image=image,
+                              max_gpus=max_gpus, grace_s=grace_s, state=state,
+                              gpu_milli=gpu_milli, gpu_memory_mib=gpu_memory_mib)
 
 
 def job(store: Store, job_id: str) -> Job:

@@ -1,4 +1,5 @@
-"""Helpers of the store tests: rows with unique names, so tests can share a database."""
+"""The one set of row helpers of the tests (store, manager, jobs, reports, profiler): rows
+with unique names by default, so tests can share a database."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import pytest
 import sqlalchemy as sa
 
-from andreas.store import Gpu, Job, Node, Store
+from andreas.store import Gpu, Job, Node, NodeState, Store
 
 _names = itertools.count()
 
@@ -18,14 +19,20 @@ def unique(prefix: str) -> str:
 
 
 def add_node(store: Store, gpus: int = 8, gpu_type: str = "V100",
-             energy_counter: bool = True) -> tuple[str, int, list[int]]:
-    """A node with ``gpus`` GPUs; returns (name, node id, GPU ids by index)."""
-    name = unique("node")
+             energy_counter: bool = True, *, name: str | None = None,
+             state: NodeState = NodeState.UP, profiling: bool = False, fake: bool = False,
+             unhealthy: tuple[int, ...] = (), power_limit_w: float = 300.0
+             ) -> tuple[str, int, list[int]]:
+    """A node with ``gpus`` GPUs (``fake``: the fake NVML's UUIDs; ``unhealthy``: indexes
+    of GPUs marked unhealthy); returns (name, node id, GPU ids by index)."""
+    name = name or unique("node")
+    prefix = "GPU-fake-" if fake else "GPU-"
     with store.session() as s:
         node = Node(name=name, docker_endpoint=f"ssh://{name}", gpu_type=gpu_type,
-                    gpu_count=gpus)
-        node.gpus = [Gpu(index=i, uuid=f"GPU-{name}-{i}", model=gpu_type, memory_mib=16384,
-                         power_limit_w=300.0, has_energy_counter=energy_counter)
+                    gpu_count=gpus, state=state, profiling=profiling)
+        node.gpus = [Gpu(index=i, uuid=f"{prefix}{name}-{i}", model=gpu_type, memory_mib=16384,
+                         power_limit_w=power_limit_w, has_energy_counter=energy_counter,
+                         healthy=i not in unhealthy)
                      for i in range(gpus)]
         s.add(node)
         s.flush()
@@ -33,6 +40,7 @@ def add_node(store: Store, gpus: int = 8, gpu_type: str = "V100",
 
 
 def add_job(store: Store, **spec) -> str:
+    """A job row (``id`` or a unique one); any column may be given."""
     job_id = spec.pop("id", None) or unique("job")
     values = dict(image="registry.example/train:1", command=["python", "train.py"],
                   env={"LR": "0.1"}, epochs=10, submit_s=0.0, due_s=3600.0, weight=1.0,
