@@ -20,11 +20,12 @@ def unique(prefix: str) -> str:
 
 def add_node(store: Store, gpus: int = 8, gpu_type: str = "V100",
              energy_counter: bool = True, *, name: str | None = None,
-             state: NodeState = NodeState.UP, profiling: bool = False, fake: bool = False,
+             state: NodeState = NodeState.DOWN, profiling: bool = False, fake: bool = False,
              unhealthy: tuple[int, ...] = (), power_limit_w: float = 300.0
              ) -> tuple[str, int, list[int]]:
-    """A node with ``gpus`` GPUs (``fake``: the fake NVML's UUIDs; ``unhealthy``: indexes
-    of GPUs marked unhealthy); returns (name, node id, GPU ids by index)."""
+    """A node with ``gpus`` GPUs, ``down`` until its agent starts as a registered node is
+    (``fake``: the fake NVML's UUIDs; ``unhealthy``: indexes of GPUs marked unhealthy);
+    returns (name, node id, GPU ids by index)."""
     name = name or unique("node")
     prefix = "GPU-fake-" if fake else "GPU-"
     with store.session() as s:
