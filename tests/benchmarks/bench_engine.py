@@ -51,7 +51,7 @@ try:
 except ImportError:            # benchmarks are not the test suite; SimPy is only the check
     simpy = None
 
-SIZES = ((500, 50), (2000, 100), (4000, 200))
+SIZES = ((500, 50), (1000, 200), (2000, 100))
 TOLERANCE_S = 1e-6
 EPS = 1e-6                     # the engine's: events within EPS of the clock are "now"
 
