@@ -11,7 +11,7 @@
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh published   # against the paper's C++ code (GPUScheduler checkout; not in "all")
 #   bash scripts/bench.sh engine      # the simulator engine against a SimPy model of the same
-#                                     # trace (installs simpy into .venv; not in "all": ~1 h)
+#                                     # trace (installs simpy into .venv; not in "all": ~12 min)
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -19,7 +19,7 @@ completions) per second, scheduler decisions, and with cProfile the five functio
 spends most of its own time in (over all code, and over the engine's own machinery). It
 never asserts a time. SimPy is not a dependency of andreas: without it the script says
 so and exits 0. Run: ``bash scripts/bench.sh engine`` or this file with python
-(``--jobs 500 --nodes 50`` for one size; the default sizes take about 25 min here).
+(``--jobs 500 --nodes 50`` for one size; the default sizes take about 12 min here).
 """
 
 from __future__ import annotations
