@@ -10,6 +10,8 @@
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh published   # against the paper's C++ code (GPUScheduler checkout; not in "all")
+#   bash scripts/bench.sh engine      # the simulator engine against a SimPy model of the same
+#                                     # trace (installs simpy into .venv; not in "all": ~12 min)
 # The store benchmark needs MariaDB: bash scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,4 +62,9 @@ if [ "$which" = published ]; then
     # names the checkout (--help). Full grid: 77 min here (the C++ random methods dominate);
     # --quick (N = 10, 20): about 8 min.
     .venv/bin/python tests/benchmarks/bench_published.py --json out/bench_published.json "$@"
+fi
+if [ "$which" = engine ]; then
+    # SimPy is the cross-check of this benchmark only, not a dependency of andreas.
+    .venv/bin/python -m pip install -q 'simpy>=4.1'
+    .venv/bin/python tests/benchmarks/bench_engine.py --json out/bench_engine.json "$@"
 fi
