@@ -20,7 +20,7 @@ from andreas.costs import evaluate
 from andreas.errors import InputError
 from andreas.feasibility import check_plan
 from andreas.formats.trace import dump_trace
-from andreas.model import Config, Demand, Job, Node, Snapshot, Trace
+from andreas.model import Config, Demand, Job, Node, Plan, Snapshot, Trace
 from andreas.optimizer import decide
 from andreas.optimizer.construction import construct
 from andreas.optimizer.genetic import (INFEASIBLE, MUTATION_HIGH_QUALITY,
@@ -123,7 +123,7 @@ def test_the_compiled_decoder_places_what_the_ledger_places(seed: int, decoder: 
     genome = PackingGenome(snap)
     rng = np.random.default_rng(seed)
     pop = np.floor(rng.random((8, genome.n_genes)) * genome.sizes).astype(np.int64)
-    gain, _ = genome.decode(pop, decoder)
+    gain, _, _ = genome.decode(pop, decoder)
     for row, g in zip(pop, gain):
         if g < 0:
             assert decoder == STRICT
@@ -301,3 +301,83 @@ def test_simulate_ga_and_bad_ga_options_through_the_cli(tmp_path: Path) -> None:
         assert err.startswith("andreas: error: ") and err.count("\n") == 1, err
         assert flag in err and value in err
         assert not bad.exists()
+
+
+# -- the seeds: Tetris and Best-Fit as matrices equal their former loops -------------------
+
+def _tetris_loop(snapshot: Snapshot) -> Plan:
+    """decide_tetris before it kept its scores in a matrix (commit 69b8b25)."""
+    from andreas.optimizer.packing import Packing, _capacities, _finite
+    from andreas.resources import held_milli
+    p = Packing(snapshot)
+    led = p.ledger
+    caps = _capacities(snapshot)
+    left = list(p.waiting)
+    demands = {job.id: demand_of(job) for job in left}
+    accepted = {job.id: p.candidates(job, demands[job.id]) for job in left}
+    while left:
+        free = np.stack([_finite(led.cpu_free), _finite(led.mem_free),
+                         np.clip(led.gpu_free, 0, None).sum(axis=1).astype(float)], axis=1)
+        free_n = np.divide(free, caps, out=np.zeros_like(free), where=caps > 0)
+        top = None
+        for k, job in enumerate(left):
+            d = demands[job.id]
+            vec = np.array([d.cpu_milli, d.memory_mib, held_milli(d)], dtype=float)
+            nodes = accepted[job.id]
+            if len(nodes) == 0:
+                continue
+            scores = (np.divide(vec, caps[nodes], out=np.zeros((len(nodes), 3)),
+                                where=caps[nodes] > 0) * free_n[nodes]).sum(axis=1)
+            for j in np.argsort(-scores, kind="stable"):
+                if top is not None and scores[j] <= top[0]:
+                    break
+                slots = led.fit(d, int(nodes[j]))
+                if slots is not None:
+                    top = (float(scores[j]), k, int(nodes[j]), slots)
+                    break
+        if top is None:
+            break
+        _, k, node, slots = top
+        job = left.pop(k)
+        p.place(job, demands[job.id], node, slots)
+    return p.plan("tetris", [job.id for job in left])
+
+
+def _best_fit_loop(snapshot: Snapshot) -> Plan:
+    """decide_best_fit before it fitted every node at once (commit 69b8b25)."""
+    from andreas.model import GPU_MILLI, Assignment
+    from andreas.optimizer.packing import Packing
+    p = Packing(snapshot)
+    postponed = []
+    for job in p.waiting:
+        demand = demand_of(job)
+        whole = Demand(gpus=demand.gpus, cpu_milli=demand.cpu_milli,
+                       memory_mib=demand.memory_mib, gpu_memory_mib=demand.gpu_memory_mib)
+        pick = None
+        for i in p.candidates(job, demand):
+            slots = p.ledger.fit(whole, int(i))
+            if slots is None:
+                continue
+            free = int((p.ledger.gpu_free[i] == GPU_MILLI).sum())
+            if pick is None or free < pick[0]:
+                pick = (free, int(i), slots)
+        if pick is None:
+            postponed.append(job.id)
+            continue
+        _, node, slots = pick
+        p.ledger.place(whole, node, slots, job.id)
+        p.assignments.append(Assignment(job=job.id, node=snapshot.nodes[node].name,
+                                        gpus=demand.gpus, gpu_ids=slots))
+    return p.plan("best-fit", postponed)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), nodes=st.integers(1, 9), tasks=st.integers(0, 45),
+       elastic=st.booleans())
+def test_tetris_and_best_fit_plan_as_their_former_loops(seed: int, nodes: int, tasks: int,
+                                                        elastic: bool) -> None:
+    snap = (random_snapshot(np.random.default_rng(seed), nodes, max(tasks, 1))
+            if elastic else demand_snapshot(seed, nodes, tasks))
+    rng = np.random.default_rng(0)
+    assert decide(snap, rng, "tetris") == _tetris_loop(snap)
+    assert decide(snap, rng, "best-fit") == _best_fit_loop(snap)

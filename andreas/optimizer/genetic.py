@@ -62,8 +62,7 @@ from numba import njit
 
 from andreas.errors import InputError
 from andreas.model import GPU_MILLI, Job, Plan, Snapshot
-from andreas.optimizer.packing import (Packing, decide_best_fit, decide_first_fit,
-                                       decide_tetris)
+from andreas.optimizer.packing import Packing, decide_best_fit, decide_tetris
 from andreas.resources import demand_of, held_milli
 
 DEFAULT_POPULATION = 100          # the paper's choice (its Figure 5)
@@ -185,7 +184,7 @@ def _fits(k, n, d_gpus, d_need, d_cpu, d_mem, d_gmem, d_peak, gf, cf, mf, gm, pk
 @njit(cache=True, nogil=True)
 def _decode_packing(pop, cand_ptr, cand_node, d_gpus, d_need, d_shared, d_cpu, d_mem,
                     d_gmem, d_peak, d_held, gpu_free0, cpu_free0, mem_free0, gmem_free0,
-                    peak0, decoder, out_gain, out_pop):
+                    peak0, decoder, out_gain, out_pop, out_whole):
     """Place each row's genes in order with ``Ledger.fit``'s rule. A task whose node is
     full waits (SKIP), goes to the next candidate that holds it, cyclically (NEXT_FIT), or
     makes the row infeasible (STRICT: ``out_gain`` -1). ``out_gain`` gets the milli-GPU
@@ -244,6 +243,12 @@ def _decode_packing(pop, cand_ptr, cand_node, d_gpus, d_need, d_shared, d_cpu, d
                 pk[n, s] = max(pk[n, s], d_peak[k])
             gain += d_held[k]
         out_gain[b] = gain
+        whole = 0
+        for n in range(gf.shape[0]):
+            for s in range(width):
+                if gf[n, s] == GPU_MILLI:
+                    whole += 1
+        out_whole[b] = whole
 
 
 class PackingGenome:
@@ -296,22 +301,29 @@ class PackingGenome:
     def n_genes(self) -> int:
         return len(self.jobs)
 
-    def decode(self, pop: np.ndarray, decoder: int) -> tuple[np.ndarray, np.ndarray]:
-        """(milli-GPU placed per row, -1 where infeasible; the candidate each task took)."""
+    def decode(self, pop: np.ndarray, decoder: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(milli-GPU placed per row, -1 where infeasible; the candidate each task took;
+        whole GPUs left free)."""
         pop = np.ascontiguousarray(pop, dtype=np.int64)
         gain = np.empty(len(pop), dtype=np.int64)
+        whole = np.empty(len(pop), dtype=np.int64)
         placed = np.empty_like(pop)
         _decode_packing(pop, self.cand_ptr, self.cand_node, self.d_gpus, self.d_need,
                         self.d_shared, self.d_cpu, self.d_mem, self.d_gmem, self.d_peak,
-                        self.d_held, *self.state, decoder, gain, placed)
-        return gain, placed
+                        self.d_held, *self.state, decoder, gain, placed, whole)
+        return gain, placed, whole
 
-    def fitness(self, decoder: int) -> Fitness:
+    def fitness(self, decoder: int, whole_gpus: bool = False) -> Fitness:
         """Algorithm 3 over a batch: the gain in GPU allocation, or -1 (STRICT decoder)
-        for a chromosome that overbooks a node."""
+        for a chromosome that overbooks a node. ``whole_gpus`` breaks ties by the whole
+        GPUs left free (less than half a milli-GPU of gain: never against the gain)."""
+        gpus = max(int((self.state[0] >= 0).sum()), 1)
+
         def score(pop: np.ndarray) -> np.ndarray:
-            gain, _ = self.decode(pop, decoder)
-            return np.where(gain < 0, INFEASIBLE, gain / self.capacity)
+            gain, _, whole = self.decode(pop, decoder)
+            bonus = 0.5 * whole / (gpus + 1) if whole_gpus else 0.0
+            return np.where(gain < 0, INFEASIBLE, (gain + bonus) / self.capacity)
         return score
 
     def chromosome(self, plan: Plan) -> np.ndarray:
@@ -385,7 +397,8 @@ def initial_population(seeds: Sequence[np.ndarray], random_rows: Callable[[int],
 
 def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
               population: int = DEFAULT_POPULATION, generations: int = DEFAULT_GENERATIONS,
-              decoder: str = DEFAULT_DECODER, **options: Any) -> Plan:
+              decoder: str = DEFAULT_DECODER, whole_gpus: bool = False,
+              **options: Any) -> Plan:
     """The genetic-scheduling paper's GA: waiting tasks on nodes for the largest GPU
     allocation (module docstring)."""
     check_ga_options(population, generations)
@@ -394,24 +407,31 @@ def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
                          field="decoder")
     mode = DECODERS[decoder]
     genome = PackingGenome(snapshot)
-    baselines = {name: fn(snapshot, rng) for name, fn in
-                 (("first-fit", decide_first_fit), ("tetris", decide_tetris),
-                  ("best-fit", decide_best_fit))}
+    # First-Fit is the chromosome of zeros under next-fit (each task on the first node that
+    # still holds it); Tetris and Best-Fit are their plans written as genes
+    first_fit = genome.decode(np.zeros((1, genome.n_genes), dtype=np.int64), NEXT_FIT)[1][0]
+    others = {"tetris": decide_tetris(snapshot, rng), "best-fit": decide_best_fit(snapshot, rng)}
     init_seed, ga_seed = (int(x) for x in rng.integers(0, 2**32, size=2))
     stats: dict[str, float] = {"tasks": genome.n_genes, "population": population,
                                "generations": 0, "evaluations": 0}
     if genome.n_genes == 0:
-        return genome.to_plan(np.zeros(0, dtype=np.int64), mode, "ga", stats)
+        return genome.to_plan(first_fit, mode, "ga", stats)
     init_rng = np.random.default_rng(init_seed)
-    initial = initial_population([genome.chromosome(p) for p in baselines.values()],
-                                 lambda n: genome.random_feasible(init_rng, n), population)
-    result = evolve(genome.fitness(mode), genome.sizes, initial, generations=generations,
-                    seed=ga_seed)
+    seeds = np.array([first_fit, *(genome.chromosome(p) for p in others.values())])
+    initial = initial_population(list(seeds), lambda n: genome.random_feasible(init_rng, n),
+                                 population)
+    fitness = genome.fitness(mode, whole_gpus)
+    result = evolve(fitness, genome.sizes, initial, generations=generations, seed=ga_seed)
     stats.update(generations=result.generations, evaluations=result.evaluations,
                  fitness=result.fitness, seed_fitness=result.seed_fitness)
-    plan = genome.to_plan(result.best, mode, "ga", stats)
+    # the GA's best only if it beats the seeds: among equals, a seed (First-Fit first)
+    # rather than whichever equal chromosome the evolution left on top
+    finalists = np.vstack([seeds, result.best[None, :]])
+    winner = int(np.argmax(fitness(finalists)))
+    stats["from_seed"] = float(winner < len(seeds))
+    plan = genome.to_plan(finalists[winner], mode, "ga", stats)
     value = allocation(snapshot, plan)
-    best_name, best = max(baselines.items(), key=lambda kv: allocation(snapshot, kv[1]))
+    best_name, best = max(others.items(), key=lambda kv: allocation(snapshot, kv[1]))
     if allocation(snapshot, best) > value + 1e-12:
         # a seed that decodes differently from its own plan did better (module docstring)
         value = allocation(snapshot, best)
