@@ -123,7 +123,7 @@ def test_the_compiled_decoder_places_what_the_ledger_places(seed: int, decoder: 
     genome = PackingGenome(snap)
     rng = np.random.default_rng(seed)
     pop = np.floor(rng.random((8, genome.n_genes)) * genome.sizes).astype(np.int64)
-    gain, _, _ = genome.decode(pop, decoder)
+    gain, _ = genome.decode(pop, decoder)
     for row, g in zip(pop, gain):
         if g < 0:
             assert decoder == STRICT
@@ -222,19 +222,30 @@ def test_the_energy_decoder_is_f_obj(seed: int) -> None:
                            scenario=1 + seed % 2)
     problem = compile_problem(snap)
     batch = construct(problem, 20, np.random.default_rng(seed))
-    genome = EnergyGenome(problem)
-    rows = np.array([genome.chromosome(batch.node[r], batch.cfg[r]) for r in range(20)])
-    f, _, _ = genome.decode(rows)
+    exact = EnergyGenome(problem, work_conserving=False)   # rg's rows decode to themselves
+    rows = np.array([exact.chromosome(batch.node[r], batch.cfg[r]) for r in range(20)])
+    f, _, _ = exact.decode(rows)
     assert f == pytest.approx(batch.f_obj, rel=1e-9)
-    rng = np.random.default_rng(seed)
-    random_rows = np.floor(rng.random((5, genome.n_genes)) * genome.sizes).astype(np.int64)
-    f, node, cfg = genome.decode(random_rows)
     from andreas.optimizer.solution import to_plan
-    for r in range(5):
-        plan = to_plan(problem, node[r], cfg[r], np.full(problem.n_nodes, -1), policy="x",
-                       objective=f[r], objective_name="f_obj")
-        check_plan(snap, plan)
-        assert evaluate(snap, plan).f_obj == pytest.approx(f[r], rel=1e-9)
+    rng = np.random.default_rng(seed)
+    for genome in (exact, EnergyGenome(problem)):
+        random_rows = np.floor(rng.random((5, genome.n_genes)) * genome.sizes).astype(np.int64)
+        f, node, cfg = genome.decode(random_rows)
+        for r in range(5):
+            plan = to_plan(problem, node[r], cfg[r], np.full(problem.n_nodes, -1), policy="x",
+                           objective=f[r], objective_name="f_obj")
+            check_plan(snap, plan)
+            assert evaluate(snap, plan).f_obj == pytest.approx(f[r], rel=1e-9)
+            if genome.work_conserving:     # a job waits only when no configuration fits
+                placed = node[r] >= 0
+                free = genome.node_gpus - np.bincount(
+                    node[r][placed], weights=problem.cfg_g[cfg[r][placed]],
+                    minlength=problem.n_nodes)
+                for k, j in enumerate(genome.gene_job):
+                    if node[r][j] < 0:
+                        span = slice(genome.cand_ptr[k], genome.cand_ptr[k + 1])
+                        assert (free[genome.cand_node[span]]
+                                < problem.cfg_g[genome.cand_cfg[span]]).all()
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,15 +10,17 @@ on its k-th candidate node, the value len(candidates) leaves it waiting. A decod
 the genes in order through the ledger's own rule (whole GPUs on the lowest free ones,
 slices on the fullest GPU that holds them).
 
-Algorithm 3, the fitness: the gain in GPU allocation (allocated milli-GPU after the
-placement minus before, over the cluster's capacity), or -1 when a task does not fit
-where its gene puts it (the candidates fit one by one, not necessarily together). With
-``repair`` (the default) such a task is skipped instead (it waits) and the chromosome
-keeps the gain of what did fit. Measured on 100-node snapshots of Alibaba-like slices
-(tests/benchmarks/bench_ga.py): pure -1 throws most offspring of two good parents away
-(a single-point crossover of two feasible plans overbooks some node), so it stays at
-its seeds; repair climbs above them. Repair is kept; ``repair=False`` is the paper's
-rule.
+Algorithm 3, the fitness: the gain in GPU allocation (milli-GPU placed over the
+cluster's capacity), or -1 when a task does not fit where its gene puts it (candidates
+fit one by one, not necessarily together): decoder ``strict``. Two repairs instead
+place what fits: ``skip`` (the task waits) and ``next-fit`` (the default: the task goes
+to the next candidate that still holds it, cyclically, so a gene is a preferred node and
+the chromosome of zeros is First-Fit). Measured on six 100-node events (120 waiting
+task instances, tests/benchmarks/bench_ga.py): with ``strict`` and ``skip`` the GA never
+beat its best seed (a single-point crossover of two good plans overbooks some node, and
+a mutated gene mostly points at a full node: the offspring score -1 or lose tasks, and
+evolution stalls at the seeds); ``next-fit`` beat them on 3 of 6 events, by up to 0.8 %
+of the cluster. In the simulated replays the three were within noise of each other.
 
 Algorithm 2 through PyGAD: population 100 (the paper's choice: 10 was worse, 1000 no
 better), 20 % tournament selection (``K_tournament`` = 20 % of the population),
@@ -29,26 +31,32 @@ fitness and "a higher mutation probability of 0.1" below it: the adjectives and 
 contradict each other. Adaptive mutation exists to perturb poor solutions more and
 good ones less (PyGAD's own convention: ``mutation_probability=(low quality, high
 quality)``), so a gene of an offspring below the population's mean fitness mutates with
-probability 0.25 and above it with 0.1. The mutation is ours (``_AdaptiveMutation``,
-handed to PyGAD as ``mutation_type``): PyGAD's built-in adaptive mutation draws each
-mutated gene in Python (about 80 us each; 3 s per event at 150 tasks), ours draws the
-whole batch of offspring at once with PyGAD's own generator. The fitness of a batch is
-one call (``fitness_batch_size`` = the population) of a compiled decoder
-(``_decode_packing``, numba, one row per chromosome, as ``kernels.py`` builds rg's
-constructions): a numpy version vectorised over the rows costs a dozen array
-operations per gene and was 30x slower.
+probability 0.25 and above it with 0.1, to a uniform value of its space (a candidate or
+"wait"). The mutation is ours (``_AdaptiveMutation``, handed to PyGAD as
+``mutation_type``): PyGAD's built-in adaptive mutation draws each mutated gene in Python
+(about 80 us each; seconds per event at 150 tasks), ours draws the whole batch of
+offspring at once with PyGAD's own generator. The fitness of a batch is one call
+(``fitness_batch_size`` = the population) of a compiled decoder (``_decode_packing``,
+numba, one row per chromosome, as ``kernels.py`` builds rg's constructions): numpy
+vectorised over the rows costs a dozen array operations per gene, about 10 ms per batch
+at 150 genes, against 0.1-1 ms compiled.
 
-The initial population is the plans of First-Fit, Tetris and Best-Fit written as
-chromosomes, then random feasible ones (a uniform candidate per task, repaired), so
-the GA starts where the baselines end. First-Fit decodes exactly to its own plan and
-elitism keeps the best, so ``ga`` is never below First-Fit on its objective; Tetris
-and Best-Fit place in another order (or on whole GPUs), so their chromosome may decode
-differently: their plans are compared at the end and the best of the four is returned.
+The initial population: First-Fit (the chromosome of zeros decoded by next-fit: each
+task on the first candidate that still holds it, which is First-Fit's plan), Tetris and
+Best-Fit written as chromosomes, then random feasible ones (a uniform candidate per
+task, repaired by ``skip``). Elitism keeps the best, and the GA's best replaces the
+seeds only when its fitness is higher (among equals a seed, First-Fit first: the
+fitness does not see fragmentation, and an arbitrary one of many equal placements
+spreads tasks like Round-Robin, which cost 22 % of the replay's utilisation in a first
+measurement). Tetris and Best-Fit place in another order (Best-Fit on whole GPUs), so
+their chromosome may decode to another plan: their own plans are compared at the end and
+the best is returned. So ``ga`` is never below First-Fit, Tetris or Best-Fit on GPU
+allocation (``allocation``: the milli-GPU the tasks hold, slices by their fraction).
 
-Randomness: PyGAD's generators are seeded from the ``rng`` passed in (``random_seed``),
-so a seed reproduces a plan bit for bit. Running tasks keep their GPUs (the packing
-baselines' rule). The plan's objective is the cluster's GPU allocation after placement
-(``gpu_allocation``, as the packing baselines).
+Randomness: the random rows and PyGAD's generators are seeded from the ``rng`` passed
+in (``random_seed``), so a seed reproduces a plan bit for bit. Running tasks keep their
+GPUs (the packing baselines' rule). The plan's objective is the cluster's GPU
+allocation after placement (``gpu_allocation``, as the packing baselines).
 """
 
 from __future__ import annotations
@@ -184,7 +192,7 @@ def _fits(k, n, d_gpus, d_need, d_cpu, d_mem, d_gmem, d_peak, gf, cf, mf, gm, pk
 @njit(cache=True, nogil=True)
 def _decode_packing(pop, cand_ptr, cand_node, d_gpus, d_need, d_shared, d_cpu, d_mem,
                     d_gmem, d_peak, d_held, gpu_free0, cpu_free0, mem_free0, gmem_free0,
-                    peak0, decoder, out_gain, out_pop, out_whole):
+                    peak0, decoder, out_gain, out_pop):
     """Place each row's genes in order with ``Ledger.fit``'s rule. A task whose node is
     full waits (SKIP), goes to the next candidate that holds it, cyclically (NEXT_FIT), or
     makes the row infeasible (STRICT: ``out_gain`` -1). ``out_gain`` gets the milli-GPU
@@ -243,12 +251,6 @@ def _decode_packing(pop, cand_ptr, cand_node, d_gpus, d_need, d_shared, d_cpu, d
                 pk[n, s] = max(pk[n, s], d_peak[k])
             gain += d_held[k]
         out_gain[b] = gain
-        whole = 0
-        for n in range(gf.shape[0]):
-            for s in range(width):
-                if gf[n, s] == GPU_MILLI:
-                    whole += 1
-        out_whole[b] = whole
 
 
 class PackingGenome:
@@ -301,29 +303,22 @@ class PackingGenome:
     def n_genes(self) -> int:
         return len(self.jobs)
 
-    def decode(self, pop: np.ndarray, decoder: int
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(milli-GPU placed per row, -1 where infeasible; the candidate each task took;
-        whole GPUs left free)."""
+    def decode(self, pop: np.ndarray, decoder: int) -> tuple[np.ndarray, np.ndarray]:
+        """(milli-GPU placed per row, -1 where infeasible; the candidate each task took)."""
         pop = np.ascontiguousarray(pop, dtype=np.int64)
         gain = np.empty(len(pop), dtype=np.int64)
-        whole = np.empty(len(pop), dtype=np.int64)
         placed = np.empty_like(pop)
         _decode_packing(pop, self.cand_ptr, self.cand_node, self.d_gpus, self.d_need,
                         self.d_shared, self.d_cpu, self.d_mem, self.d_gmem, self.d_peak,
-                        self.d_held, *self.state, decoder, gain, placed, whole)
-        return gain, placed, whole
+                        self.d_held, *self.state, decoder, gain, placed)
+        return gain, placed
 
-    def fitness(self, decoder: int, whole_gpus: bool = False) -> Fitness:
+    def fitness(self, decoder: int) -> Fitness:
         """Algorithm 3 over a batch: the gain in GPU allocation, or -1 (STRICT decoder)
-        for a chromosome that overbooks a node. ``whole_gpus`` breaks ties by the whole
-        GPUs left free (less than half a milli-GPU of gain: never against the gain)."""
-        gpus = max(int((self.state[0] >= 0).sum()), 1)
-
+        for a chromosome that overbooks a node."""
         def score(pop: np.ndarray) -> np.ndarray:
-            gain, _, whole = self.decode(pop, decoder)
-            bonus = 0.5 * whole / (gpus + 1) if whole_gpus else 0.0
-            return np.where(gain < 0, INFEASIBLE, (gain + bonus) / self.capacity)
+            gain, _ = self.decode(pop, decoder)
+            return np.where(gain < 0, INFEASIBLE, gain / self.capacity)
         return score
 
     def chromosome(self, plan: Plan) -> np.ndarray:
@@ -397,8 +392,7 @@ def initial_population(seeds: Sequence[np.ndarray], random_rows: Callable[[int],
 
 def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
               population: int = DEFAULT_POPULATION, generations: int = DEFAULT_GENERATIONS,
-              decoder: str = DEFAULT_DECODER, whole_gpus: bool = False,
-              **options: Any) -> Plan:
+              decoder: str = DEFAULT_DECODER, **options: Any) -> Plan:
     """The genetic-scheduling paper's GA: waiting tasks on nodes for the largest GPU
     allocation (module docstring)."""
     check_ga_options(population, generations)
@@ -420,7 +414,7 @@ def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
     seeds = np.array([first_fit, *(genome.chromosome(p) for p in others.values())])
     initial = initial_population(list(seeds), lambda n: genome.random_feasible(init_rng, n),
                                  population)
-    fitness = genome.fitness(mode, whole_gpus)
+    fitness = genome.fitness(mode)
     result = evolve(fitness, genome.sizes, initial, generations=generations, seed=ga_seed)
     stats.update(generations=result.generations, evaluations=result.evaluations,
                  fitness=result.fitness, seed_fitness=result.seed_fitness)

@@ -35,15 +35,17 @@ from andreas.optimizer.genetic import (DEFAULT_GENERATIONS, DEFAULT_POPULATION,
                                        Fitness, check_ga_options, evolve, initial_population)
 from andreas.optimizer.greedy import DEFAULT_ALPHA, DEFAULT_ITERATIONS
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
-from andreas.optimizer.solution import to_plan
+from andreas.optimizer.solution import restarts, to_plan
 
 
 @njit(cache=True, nogil=True)
 def _decode_energy(pop, cand_ptr, cand_node, cand_cfg, gene_job, node_gpus, node_class,
-                   cfg_g, t, tard_cost, post_cost, class_cost_h, mu, out_f, out_node,
-                   out_cfg):
-    """f_obj of each row, its genes placed in order (a job whose node is full waits);
-    ``out_node`` / ``out_cfg`` get each job's node and configuration (-1: postponed)."""
+                   cfg_g, t, tard_cost, post_cost, class_cost_h, mu, work_conserving, out_f,
+                   out_node, out_cfg):
+    """f_obj of each row, its genes placed in order; a job whose configuration no longer
+    fits takes the next one that does, cyclically (``work_conserving``: it waits only when
+    none fits, whatever its gene), or waits; ``out_node`` / ``out_cfg`` get each job's
+    node and configuration (-1: postponed)."""
     rows, genes = pop.shape
     n_nodes = node_gpus.shape[0]
     for b in range(rows):
@@ -56,15 +58,21 @@ def _decode_energy(pop, cand_ptr, cand_node, cand_cfg, gene_job, node_gpus, node
             v = pop[b, k]
             out_node[b, j] = -1
             out_cfg[b, j] = -1
-            if v < 0 or v >= size:
+            if (v < 0 or v >= size) and not work_conserving:
                 f += post_cost[j]
                 continue
-            n = cand_node[cand_ptr[k] + v]
-            c = cand_cfg[cand_ptr[k] + v]
+            n = -1
+            c = -1
+            for step in range(size if work_conserving else 1):
+                e = cand_ptr[k] + (max(v, 0) + step) % size
+                if busy[cand_node[e]] + cfg_g[cand_cfg[e]] <= node_gpus[cand_node[e]]:
+                    n = cand_node[e]
+                    c = cand_cfg[e]
+                    break
+            if n < 0:
+                f += post_cost[j]
+                continue
             g = cfg_g[c]
-            if busy[n] + g > node_gpus[n]:
-                f += post_cost[j]
-                continue
             busy[n] += g
             first_end[n] = min(first_end[n], t[j, c])
             f += tard_cost[j, c]
@@ -80,9 +88,10 @@ def _decode_energy(pop, cand_ptr, cand_node, cand_cfg, gene_job, node_gpus, node
 class EnergyGenome:
     """Each job's configurations (node, g) on premise and the chromosome <-> row mapping."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, work_conserving: bool = True) -> None:
         p = problem
         self.p = p
+        self.work_conserving = work_conserving
         self.gene_job = np.asarray(p.queue, dtype=np.int64)
         self.node_gpus = p.class_gpus[p.node_class].astype(np.int64)
         levels = p.cfg_index.shape[1]
@@ -95,7 +104,9 @@ class EnergyGenome:
         rows, cols = np.nonzero(runs)
         sizes = np.bincount(rows, minlength=len(self.gene_job)).astype(np.int64)
         self.levels = levels
-        self.sizes = sizes + 1                                            # + wait
+        # a value per configuration, and "wait" unless the decoder is work-conserving
+        self.sizes = np.maximum(sizes, 1) if work_conserving else sizes + 1
+        self.wait = np.zeros_like(sizes) if work_conserving else sizes   # a postponed job
         self.cand_ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         self.cand_node = pair_node[cols]
         self.cand_cfg = pair_cfg[cols]
@@ -116,7 +127,7 @@ class EnergyGenome:
         p = self.p
         _decode_energy(pop, self.cand_ptr, self.cand_node, self.cand_cfg, self.gene_job,
                        self.node_gpus, p.node_class, p.cfg_g, p.t, p.tard_cost, p.post_cost,
-                       p.class_cost_h, self.mu, f, node, cfg)
+                       p.class_cost_h, self.mu, self.work_conserving, f, node, cfg)
         return f, node, cfg
 
     def fitness(self) -> Fitness:
@@ -124,7 +135,7 @@ class EnergyGenome:
 
     def chromosome(self, node: np.ndarray, cfg: np.ndarray) -> np.ndarray:
         """A construction's row (node and configuration per job, -1 postponed) as genes."""
-        genes = self.sizes - 1
+        genes = self.wait.copy()
         for k, j in enumerate(self.gene_job):
             if node[j] < 0:
                 continue
@@ -139,7 +150,8 @@ class EnergyGenome:
         """Rows with a uniform configuration per job, the jobs that do not fit waiting."""
         if rows <= 0:
             return np.zeros((0, self.n_genes), dtype=np.int64)
-        pop = np.floor(rng.random((rows, self.n_genes)) * (self.sizes - 1)).astype(np.int64)
+        ncand = self.cand_ptr[1:] - self.cand_ptr[:-1]
+        pop = np.floor(rng.random((rows, self.n_genes)) * ncand).astype(np.int64)
         _, node, cfg = self.decode(pop)
         return np.array([self.chromosome(node[r], cfg[r]) for r in range(rows)])
 
@@ -149,7 +161,8 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
                      generations: int = DEFAULT_GENERATIONS,
                      iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
                      swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
-                     floor: bool = False, **options: Any) -> Plan:
+                     floor: bool = False, work_conserving: bool = True,
+                     steady: bool = True, **options: Any) -> Plan:
     """rg's constructions evolved by the genetic scheduler on f_obj (module docstring)."""
     check_ga_options(population, generations)
     if snapshot.cloud:
@@ -164,7 +177,7 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
                       floor=floor)
     rg_row = batch.best()
     init_seed, ga_seed = (int(x) for x in rng.integers(0, 2**32, size=2))
-    genome = EnergyGenome(problem)
+    genome = EnergyGenome(problem, work_conserving)
     stats: dict[str, float] = {"jobs": problem.n_jobs, "population": population,
                                "iterations": iterations, "generations": 0,
                                "evaluations": 0, "rg_f_obj": float(batch.f_obj[rg_row]),
@@ -183,7 +196,10 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
         stats.update(generations=result.generations, evaluations=result.evaluations,
                      ga_f_obj=-result.fitness)
         f, nodes, cfgs = genome.decode(result.best[None, :])
-        if f[0] < batch.f_obj[rg_row] - 1e-9 * max(1.0, abs(batch.f_obj[rg_row])):
+        better = f[0] < batch.f_obj[rg_row] - 1e-9 * max(1.0, abs(batch.f_obj[rg_row]))
+        if better and steady:
+            better = restarts(problem, nodes[0], cfgs[0]) <= restarts(problem, node, cfg)
+        if better:
             node, cfg = nodes[0], cfgs[0]
             stats["improved"] = 1.0
     plan = to_plan(problem, node, cfg, np.full(problem.n_nodes, -1, dtype=np.int64),
