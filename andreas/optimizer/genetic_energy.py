@@ -5,19 +5,29 @@ on the ANDREAS objective f_obj (``andreas.costs.evaluate``), for elastic jobs on
 A chromosome has one gene per job (running ones too: the plan may keep, resize, move or
 preempt them, as rg's), in rg's queue order (``problem.queue``); its value picks one of
 the job's configurations (node n, g GPUs) with g at most n's GPUs and a finite time on
-n's class, or the last value, "wait". The decoder places the genes in order and
-postpones a job whose node has fewer than g GPUs left (the repair of ``ga``'s ``skip``
-decoder; f_obj has no natural "-1"), and computes f_obj from the same arrays as rg's
-kernels (``problem.tard_cost``, ``post_cost``, ``class_cost_h``; the tests hold it equal
-to ``costs.evaluate``). The fitness is -f_obj.
+n's class. The decoder places the genes in order; a configuration that no longer fits
+gives way to the next one that does, cyclically, so a job waits only when none fits:
+decoded plans are work-conserving, as rg's constructions are. With a "wait" value in
+the genes instead (``work_conserving=False``, the packing GA's ``skip``), the GA learnt
+to postpone jobs that still had slack, which f_obj charges nothing for: 33x rg's cost
+over a whole trace. f_obj is computed from the arrays rg's kernels use
+(``problem.tard_cost``, ``post_cost``, ``class_cost_h``; the tests hold it equal to
+``costs.evaluate``); the fitness is -f_obj.
 
 The initial population is rg's: its randomized constructions (``construct``, the same
-``iterations``, alpha and rng draws as ``rg``), the best distinct ones first (rg's own
-plan, then the greedy, ...), topped up with random feasible chromosomes. Elitism keeps
-the best, so with the same seed ``ga-energy``'s f_obj is never above rg's, hence never
-above greedy's. Cloud snapshots are refused (the genes are on-premise nodes; a VM has
-no GPUs until a plan picks its type), as are rigid multi-resource tasks (their energy
-plans are ``optimizer.sharing.decide_energy``'s).
+``iterations``, alpha and rng draws as ``rg``), rg's own plan first, then the best
+distinct others, topped up with random work-conserving chromosomes. rg's plan is kept
+unless the GA's best has a lower f_obj *and* restarts no more running jobs
+(``solution.restarts``, pr's rule for the same reason: reshuffled plans make jobs redo
+partial epochs, which one snapshot's f_obj underprices). So with the same seed
+``ga-energy``'s f_obj is never above rg's, hence never above greedy's.
+
+Measured (ARCHITECTURE.md, "The optimizer, precisely"): on single snapshots its f_obj is
+35-68 % below rg's; over whole generated traces it costs more than rg (its plans run
+more jobs on fewer GPUs each, which the proxy rewards and the jobs' due dates do not).
+It is a study policy, not offered by the manager. Cloud snapshots are refused (the
+genes are on-premise nodes; a VM has no GPUs until a plan picks its type), as are rigid
+multi-resource tasks (their energy plans are ``optimizer.sharing.decide_energy``'s).
 """
 
 from __future__ import annotations
