@@ -139,11 +139,9 @@ def evolve(fitness: Fitness, sizes: np.ndarray, initial: np.ndarray, *, generati
     population = len(initial)
     keep = min(int(round((1 - REPLACED_SHARE) * population)), population - 1)
     offspring = population - keep
-    calls = [0]
 
     def batch(_ga: Any, solutions: np.ndarray, _index: Any) -> np.ndarray | float:
         rows = np.asarray(solutions, dtype=np.int64)
-        calls[0] += 1
         if rows.ndim == 1:                      # PyGAD calls a batch of one row by row
             return float(fitness(rows[None, :])[0])
         return fitness(rows)
