@@ -13,9 +13,9 @@ import sys
 
 # Top-level module -> the extra that installs it (pyproject.toml [project.optional-dependencies]).
 EXTRA_OF = {
-    "numpy": "manager", "numba": "manager", "highspy": "manager", "rich": "manager",
-    "alembic": "manager", "yaml": "manager", "apscheduler": "manager", "docker": "manager",
-    "paramiko": "manager", "matplotlib": "plots",
+    "numpy": "manager", "numba": "manager", "highspy": "manager", "pygad": "manager",
+    "rich": "manager", "alembic": "manager", "yaml": "manager", "apscheduler": "manager",
+    "docker": "manager", "paramiko": "manager", "matplotlib": "plots",
     "pynvml": "agent", "psutil": "agent",
 }
 

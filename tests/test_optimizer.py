@@ -13,7 +13,7 @@ from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import ActionKind, Config, Job, Node, Snapshot
 from andreas.errors import InputError
-from andreas.optimizer import PACKING_POLICIES, POLICIES, decide
+from andreas.optimizer import ON_PREMISE_POLICIES, POLICIES, decide
 from andreas.synthetic import node_power_w, random_snapshot
 from tests import strategies
 
@@ -32,7 +32,7 @@ snapshots = strategies.snapshots(max_nodes=8, max_jobs=30)
 @given(snapshot=snapshots, seed=st.integers(0, 1000))
 def test_every_policy_returns_a_feasible_plan(snapshot: Snapshot, seed: int) -> None:
     for name in ALL:
-        if snapshot.cloud and name in PACKING_POLICIES:
+        if snapshot.cloud and name in ON_PREMISE_POLICIES:
             with pytest.raises(InputError, match="on-premise"):
                 decide(snapshot, np.random.default_rng(seed), name)
             continue

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from andreas.errors import InputError
+from andreas.errors import options as option_names
 from andreas.interference import Sharing
 from andreas.optimizer import PACKING_POLICIES, POLICIES
 from andreas.simulator.results import PROGRESS_MODES, SimOptions
@@ -94,6 +95,11 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               show_default=True,
               help="ojpap: weight of the past in the interference average that triggers an "
                    "adjustment (a of eq. 18).")
+@click.option("--ga-population", type=int, default=None,
+              help="ga and ga-energy: chromosomes per generation [default: 100, the genetic "
+                   "scheduling paper's].")
+@click.option("--ga-generations", type=int, default=None,
+              help="ga and ga-energy: generations per decision [default: 50].")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes draw nothing (default: they draw power_w[0]).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -123,7 +129,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  progress_mode: str, restart_overhead_s: float, mu: float | None,
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
-                 ewma_a: float, power_off_idle: bool, workers: int | None,
+                 ewma_a: float, ga_population: int | None, ga_generations: int | None,
+                 power_off_idle: bool, workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -143,13 +150,16 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
-    options = SimOptions(period_s=period_s, progress=progress_mode, mu=mu,
-                         restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
-                         iterations=iterations, order=order, seed=seed, floor=floor,
-                         interference_error=interference_error,
-                         sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar,
-                                         theta_balance=theta_balance, contention=contention,
-                                         migration_budget_s=migration_budget_s, ewma_a=ewma_a))
+    with option_names(ga_population="--ga-population", ga_generations="--ga-generations"):
+        options = SimOptions(
+            period_s=period_s, progress=progress_mode, mu=mu,
+            restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
+            iterations=iterations, order=order, seed=seed, floor=floor,
+            interference_error=interference_error, ga_population=ga_population,
+            ga_generations=ga_generations,
+            sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
+                            contention=contention, migration_budget_s=migration_budget_s,
+                            ewma_a=ewma_a))
     if sweep:
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)

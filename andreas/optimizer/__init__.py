@@ -67,6 +67,12 @@ POLICIES: dict[str, tuple[str, str, str]] = {
               "GPU sharing: ojpp-heuristic plus the online adjustment (Alg. 4): moves jobs "
               "off GPUs whose measured interference (EWMA) breaks the bound, within a "
               "migration budget"),
+    "ga": ("andreas.optimizer.genetic", "decide_ga",
+           "genetic scheduling paper: a GA (PyGAD) over task-to-node genes maximising GPU "
+           "allocation, seeded with First-Fit / Tetris / Best-Fit"),
+    "ga-energy": ("andreas.optimizer.genetic_energy", "decide_ga_energy",
+                  "the same GA over node and GPU count of elastic jobs minimising f_obj, "
+                  "seeded with rg's constructions (never worse than rg)"),
 }
 
 # Policies that share GPUs under the interference bounds (they take ``sharing=``).
@@ -75,7 +81,16 @@ SHARING_POLICIES = ("ojpp-greedy", "ojpp-heuristic", "ojpap", "i-greedy", "b-gre
 
 # Policies that place rigid multi-resource tasks (GPU fractions, CPU, memory) through
 # andreas.resources; the others plan whole dedicated GPUs of elastic jobs only.
-PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit", *SHARING_POLICIES)
+PACKING_POLICIES = ("first-fit", "round-robin", "tetris", "best-fit", "ga",
+                    *SHARING_POLICIES)
+
+# Policies that place jobs on the GPUs on-premise nodes own and refuse cloud snapshots
+# (a VM has no GPUs until a plan configures it): the packers and ga-energy, whose genes
+# are on-premise nodes.
+ON_PREMISE_POLICIES = (*PACKING_POLICIES, "ga-energy")
+
+# The genetic policies (they take ``population=`` and ``generations=``).
+GA_POLICIES = ("ga", "ga-energy")
 
 # Policies that keep state from one decision to the next (the simulator and the manager
 # hand each one its own dict as ``state``).
@@ -128,8 +143,9 @@ def decide(snapshot: Snapshot, rng: np.random.Generator, policy: str = "rg",
            **options: Any) -> Plan:
     """Run the named policy on a snapshot."""
     fn = get_policy(policy)
-    if snapshot.cloud and policy in PACKING_POLICIES:
+    if snapshot.cloud and policy in ON_PREMISE_POLICIES:
         # Packing places tasks on GPUs a node owns; a cloud VM has none until configured.
-        raise InputError(f"policy: {policy!r} packs tasks on on-premise GPUs; a cloud "
+        what = "packs tasks on" if policy in PACKING_POLICIES else "plans jobs on"
+        raise InputError(f"policy: {policy!r} {what} on-premise GPUs; a cloud "
                          f"snapshot needs an energy policy (rg, pr, greedy, ...)")
     return fn(snapshot, rng, **options)

@@ -115,28 +115,26 @@ def decide_round_robin(snapshot: Snapshot, rng: np.random.Generator, *,
 def decide_best_fit(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
     """Exclusive best fit (the GPU-sharing paper's baseline): a task never shares a GPU (a
     fraction takes a whole one to itself) and goes to the node with the fewest free GPUs
-    that still holds it."""
+    that still holds it (the lowest-numbered on a tie)."""
     p = Packing(snapshot)
+    led = p.ledger
+    accepts = _accepts(p)
     postponed = []
     for job in p.waiting:
         demand = demand_of(job)
         whole = Demand(gpus=demand.gpus, cpu_milli=demand.cpu_milli,
                        memory_mib=demand.memory_mib, gpu_memory_mib=demand.gpu_memory_mib)
-        pick: tuple[int, int, tuple[int, ...]] | None = None
-        for i in p.candidates(job, demand):
-            slots = p.ledger.fit(whole, int(i))
-            if slots is None:
-                continue
-            free = int((p.ledger.gpu_free[i] == GPU_MILLI).sum())
-            if pick is None or free < pick[0]:
-                pick = (free, int(i), slots)
-        if pick is None:
+        fits = accepts(job, demand) & _fits_nodes(led, _Demands([whole]))[0]
+        if not fits.any():
             postponed.append(job.id)
             continue
+        free = (led.gpu_free == GPU_MILLI).sum(axis=1)
+        node = int(np.argmin(np.where(fits, free, np.iinfo(np.int64).max)))
+        slots = led.fit(whole, node)
+        assert slots is not None
         # the ledger holds the whole GPU (nobody else may join it); the plan names the job's
         # own slice on it, which is what the engine charges
-        _, node, slots = pick
-        p.ledger.place(whole, node, slots, job.id)
+        led.place(whole, node, slots, job.id)
         p.assignments.append(Assignment(job=job.id, node=snapshot.nodes[node].name,
                                         gpus=demand.gpus, gpu_ids=slots))
     return p.plan("best-fit", postponed)
@@ -146,40 +144,82 @@ def decide_tetris(snapshot: Snapshot, rng: np.random.Generator, **options: Any) 
     """Tetris (Grandl et al., SIGCOMM 2014): repeatedly place the (task, node) pair whose
     demand vector has the largest dot product with the node's free vector, both normalised
     by the node's capacity, over CPU, memory and GPU (dimensions a node does not model
-    are left out)."""
+    are left out); ties go to the earliest task, then the lowest-numbered node.
+
+    The (task, node) scores and fits are matrices; a placement changes one node, so each
+    step recomputes that node's column only."""
     p = Packing(snapshot)
     led = p.ledger
-    caps = _capacities(snapshot)
     left = list(p.waiting)
-    demands = {job.id: demand_of(job) for job in left}
-    accepted = {job.id: p.candidates(job, demands[job.id]) for job in left}
-    while left:
-        free = np.stack([_finite(led.cpu_free), _finite(led.mem_free),
-                         np.clip(led.gpu_free, 0, None).sum(axis=1).astype(float)], axis=1)
-        free_n = np.divide(free, caps, out=np.zeros_like(free), where=caps > 0)
-        top: tuple[float, int, int, tuple[int, ...]] | None = None
-        for k, job in enumerate(left):
-            d = demands[job.id]
-            vec = np.array([d.cpu_milli, d.memory_mib,
-                            held_milli(d)], dtype=float)
-            nodes = accepted[job.id]
-            if len(nodes) == 0:
-                continue
-            scores = (np.divide(vec, caps[nodes], out=np.zeros((len(nodes), 3)),
-                                where=caps[nodes] > 0) * free_n[nodes]).sum(axis=1)
-            for j in np.argsort(-scores, kind="stable"):
-                if top is not None and scores[j] <= top[0]:
-                    break
-                slots = led.fit(d, int(nodes[j]))
-                if slots is not None:
-                    top = (float(scores[j]), k, int(nodes[j]), slots)
-                    break
-        if top is None:
+    if not left:
+        return p.plan("tetris", [])
+    caps = _capacities(snapshot)
+    demands = [demand_of(job) for job in left]
+    arrays = _Demands(demands)
+    vec = np.array([[d.cpu_milli, d.memory_mib, held_milli(d)] for d in demands], dtype=float)
+    # demand over capacity per (task, node, dimension); 0 where a node does not model it
+    share = np.divide(vec[:, None, :], caps[None, :, :], out=np.zeros(vec.shape[:1] + caps.shape),
+                      where=caps[None, :, :] > 0)
+    accepts = _accepts(p)
+    ok = np.stack([accepts(job, d) for job, d in zip(left, demands)]) & _fits_nodes(led, arrays)
+    scores = (share * _free_share(led, caps)[None, :, :]).sum(axis=2)
+    alive = np.ones(len(left), dtype=bool)
+    while True:
+        masked = np.where(ok & alive[:, None], scores, -np.inf)
+        k, node = np.unravel_index(int(np.argmax(masked)), masked.shape)
+        if not np.isfinite(masked[k, node]):
             break
-        _, k, node, slots = top
-        job = left.pop(k)
-        p.place(job, demands[job.id], node, slots)
-    return p.plan("tetris", [job.id for job in left])
+        d = demands[k]
+        slots = led.fit(d, int(node))
+        assert slots is not None
+        p.place(left[k], d, int(node), slots)
+        alive[k] = False
+        ok[:, node] &= _fits_nodes(led, arrays, int(node))[:, 0]
+        scores[:, node] = (share[:, node, :]
+                           * _free_share(led, caps, int(node))[None, 0, :]).sum(axis=1)
+    return p.plan("tetris", [job.id for job, a in zip(left, alive) if a])
+
+
+class _Demands:
+    """Demands as arrays (one row each) for the fit of many tasks on many nodes at once."""
+
+    def __init__(self, demands: Sequence[Demand]) -> None:
+        self.gpus = np.array([d.gpus for d in demands], dtype=np.int64)
+        self.need = np.array([d.gpu_milli if d.shared else GPU_MILLI for d in demands],
+                             dtype=np.int64)
+        self.cpu = np.array([d.cpu_milli for d in demands], dtype=float)
+        self.mem = np.array([d.memory_mib for d in demands], dtype=float)
+        self.gmem = np.array([d.gpu_memory_mib for d in demands], dtype=float)
+        self.peak = np.array([d.gpu_memory_peak_mib for d in demands], dtype=float)
+
+
+def _fits_nodes(led: Ledger, d: _Demands, node: int | None = None) -> np.ndarray:
+    """(tasks, nodes): ``Ledger.fit(demand, node) is not None``, for every node or one."""
+    nodes = slice(None) if node is None else slice(node, node + 1)
+    free = led.gpu_free[nodes][None, :, :]
+    gmem = led.gpu_mem_free[nodes][None, :, :]
+    peak = np.maximum(led.gpu_peak[nodes][None, :, :], d.peak[:, None, None])
+    gpu_ok = ((free >= d.need[:, None, None])
+              & (gmem >= d.gmem[:, None, None] + peak)).sum(axis=2)
+    return ((d.cpu[:, None] <= led.cpu_free[None, nodes])
+            & (d.mem[:, None] <= led.mem_free[None, nodes]) & (gpu_ok >= d.gpus[:, None]))
+
+
+def _accepts(p: Packing) -> Callable[[Job, Demand], np.ndarray]:
+    """Per node: does the job accept its GPU type (``Packing.candidates`` as a mask)?"""
+    def mask(job: Job, demand: Demand) -> np.ndarray:
+        out = np.zeros(len(p.types), dtype=bool)
+        out[p.candidates(job, demand)] = True
+        return out
+    return mask
+
+
+def _free_share(led: Ledger, caps: np.ndarray, node: int | None = None) -> np.ndarray:
+    """Free CPU, memory and GPU of each node (or one) over its capacity."""
+    nodes = slice(None) if node is None else slice(node, node + 1)
+    free = np.stack([_finite(led.cpu_free[nodes]), _finite(led.mem_free[nodes]),
+                     np.clip(led.gpu_free[nodes], 0, None).sum(axis=1).astype(float)], axis=1)
+    return np.divide(free, caps[nodes], out=np.zeros_like(free), where=caps[nodes] > 0)
 
 
 def _capacities(snapshot: Snapshot) -> np.ndarray:

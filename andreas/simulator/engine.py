@@ -24,8 +24,8 @@ from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
                            Snapshot, Trace)
-from andreas.optimizer import (PACKING_POLICIES, STATEFUL_POLICIES, decide, default_period_s,
-                               plans_demands, takes_sharing)
+from andreas.optimizer import (GA_POLICIES, ON_PREMISE_POLICIES, STATEFUL_POLICIES, decide,
+                               default_period_s, plans_demands, takes_sharing)
 from andreas.interference import thetas
 from andreas.resources import Ledger, demand_of, held_milli
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
@@ -107,9 +107,9 @@ class Simulator:
                 f"policy {policy}: plans whole dedicated GPUs only, but trace "
                 f"{trace.name or '(unnamed)'} has multi-resource demands (GPU fractions, CPU, "
                 "memory); use a packing policy (andreas simulate --help lists them)")
-        if trace.cloud and policy in PACKING_POLICIES:
+        if trace.cloud and policy in ON_PREMISE_POLICIES:
             raise SimulationError(
-                f"policy {policy}: packs tasks on on-premise GPUs, but trace "
+                f"policy {policy}: places jobs on on-premise GPUs, but trace "
                 f"{trace.name or '(unnamed)'} is a cloud trace (VM catalog); use an energy "
                 "policy (rg, pr, greedy, ...)")
         self.names = [n.name for n in trace.nodes]
@@ -350,6 +350,11 @@ class Simulator:
             opts["state"] = self.policy_state
         if takes_sharing(self.policy):
             opts["sharing"] = self.opt.sharing
+        if self.policy in GA_POLICIES:
+            if self.opt.ga_population is not None:
+                opts["population"] = self.opt.ga_population
+            if self.opt.ga_generations is not None:
+                opts["generations"] = self.opt.ga_generations
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from andreas.errors import InputError
 from andreas.interference import Sharing
 
 PROGRESS_MODES = ("epoch", "exact")
@@ -34,6 +35,17 @@ class SimOptions:
     # are the model's times a fixed factor exp(N(0, e)), and each measurement of it is off
     # by a further N(0, e) (0: the model is exact)
     interference_error: float = 0.0
+    # the genetic policies (ga, ga-energy): population and generations (None: 100 and 50)
+    ga_population: int | None = None
+    ga_generations: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("ga_population", "ga_generations"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise InputError(f"{name}: must be a positive integer, got {value!r}",
+                                 field=name)
 
 
 @dataclass(frozen=True, kw_only=True)
