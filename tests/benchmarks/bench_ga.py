@@ -155,14 +155,28 @@ def one_event(repeats: int, options: dict) -> dict:
     return out
 
 
-def replay(seeds: list[int], n_nodes: int, n_tasks: int, load: float, options: dict) -> dict:
+def alibaba_trace(seed: int, n_nodes: int, n_tasks: int, load: float):
+    """An import of Alibaba's openb trace (``andreas trace import-alibaba`` rules: steady
+    arrivals from ``--since 9900000``, the GPU load while submitting scaled to ``load``)."""
+    from andreas.formats.alibaba import import_alibaba
+
+    root = Path(__file__).resolve().parents[2].parent / "shared/traces/alibaba-openb-2023"
+    trace, _ = import_alibaba(root / "openb_pod_list_default.csv",
+                              root / "openb_node_list_gpu_node.csv", sample=n_tasks,
+                              seed=seed, max_nodes=n_nodes, since=9_900_000.0, load=load)
+    return trace
+
+
+def replay(seeds: list[int], n_nodes: int, n_tasks: int, load: float, options: dict,
+           make_trace=None) -> dict:
     """Simulate each policy; record the allocation after every decision (Figure 10)."""
+    make_trace = make_trace or replay_trace
     decide_in_engine = engine.decide
     rows: dict = {p: {"utilisation": [], "after_event": [], "ga_beat_seeds": 0, "events": 0,
                       "mean_decision_s": []} for p in REPLAY_POLICIES}
     try:
         for seed in seeds:
-            trace = replay_trace(seed, n_nodes, n_tasks, load)
+            trace = make_trace(seed, n_nodes, n_tasks, load)
             for policy in REPLAY_POLICIES:
                 seen: list[float] = []
                 row = rows[policy]
@@ -204,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decoder", default=None, help="ga's decoder (default: its own)")
     ap.add_argument("--population", type=int, default=None)
     ap.add_argument("--generations", type=int, default=None)
+    ap.add_argument("--alibaba", action="store_true",
+                    help="replay imports of Alibaba's openb trace (--load: GPU load while "
+                         "submitting, e.g. 0.8) instead of generated PAI-like traces")
     ap.add_argument("--json", type=Path, help="also write the results to this file")
     args = ap.parse_args(argv)
     options = {k: v for k, v in (("decoder", args.decoder), ("population", args.population),
@@ -217,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {policy:<10} {e['seconds']:8.3f} s  allocation {e['allocation']:.4f}")
     print(f"  ga time / first-fit time: {event['time_ratio']:.1f}"
           f"   (target: under 1 s per event: {'yes' if event['ga']['seconds'] < 1 else 'NO'})")
-    rows = replay(seeds, args.nodes, tasks, args.load, options)
-    print(f"replay: {len(seeds)} trace(s), {args.nodes} nodes, {tasks} task instances, "
-          f"load {args.load}")
+    rows = replay(seeds, args.nodes, tasks, args.load, options,
+                  alibaba_trace if args.alibaba else None)
+    print(f"replay: {len(seeds)} {'Alibaba import' if args.alibaba else 'generated'} "
+          f"trace(s), {args.nodes} nodes, {tasks} task instances, load {args.load}")
     print(f"  {'policy':<12} {'utilisation':>11} {'after event':>11} {'ms/decision':>11} "
           f"{'events':>6} {'GA > seeds':>10}")
     for p, r in rows.items():
