@@ -278,10 +278,14 @@ class _Row:
         assert value is not None
         return value
 
-    def name(self, key: str) -> str:
+    def name(self, key: str, seen: dict[str, int]) -> str:
+        """A name no earlier row of the file has (``seen``: name -> row, updated)."""
         text = self.raw[key]
         if not text or not text.isprintable() or any(ch.isspace() for ch in text):
             raise self.fail(key, "must be a non-empty name without spaces")
+        if text in seen:
+            raise self.fail(key, f"must be unique (row {seen[text]} has it too)")
+        seen[text] = self.line
         return text
 
     def choice(self, key: str, allowed: Sequence[str]) -> str:
@@ -297,10 +301,7 @@ def read_pods(path: str | Path) -> list[Pod]:
     seen: dict[str, int] = {}
     for line, raw in _rows(path, POD_COLUMNS):
         r = _Row(path, line, raw)
-        name = r.name("name")
-        if name in seen:
-            raise r.fail("name", f"must be unique (row {seen[name]} has it too)")
-        seen[name] = line
+        name = r.name("name", seen)
         num_gpu = r.required("num_gpu", le=MAX_GPUS_PER_JOB)
         gpu_milli = r.required("gpu_milli", le=GPU_MILLI)
         if num_gpu >= 1 and gpu_milli < 1:
@@ -336,10 +337,7 @@ def read_nodes(path: str | Path) -> tuple[list[NodeRow], int]:
     seen: dict[str, int] = {}
     for line, raw in _rows(path, NODE_COLUMNS):
         r = _Row(path, line, raw)
-        name = r.name("sn")
-        if name in seen:
-            raise r.fail("sn", f"must be unique (row {seen[name]} has it too)")
-        seen[name] = line
+        name = r.name("sn", seen)
         gpus = r.required("gpu", le=MAX_GPUS_PER_JOB)
         cpu = r.required("cpu_milli", ge=1)
         mem = r.required("memory_mib", ge=1)

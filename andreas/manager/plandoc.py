@@ -257,15 +257,17 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
     assignments = []
-    busy: dict[str, set[tuple[int, ...]]] = {}    # distinct GPUs (or GPU groups) in use
+    named: dict[str, set[int]] = {}     # GPUs a plan names, per node (shares count once)
+    unnamed: dict[str, int] = {}        # GPUs of assignments that name none
     by_name = {n.name: n for n in snapshot.nodes}
     classes = node_classes(snapshot)
     for a in plan.assignments:
         t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
                                       classes=classes)
-        held = ({(i,) for i in a.gpu_ids} if a.gpu_ids
-                else {(-len(assignments) - 1, k) for k in range(a.gpus)})
-        busy.setdefault(a.node, set()).update(held)
+        if a.gpu_ids:
+            named.setdefault(a.node, set()).update(a.gpu_ids)
+        else:
+            unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
         assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
                             "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
@@ -279,7 +281,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     nodes = {}
     for n in snapshot.nodes:
         curve = curves[n.name]
-        g = min(len(busy.get(n.name, ())), n.gpus)
+        g = min(len(named.get(n.name, ())) + unnamed.get(n.name, 0), n.gpus)
         nodes[n.name] = {"busy_gpus": g, "power_w": list(n.power_w),
                          "power_source": curve.source, "samples": curve.samples,
                          "cost_per_hour": c_ng_per_hour(n.power_w[g], snapshot.energy)}

@@ -483,7 +483,7 @@ class Reconciler:
             return target.reasons.get(job.id) or "preempt: postponed by the policy"
         want = target.assignments.get(job.id)
         if want is not None and want.node == node.name and job.gpu_milli is not None \
-                and want.gpu_ids and _positions(node, a.gpu_ids) != want.gpu_ids:
+                and want.gpu_ids and node.positions(a.gpu_ids) != want.gpu_ids:
             # a share moved to another GPU of its node (ojpap's online adjustment)
             gpu = node.usable[want.gpu_ids[0]].index if want.gpu_ids[0] < len(node.usable) \
                 else want.gpu_ids[0]
@@ -643,9 +643,3 @@ def _choose_gpus(usable: tuple[GpuView, ...], used: Mapping[int, int], want: Con
     if share is not None:
         room.sort(key=lambda g: -used.get(g.index, 0))      # fullest first: best fit
     return room[:want.gpus] if len(room) >= want.gpus else None
-
-
-def _positions(node: NodeView, gpu_ids: tuple[int, ...]) -> tuple[int, ...]:
-    """GPU indexes as positions among the node's usable GPUs (-1: not usable now)."""
-    where = {g.index: k for k, g in enumerate(node.usable)}
-    return tuple(where.get(i, -1) for i in gpu_ids)

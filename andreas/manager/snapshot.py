@@ -83,7 +83,6 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                              power_w=curves[n.name].power_w[:len(n.usable) + 1],
                              gpu_memory_mib=min(g.memory_mib for g in n.usable))
                         for n in nodes)
-    position = {n.name: {g.index: k for k, g in enumerate(n.usable)} for n in nodes}
     gpu_of = {n.name: n.gpu_type for n in nodes}
     largest: dict[str, int] = {}
     for n in model_nodes:
@@ -101,7 +100,7 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
         elif job.state is JobState.RUNNING:
             a = job.latest
             node = state.node_of(a) if a is not None and a.open else None
-            slots = (tuple(position[node.name].get(i, -1) for i in a.gpu_ids)
+            slots = (node.positions(a.gpu_ids)
                      if node is not None and node.name in names else ())
             if node is not None and slots and min(slots) >= 0:
                 planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids),
@@ -109,9 +108,9 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
             else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)
     done = max_epochs(s, [j.id for j, _ in planned])
-    shared_runs = {(j.id, j.latest.attempt): j for j, run in planned
-                   if run is not None and j.gpu_milli is not None and j.latest is not None}
-    recent = attempt_epochs(s, list(shared_runs)) if shared_runs else {}
+    shared_runs = [(j.id, j.latest.attempt) for j, run in planned
+                   if run is not None and j.gpu_milli is not None and j.latest is not None]
+    recent = attempt_epochs(s, shared_runs) if shared_runs else {}
     write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
     tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 

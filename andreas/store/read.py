@@ -62,6 +62,12 @@ class NodeView:
     def index_of(self, uuid: str) -> int | None:
         return next((g.index for g in self.gpus if g.uuid == uuid), None)
 
+    def positions(self, indexes: tuple[int, ...]) -> tuple[int, ...]:
+        """GPU indexes as positions among the usable GPUs, the optimizer's GPU ids
+        (-1: a GPU not usable now)."""
+        where = {g.index: k for k, g in enumerate(self.usable)}
+        return tuple(where.get(i, -1) for i in indexes)
+
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptView:
