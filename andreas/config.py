@@ -32,6 +32,11 @@ The file::
     image_allowlist = ["registry.example.org/ml/*"]    # empty: any image
     tls_ca_cert = "/etc/andreas/docker-ca.pem"         # for tcp:// endpoints (TLS only)
 
+    [profiler]                   # automatic profiling by the Job Manager
+    nodes = ["gpu07"]            # profiling nodes: new applications are measured there
+    epochs = 3                   # epochs per GPU count (the first is warm-up)
+    timeout_s = 3600             # per GPU count; longer is a failed profiling
+
     [report]                     # `andreas report`
     grid_co2_g_per_kwh = 250     # grid carbon intensity; reports then show kg CO2
 
@@ -58,7 +63,7 @@ ENV_CONFIG = "ANDREAS_CONFIG"
 ENV_DB_URL = "ANDREAS_DB_URL"
 ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
-_SECTIONS = ("store", "manager", "executor", "report")
+_SECTIONS = ("store", "manager", "executor", "report", "profiler")
 LOCK_CHOICES = ("wait", "exit")
 
 
@@ -128,6 +133,19 @@ class ManagerSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProfilerSettings:
+    """``[profiler]``: the Job Manager's automatic profiling. ``nodes`` are reserved for it
+    (marked ``profiling`` when the manager starts; nothing else is planned there); a job
+    of an application with no profile or model for a profiling node's GPU type runs there
+    first, ``epochs`` epochs per GPU count (the first is warm-up), at most ``timeout_s``
+    per count, before the optimizer plans it (``andreas.manager.profiling``)."""
+
+    nodes: tuple[str, ...] = ()
+    epochs: int = field(default=3, metadata=rule(ge=1))
+    timeout_s: float = field(default=3600.0, metadata=rule(gt=0))
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReportSettings:
     """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
 
@@ -147,6 +165,7 @@ class Settings:
     manager: ManagerSettings = ManagerSettings()
     executor: ExecutorSettings = ExecutorSettings()
     report: ReportSettings = ReportSettings()
+    profiler: ProfilerSettings = ProfilerSettings()
 
 
 def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -182,7 +201,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                     config_path=str(path) if path.is_file() else None,
                     manager=_manager(data.get("manager", {}), env, path),
                     executor=_executor(data.get("executor", {}), path),
-                    report=_section(ReportSettings, data, "report", path))
+                    report=_section(ReportSettings, data, "report", path),
+                    profiler=_section(ProfilerSettings, data, "profiler", path))
 
 
 def _section(cls: type, data: Mapping[str, Any], name: str, path: Path,

@@ -34,6 +34,7 @@ from andreas.store.engine import Store, open_store
 from andreas.service.submit import (JobSpec, cancel, check_image_allowed, load_job_file,
                             parse_submission, submit)
 from andreas.infra.timefmt import duration, relative, stamp, stamp_relative
+from andreas.manager.plandoc import describe_estimate
 
 JOB_FILE_SUFFIXES = (".yaml", ".yml")
 
@@ -218,7 +219,11 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             finish = Text(stamp(r.finish_s))
         else:
             late = r.finish_s > r.due_s
-            finish = Text(relative(r.finish_s, now) + (" (late)" if late else ""),
+            source, conf = r.estimate or (None, None)
+            unsure = (" (guess)" if source == "unprofiled" else
+                      f" (model, conf {conf:.2f})" if source and source.startswith("model")
+                      and conf is not None else "")
+            finish = Text(relative(r.finish_s, now) + (" (late)" if late else "") + unsure,
                           style="red" if late else "")
         table.add_row(Text(r.id), Text(r.state, style=_STATE_STYLE.get(r.state, "")),
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
@@ -289,6 +294,9 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
              + ("" if d.gpu_memory_mib is None else f", {d.gpu_memory_mib} MiB GPU memory")),
             ("grace", f"{d.grace_s:g} s"), ("failures", str(d.failures)),
             ("planned on", where), ("finish", finish),
+            ("estimate", (describe_estimate(d.plan.estimate_source, d.plan.confidence)
+                          if d.plan is not None else None) or "-"),
+            ("plan", d.plan.reason if d.plan is not None and d.plan.reason else "-"),
             ("energy", "-" if c.energy_kwh is None else f"{c.energy_kwh:.3f} kWh"),
             ("cost so far", f"{_money(c.so_far)} (energy {_money(c.energy_cost)}, "
                             f"tardiness {_money(c.tardiness_cost)})"),

@@ -74,11 +74,25 @@ def resume_cmd(node: str) -> None:
         click.echo(f"node {node}: {before.value} -> up; planned on from the manager's next tick")
 
 
+@node_group.command("mark-profiling")
+@click.argument("node")
+@db_errors
+def mark_profiling_cmd(node: str) -> None:
+    """Reserve NODE for profiling: the manager plans no production job there and runs
+    the first epochs of new applications on it (see `[profiler]` in andreas.toml)."""
+    was = _on_store(lambda s, name: set_profiling_by_name(s, name, True), node)
+    click.echo(f"node {node}: " + ("already marked profiling" if was else
+                                   "marked profiling; new applications are measured here, "
+                                   "production jobs running there finish there"))
+
+
 @node_group.command("unmark-profiling")
 @click.argument("node")
 @db_errors
 def unmark_profiling_cmd(node: str) -> None:
-    """Clear NODE's profiling mark (left by a profiler that was killed)."""
+    """Clear NODE's profiling mark (left by a profiler that was killed, or to give a
+    profiling node back to production; a `[profiler] nodes` entry marks it again when
+    the manager starts)."""
     was = _on_store(lambda s, name: set_profiling_by_name(s, name, False), node)
     click.echo(f"node {node}: " + ("profiling mark cleared; back in production scheduling"
                                    if was else "was not marked profiling; nothing changed"))

@@ -73,6 +73,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             return 0
         executor = executor or make_executor(settings, dry_run=dry_run)
         manager = Manager(store, executor, settings, clock=clock)
+        manager.mark_profiling_nodes()   # an unknown [profiler] node: one line, exit 2
         log.info("manager started: store %s, policy %s, period %.0f s, poll %.1f s%s",
                  store.url, settings.manager.policy, settings.manager.period_s,
                  settings.manager.poll_s, " (dry run: no container is touched)"

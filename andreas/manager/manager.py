@@ -25,24 +25,26 @@ import numpy as np
 
 from andreas import optimizer
 from andreas.config import Settings
-from andreas.errors import AndreasError, InfeasiblePlan
+from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
 from andreas.manager.estimates import Estimator
 from andreas.manager.plandoc import Target, plan_document
+from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
 from andreas.manager.snapshot import build_snapshot
 from andreas.manager.state import StoreState, load_state
-from andreas.model import Plan
+from andreas.model import Config, Plan
 from andreas.store.decisions import add_decision, latest_decision
 from andreas.store.engine import Store
 from andreas.store.jobs import WAITING, fill_predicted_cost
 from andreas.store.models import NodeState
-from andreas.store.nodes import states
+from andreas.store.nodes import set_profiling_by_name, states
 
 log = logging.getLogger("andreas.manager")
 
-TRIGGERS = ("submit", "complete", "failed", "node-down", "node-up", "period", "start")
+TRIGGERS = ("submit", "complete", "failed", "node-down", "node-up", "period", "start",
+            "profile")
 MAX_BACKOFF_S = 60.0
 POWER_REFRESH_S = 300.0          # the 24-h mean power is re-read at most this often
 
@@ -75,6 +77,8 @@ class Manager:
         self._pool = cf.ThreadPoolExecutor(max_workers=workers,
                                            thread_name_prefix="andreas-engine")
         self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
+        self.profiling = Profiling(settings.profiler, self.estimator)
+        self.review = Review()               # the automatic profiling's latest wants
         self.target = Target()
         self._pending: set[str] = set()
         self._lock = threading.Lock()
@@ -112,6 +116,23 @@ class Manager:
             out, self._pending = self._pending, set()
         return out
 
+    def mark_profiling_nodes(self) -> None:
+        """Set the profiling mark of every ``[profiler] nodes`` entry (InputError naming
+        an unknown one: a typo must not leave a node in production)."""
+        names = self.settings.profiler.nodes
+        if not names:
+            return
+        with self.store.session() as s:
+            known = states(s)
+            for name in names:
+                if name not in known:
+                    raise InputError(f"[profiler] nodes: unknown node {name!r} (known: "
+                                     f"{', '.join(sorted(known)) or 'none'})",
+                                     field="profiler.nodes")
+            for name in names:
+                if set_profiling_by_name(s, name, True) is False:
+                    log.info("node %s: marked profiling ([profiler] nodes)", name)
+
     # ------------------------------------------------------------------ target
 
     def load_target(self) -> Target:
@@ -128,6 +149,18 @@ class Manager:
 
     # ------------------------------------------------------------------ decide
 
+    def review_profiling(self, state: StoreState) -> Review:
+        """The automatic profiling's wants (``andreas.manager.profiling``); a failure is
+        logged and leaves nothing held back (jobs are planned as without profiling)."""
+        try:
+            with self.store.session() as s:
+                self.review = self.profiling.review(s, state, self.clock(),
+                                                    unreachable=self.reconciler.unreachable)
+        except Exception:  # noqa: BLE001 - profiling refines estimates, never blocks plans
+            log.exception("automatic profiling: review failed; planning without it")
+            self.review = Review()
+        return self.review
+
     def reschedule(self, trigger: str, *, state: StoreState | None = None) -> int | None:
         """Snapshot -> policy -> checked plan -> decision row (the new target); its id.
 
@@ -136,12 +169,16 @@ class Manager:
         """
         now = self.clock()
         t0 = time.perf_counter()
-        with self.store.session() as s:
-            if state is None:
+        if state is None:
+            with self.store.session() as s:
                 state = load_state(s)
+            self.review_profiling(state)
+        review = self.review
+        with self.store.session() as s:
             build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
                                    unreachable=self.reconciler.unreachable,
-                                   shares=optimizer.plans_demands(self.policy))
+                                   shares=optimizer.plans_demands(self.policy),
+                                   held=(*review.held, *review.starts))
         if build.unshared and build.unshared != self._unshared_logged:
             self._unshared_logged = build.unshared
             log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "
@@ -167,9 +204,19 @@ class Manager:
                         postponed=tuple(j.id for j in snap.jobs), objective=math.nan,
                         objective_name="none", stats={"jobs": len(snap.jobs)})
         decide_s = time.perf_counter() - t1
-        doc = plan_document(snap, plan, build.curves, extra_postponed=build.unrunnable,
-                            extra_reasons={j: f"wait: a GPU share, and policy {self.policy} "
-                                           "plans whole GPUs only" for j in build.unshared},
+        held = tuple(j for j in review.held if j in state.jobs)
+        doc = plan_document(snap, plan, build.curves,
+                            extra_postponed=(*build.unrunnable, *held),
+                            extra_reasons={**{j: f"wait: a GPU share, and policy {self.policy} "
+                                              "plans whole GPUs only" for j in build.unshared},
+                                           **review.held},
+                            profiling=tuple(
+                                {"job": st.job, "node": st.node, "gpus": st.gpus,
+                                 "reason": st.reason, "start": st.job in review.starts}
+                                for st in review.steps.values()),
+                            sources={(app, t, g + 1): (e.source, e.confidence)
+                                     for (app, t), est in build.epochs.items()
+                                     for g, e in enumerate(est)},
                             pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
                             stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
                                    "snapshot_s": snapshot_s, "decide_s": decide_s})
@@ -197,7 +244,9 @@ class Manager:
     # ------------------------------------------------------------------ ticks
 
     def start(self) -> TickReport:
-        """At daemon start: read the previous target, reconcile, reschedule, apply."""
+        """At daemon start: mark the ``[profiler] nodes``, read the previous target,
+        reconcile, reschedule, apply."""
+        self.mark_profiling_nodes()
         self.load_target()
         self._defer("start")
         return self.tick()
@@ -211,6 +260,15 @@ class Manager:
         triggers = rec.settle(obs)
         with self.store.session() as s:
             state = load_state(s)
+        review = self.review_profiling(state)
+        if review.changed:
+            triggers.add("profile")
+            with self.store.session() as s:
+                state = load_state(s)
+            review = self.review_profiling(state)
+        if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus)
+               for j, st in review.starts.items()):
+            triggers.add("profile")
         triggers |= self._take_pending()
         if any(j.state in WAITING and not self.target.covers(j.id) for j in state.jobs.values()):
             triggers.add("submit")
@@ -228,7 +286,7 @@ class Manager:
             self.refresh_models()
         if triggers:
             decision_id = self._reschedule_debounced(triggers, state)
-        more = rec.apply(self.target, obs, state)
+        more = rec.apply(self.target, obs, state, profiling=review)
         if more:
             self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)

@@ -7,7 +7,9 @@ Schema (every key always present)::
                       "predicted_cost"}],    # gpu_ids: positions in the node's usable
                                              # GPUs the policy chose ([]: any free ones)
      "postponed": [job ids],
-     "actions": [{"job", "kind", "node", "gpus", "reason"}],   # kind: Plan.actions' kinds
+     "actions": [{"job", "kind", "node", "gpus", "reason"}],   # kind: Plan.actions' kinds,
+                                             # or "profile" (a run of automatic profiling)
+     "profiling": [{"job", "node", "gpus", "reason"}],   # profiling runs wanted or running
      "nodes": {name: {"busy_gpus", "power_w": [P0..PG], "power_source", "samples",
                       "cost_per_hour"}},            # busy_gpus: distinct GPUs in use
      "energy": {"pue", "price_per_kwh"},
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -54,6 +56,23 @@ class PlanEntry:
     gpu_ids: tuple[int, ...] = ()       # positions in the node's usable GPUs (when named)
     expected_end_s: float | None = None
     predicted_cost: float | None = None
+    estimate_source: str | None = None  # of the epoch time: measured, profiler, model..., unprofiled
+    confidence: float | None = None     # a model's, in [0, 1]
+    reason: str | None = None           # the decision's action for the job, and why
+
+
+def describe_estimate(source: str | None, confidence: float | None) -> str | None:
+    """A plan entry's estimate source in words: measured / profiled / model with its
+    confidence / a guess (None: not known, e.g. an old decision)."""
+    if source is None:
+        return None
+    if source == "unprofiled":
+        return "guess (application not measured or profiled)"
+    if source.startswith("model"):
+        return (f"model, confidence {confidence:.2f}" if confidence is not None
+                else "model")
+    return {"measured": "measured (recent epochs)", "profiler": "profiled",
+            "profiles": "profiles/ (shipped estimate)"}.get(source, source)
 
 
 def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
@@ -76,7 +95,19 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
                 node=a["node"] if isinstance(a.get("node"), str) else None,
                 gpus=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
                 expected_end_s=_finite(a.get("expected_end_s")),
-                predicted_cost=_finite(a.get("predicted_cost")))
+                predicted_cost=_finite(a.get("predicted_cost")),
+                estimate_source=(a["estimate_source"][:64]
+                                 if isinstance(a.get("estimate_source"), str) else None),
+                confidence=_finite(a.get("confidence")))
+    actions = doc.get("actions")
+    for x in actions if isinstance(actions, list) else ():
+        if not (isinstance(x, Mapping) and isinstance(x.get("job"), str)
+                and isinstance(x.get("reason"), str)):
+            continue
+        job = x["job"]
+        why = x["reason"][:MAX_STAT_CHARS]
+        out[job] = (replace(out[job], reason=why) if job in out
+                    else PlanEntry(decision_id=decision_id, reason=why))
     return out
 
 
@@ -91,9 +122,11 @@ class Target:
     unreachable: frozenset[str] = frozenset()
     order: tuple[str, ...] = ()          # assignment order (starts follow it)
     stats: Mapping[str, float | str | None] = field(default_factory=dict)
+    profiling: Mapping[str, Config] = field(default_factory=dict)   # automatic profiling
 
     def covers(self, job_id: str) -> bool:
-        return job_id in self.assignments or job_id in self.postponed
+        return (job_id in self.assignments or job_id in self.postponed
+                or job_id in self.profiling)
 
     @classmethod
     def from_doc(cls, decision_id: int | None, doc: Mapping[str, Any] | None) -> Target:
@@ -108,7 +141,20 @@ class Target:
                                              for a in doc.get("actions", ())}),
                    unreachable=frozenset(doc.get("unreachable", ())),
                    order=tuple(assignments),
-                   stats=MappingProxyType(read_stats(doc)))
+                   stats=MappingProxyType(read_stats(doc)),
+                   profiling=MappingProxyType(_profiling(doc)))
+
+
+def _profiling(doc: Mapping[str, Any]) -> dict[str, Config]:
+    """The profiling runs of a stored document (malformed entries skipped)."""
+    out = {}
+    items = doc.get("profiling")
+    for p in items if isinstance(items, list) else ():
+        if (isinstance(p, Mapping) and isinstance(p.get("job"), str)
+                and isinstance(p.get("node"), str) and isinstance(p.get("gpus"), int)
+                and not isinstance(p.get("gpus"), bool) and p["gpus"] >= 1):
+            out[p["job"]] = Config(node=p["node"], gpus=p["gpus"])
+    return out
 
 
 def _num(x: float | None) -> float | None:
@@ -252,8 +298,14 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
 def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurve], *,
                   extra_postponed: tuple[str, ...] = (), pinned: tuple[str, ...] = (),
                   unreachable: tuple[str, ...] = (), stats: Mapping[str, Any] | None = None,
-                  extra_reasons: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The JSON stored in ``decisions.plan`` (see the module docstring)."""
+                  extra_reasons: Mapping[str, str] | None = None,
+                  profiling: tuple[Mapping[str, Any], ...] = (),
+                  sources: Mapping[tuple[str, str, int], tuple[str, float | None]]
+                  | None = None) -> dict[str, Any]:
+    """The JSON stored in ``decisions.plan`` (see the module docstring). ``profiling``:
+    the automatic profiling's runs ({job, node, gpus, reason, start}: ``start`` true for a
+    run to start, which becomes a "profile" action); ``sources``: (app, GPU type, g) ->
+    (estimate source, confidence) of the epoch times, stored with each assignment."""
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
     assignments = []
@@ -268,12 +320,19 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
             named.setdefault(a.node, set()).update(a.gpu_ids)
         else:
             unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
+        source, conf = (sources or {}).get(
+            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))
         assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
                             "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
-                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost)})
+                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
+                            "estimate_source": source, "confidence": _num(conf)})
     actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
                 "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
+    for p in profiling:
+        if p.get("start"):
+            actions.append({"job": p["job"], "kind": "profile", "node": p["node"],
+                            "gpus": p["gpus"], "reason": p["reason"]})
     for job_id in extra_postponed:
         actions.append({"job": job_id, "kind": ActionKind.WAIT.value, "node": None, "gpus": 0,
                         "reason": (extra_reasons or {}).get(
@@ -294,6 +353,8 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "nodes": nodes,
         "energy": {"pue": snapshot.energy.pue, "price_per_kwh": snapshot.energy.price_per_kwh},
         "pinned": list(pinned),
+        "profiling": [{"job": p["job"], "node": p["node"], "gpus": p["gpus"],
+                       "reason": p["reason"]} for p in profiling],
         "unreachable": sorted(unreachable),
         "stats": {str(k): stat_value(v) for k, v in {**plan.stats, **(stats or {})}.items()},
     }

@@ -49,6 +49,7 @@ from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotA
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
 from andreas.manager.exits import ExitKind, classify_exit, retry
 from andreas.manager.plandoc import Target
+from andreas.manager.profiling import Review
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
 from andreas.model import GPU_MILLI, Config
@@ -142,9 +143,8 @@ class Reconciler:
                 forced_down.append(n.name)   # attempts left open there: close them now
             elif n.name in self.unreachable:
                 probe.append(n)
-            elif n.id in open_nodes or (n.state in (NodeState.UP, NodeState.DRAINING)
-                                        and not n.profiling):
-                polled.append(n)
+            elif n.id in open_nodes or n.state in (NodeState.UP, NodeState.DRAINING):
+                polled.append(n)         # profiling nodes too: the manager profiles there
         self.polled = tuple(node_ref(n) for n in polled)
         futures = {self.pool.submit(self.executor.containers, node_ref(n)): n.name
                    for n in polled}
@@ -198,7 +198,7 @@ class Reconciler:
         for name, containers in obs.containers.items():
             triggers |= self._settle_node(obs, state.nodes[name], containers)
         for job in state.jobs.values():
-            if job.state in LIVE and not job.open_attempts:
+            if job.state in (JobState.RUNNING, JobState.PREEMPTING) and not job.open_attempts:
                 try:             # inconsistent (edited by hand?): no attempt runs it
                     with self.store.session() as s:
                         transition(s, job.id, JobState.PREEMPTED, expected=job.state,
@@ -310,7 +310,9 @@ class Reconciler:
             log.info("completed %s", where)
             return {"complete"}
         if out.kind is ExitKind.RESUMABLE:
-            self._end(job, a, end_s, exit_code=code, reason=out.reason, new=out.state)
+            # a profiling run stopped for its next GPU count: the job stays profiling
+            self._end(job, a, end_s, exit_code=code, reason=out.reason,
+                      new=None if job.state is JobState.PROFILING and requested else out.state)
             log.info("preempted %s: %s", where, out.reason)
             return set() if requested else {"failed"}
         counted = out.retry
@@ -391,9 +393,12 @@ class Reconciler:
 
     # ------------------------------------------------------------------ apply
 
-    def apply(self, target: Target, obs: Observation, state: StoreState) -> set[str]:
+    def apply(self, target: Target, obs: Observation, state: StoreState, *,
+              profiling: Review | None = None) -> set[str]:
         """Stop what runs against the target, kill what outstayed its grace, start what
-        the target places on free GPUs. ``state``: the store after :meth:`settle`."""
+        the target places on free GPUs. ``state``: the store after :meth:`settle`;
+        ``profiling``: the automatic profiling's runs to stop, and to start where the
+        target has them too (the decision records every start)."""
         now = self.clock()
         triggers: set[str] = set()
         in_use: dict[str, dict[int, int]] = {n: {} for n in state.nodes}   # milli per GPU
@@ -432,6 +437,17 @@ class Reconciler:
                     self._signal_preempting(job, a, node, found, now, since_s=now)
             elif job.state is JobState.PREEMPTING:
                 self._signal_preempting(job, a, node, found, now, since_s=a.stop_requested_s)
+            elif job.state is JobState.PROFILING and a.profiling:
+                why = profiling.stops.get(job.id) if profiling is not None else None
+                if a.stop_requested_s is not None:
+                    self._signal_preempting(job, a, node, found, now,
+                                            since_s=a.stop_requested_s)
+                elif why is not None:
+                    with self.store.session() as s:
+                        request_stop(s, a.id, now, target.decision_id)
+                    log.info("stop job=%s attempt=%d node=%s (profiling): %s", job.id,
+                             a.attempt, node.name, why)
+                    self._signal_preempting(job, a, node, found, now, since_s=now)
 
         running = obs.running_jobs()
         for job_id in target.order:
@@ -456,6 +472,29 @@ class Reconciler:
             for g in chosen:
                 in_use[node.name][g.index] = in_use[node.name].get(g.index, 0) + share
             triggers |= self._start(job, node, chosen, target, now)
+        for job_id, step in (profiling.starts.items() if profiling is not None else ()):
+            job = state.jobs.get(job_id)
+            want = target.profiling.get(job_id)
+            if (job is None or want is None or want != Config(node=step.node, gpus=step.gpus)
+                    or job_id in running or job.open_attempts
+                    or job.state not in (*WAITING, JobState.PROFILING)):
+                continue
+            node = state.nodes.get(want.node)
+            if (node is None or node.name not in polled or node.state is not NodeState.UP
+                    or not node.profiling or node.name in self.unreachable):
+                continue
+            chosen = _choose_gpus(node.usable, in_use[node.name], want, None)
+            if chosen is None or self._fenced(job, now):
+                continue
+            image = self._image_ready(job, node, now)
+            if image != "ready":
+                if image == "failed":
+                    triggers.add("failed")
+                continue
+            for g in chosen:
+                in_use[node.name][g.index] = GPU_MILLI
+            triggers |= self._start(job, node, chosen, target, now, profiling=True,
+                                    reason=step.reason)
         return triggers
 
     def _fenced(self, job: JobView, now: float) -> bool:
@@ -515,23 +554,25 @@ class Reconciler:
                      job.grace_s, now, f"job={job.id} attempt={a.attempt}")
 
     def _start(self, job: JobView, node: NodeView, gpus: list[GpuView], target: Target,
-               now: float) -> set[str]:
+               now: float, *, profiling: bool = False, reason: str | None = None) -> set[str]:
         previous = job.latest.attempt if job.latest is not None else 0
         number = previous + 1
+        new = JobState.PROFILING if profiling else JobState.RUNNING
         try:
             with self.store.session() as s:
                 attempt_id = open_attempt(s, job_id=job.id, attempt=number, node_id=node.id,
                                           gpu_ids=[g.index for g in gpus],
                                           decision_id=target.decision_id,
-                                          gpu_milli=job.gpu_milli)
-                transition(s, job.id, JobState.RUNNING, expected=job.state, now_s=now)
+                                          gpu_milli=job.gpu_milli, profiling=profiling)
+                if job.state is not new:         # a profiling job's next run: stays profiling
+                    transition(s, job.id, new, expected=job.state, now_s=now)
         except TransitionConflict as e:
             log.info("job %s: not started, it changed meanwhile (%s)", job.id,
                      str(e).splitlines()[0])
             return set()
         log.info("start job=%s attempt=%d node=%s gpus=%s decision=%s: %s", job.id, number,
                  node.name, _gpus(g.index for g in gpus), target.decision_id,
-                 target.reasons.get(job.id, "planned"))
+                 reason or target.reasons.get(job.id, "planned"))
         request = StartRequest(job_id=job.id, attempt=number, image=job.image,
                                command=job.command, env=dict(job.env), epochs=job.epochs,
                                gpu_uuids=tuple(g.uuid for g in gpus), fake_gpus=node.fake,
@@ -541,8 +582,9 @@ class Reconciler:
                               gpu_ids=tuple(g.index for g in gpus), container_id=None,
                               start_s=None, end_s=None, exit_code=None,
                               decision_id=target.decision_id, stop_decision_id=None,
-                              stop_requested_s=None, gpu_milli=job.gpu_milli)
-        running = _replace_state(job, JobState.RUNNING)
+                              stop_requested_s=None, gpu_milli=job.gpu_milli,
+                              profiling=profiling)
+        running = _replace_state(job, new)
         try:
             cid = self.executor.start(node_ref(node), request)
         except ContainerConflict:

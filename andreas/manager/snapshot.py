@@ -9,7 +9,8 @@
   while its engine still answers, profiling) is *pinned*: left out of the snapshot and
   left alone until it ends. A waiting job that can run on no schedulable node (no epoch
   time for any type there) is left out too and reported as postponed by the manager,
-  because the policies must only see jobs they can place.
+  because the policies must only see jobs they can place. Jobs being profiled
+  (``profiling``, or waiting for their application's profiling run) are left out too.
 - Progress: ``epochs_done`` = the highest epoch of the job's epoch events (written back to
   ``jobs.epochs_done`` where it grew).
 - Epoch times per GPU type for g = 1 .. min(job.max_gpus, largest schedulable node of the
@@ -71,9 +72,11 @@ def settings_params(settings: ManagerSettings) -> Params:
 
 def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                    settings: ManagerSettings, now_s: float, *,
-                   unreachable: Collection[str] = (), shares: bool = True) -> SnapshotBuild:
+                   unreachable: Collection[str] = (), shares: bool = True,
+                   held: Collection[str] = ()) -> SnapshotBuild:
     """The optimizer's view of the store (see the module docstring). ``shares``: whether
-    the policy plans GPU shares (otherwise jobs with one are left out)."""
+    the policy plans GPU shares (otherwise jobs with one are left out); ``held``: waiting
+    jobs the automatic profiling keeps back (``andreas.manager.profiling``)."""
     nodes = [n for n in state.nodes.values() if schedulable(n, unreachable)]
     names = {n.name for n in nodes}
     curves = estimator.power_curves(
@@ -90,6 +93,8 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
 
     pinned, planned, unshared, unrunnable = [], [], [], []
     for job in state.jobs.values():
+        if job.id in held and job.state in WAITING:
+            continue
         if job.gpu_milli is not None and not shares:
             unshared.append(job.id)     # running: pinned (left alone); waiting: unrunnable
             (pinned if job.state in (JobState.RUNNING, JobState.PREEMPTING) else

@@ -56,7 +56,7 @@ from andreas.profiler.nodes import (ProfilingNode, check_app, free_gpus, mark, p
 from andreas.profiler.store import write_model
 from andreas.store.engine import Store
 from andreas.store.models import JobState
-from andreas.store.profiles import upsert_profiles
+from andreas.store.profiles import PROFILE_RUN_REASON, upsert_profiles
 from andreas.store.submissions import NewJob, insert_job, job_exists, record_run_end
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ DEFAULT_EPOCHS = 3
 DEFAULT_TIMEOUT_S = 3600.0
 EXIT_WAIT_S = 30.0            # after the log ends, for the engine to report the exit
 GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
-JOB_REASON = "profiling run (andreas profile)"
+JOB_REASON = PROFILE_RUN_REASON
 MAX_IMAGE_CHARS = 512         # jobs.image
 
 

@@ -67,6 +67,8 @@ class QueueRow:
     energy_kwh: float | None
     cost_so_far: float | None
     cost_to_go: float | None
+    # (source, confidence) of the plan's epoch-time estimate behind finish_s (None: no plan)
+    estimate: tuple[str | None, float | None] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +167,8 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
             gpus=len(here.gpu_ids) if here is not None else None, epochs_done=j.epochs_done,
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
-            cost_so_far=costs.so_far, cost_to_go=costs.to_go))
+            cost_so_far=costs.so_far, cost_to_go=costs.to_go,
+            estimate=(entry.estimate_source, entry.confidence) if entry else None))
     active = sorted((r for r in rows if not _terminal(r.state)),
                     key=lambda r: (r.due_s, r.submit_s, r.id))
     done = sorted((r for r in rows if _terminal(r.state)),

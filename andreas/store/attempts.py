@@ -19,12 +19,13 @@ from andreas.store.nodes import Db
 
 def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
                  gpu_ids: Sequence[int], decision_id: int | None,
-                 gpu_milli: int | None = None) -> int:
+                 gpu_milli: int | None = None, profiling: bool = False) -> int:
     """A new attempt row (no container yet); its id. TransitionConflict when the job
     already has attempt number ``attempt`` (another writer started it first).
-    ``gpu_milli``: the share of its one GPU the attempt holds (None: whole GPUs)."""
+    ``gpu_milli``: the share of its one GPU the attempt holds (None: whole GPUs);
+    ``profiling``: a run of the manager's automatic profiling."""
     row = JobAttempt(job_id=job_id, attempt=attempt, node_id=node_id, gpu_ids=list(gpu_ids),
-                     decision_id=decision_id, gpu_milli=gpu_milli)
+                     decision_id=decision_id, gpu_milli=gpu_milli, profiling=profiling)
     s.add(row)
     try:
         s.flush()

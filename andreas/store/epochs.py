@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from andreas.store.chunks import chunks
-from andreas.store.models import EpochEvent, Job, Node
+from andreas.store.models import EpochEvent, Job, JobAttempt, Node
 from andreas.store.nodes import Db
 
 
@@ -130,3 +130,51 @@ def job_epochs(db: Db, job_id: str) -> list[ConfigEpochs]:
                                 last_end_s=float(end))
                    for n, t, g, c, mean, lo, hi, last, end in rows),
                   key=lambda e: e.last_end_s)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfilingRun:
+    """One attempt of the manager's automatic profiling: where, at which g, how it ended,
+    and the durations of its finished epochs in epoch order."""
+
+    job_id: str
+    application: str
+    attempt: int
+    node_id: int | None
+    gpu_type: str | None                 # the node's (None: the node row is gone)
+    gpus: int
+    start_s: float | None
+    end_s: float | None
+    exit_code: int | None
+    reason: str | None
+    stop_requested_s: float | None
+    epoch_s: tuple[float, ...]
+
+
+def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
+    """Every profiling attempt of a job of these applications (any job state), oldest
+    first, with its epochs: what the automatic profiling has measured so far."""
+    A, E = JobAttempt, EpochEvent
+    rows = []
+    for chunk in chunks(sorted(set(apps))):
+        rows.extend(db.execute(
+            select(A.job_id, Job.application, A.attempt, A.node_id, Node.gpu_type, A.gpu_ids,
+                   A.start_s,
+                   A.end_s, A.exit_code, A.reason, A.stop_requested_s)
+            .join(Job, Job.id == A.job_id).outerjoin(Node, Node.id == A.node_id)
+            .where(A.profiling.is_(True), Job.application.in_(chunk))
+            .order_by(A.id)))
+    durations: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    for chunk in chunks(sorted({r.job_id for r in rows})):
+        for job_id, attempt, epoch, d in db.execute(
+                select(E.job_id, E.attempt, E.epoch, E.end_s - E.start_s)
+                .where(E.job_id.in_(chunk))):
+            if d is not None and d > 0:
+                durations.setdefault((job_id, int(attempt)), []).append((int(epoch), float(d)))
+    return [ProfilingRun(job_id=r.job_id, application=r.application, attempt=r.attempt, node_id=r.node_id,
+                         gpu_type=r.gpu_type, gpus=len(r.gpu_ids or ()), start_s=r.start_s,
+                         end_s=r.end_s, exit_code=r.exit_code, reason=r.reason,
+                         stop_requested_s=r.stop_requested_s,
+                         epoch_s=tuple(d for _, d in sorted(
+                             durations.get((r.job_id, r.attempt), ()))))
+            for r in rows]

@@ -9,6 +9,16 @@
                 (killed,      completed / failed / cancelled
                  resumable)
 
+    queued / preempted ──► profiling ──► preempted (measured, or profiling failed)
+                              │
+                              │    (stays profiling between its GPU counts' runs)
+                              ▼
+                    completed / failed / cancelled
+
+``profiling``: the Job Manager runs the job of an application nobody measured on a
+profiling node, a few epochs per GPU count, before any policy plans it
+(:mod:`andreas.manager.profiling`); between two GPU counts it stays ``profiling``.
+
 :func:`transition` is an atomic conditional ``UPDATE jobs SET state = new WHERE id = :job
 AND state = :old``: of two writers that both saw ``queued``, exactly one moves the job
 to ``running``; the other gets :class:`TransitionConflict`. It runs in the caller's
@@ -30,28 +40,32 @@ from andreas.store.errors import InvalidTransition, TransitionConflict
 from andreas.store.models import Job, JobState
 
 Q, R, PG, PD = JobState.QUEUED, JobState.RUNNING, JobState.PREEMPTING, JobState.PREEMPTED
+P = JobState.PROFILING
 C, F, X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED
 
 ALLOWED: Mapping[JobState, frozenset[JobState]] = {
     # queued -> failed: its image could not be had (see the manager's image_pull_grace_s).
-    Q: frozenset({R, F, X}),
+    Q: frozenset({R, P, F, X}),
     # running -> preempted: the container died resumably (e.g. exit 137 with a checkpoint)
     # without a stop request; -> failed: a failure past the retry limit.
     R: frozenset({PG, PD, C, F, X}),
     # A job may finish, fail or be cancelled while its stop request is pending.
     PG: frozenset({PD, C, F, X}),
-    PD: frozenset({R, F, X}),
+    PD: frozenset({R, P, F, X}),
+    # profiling -> preempted: measured (or profiling failed), planned from its checkpoint.
+    # Between two GPU counts' runs the job stays profiling (no transition).
+    P: frozenset({PD, C, F, X}),
     C: frozenset(),
     F: frozenset(),
     X: frozenset(),
 }
 TERMINAL = frozenset(s for s, targets in ALLOWED.items() if not targets)
 # A container should exist for the job (its open attempt runs or is being stopped).
-LIVE = (R, PG)
+LIVE = (R, PG, P)
 # Waiting for GPUs: planned by the manager, started when the target places them.
 WAITING = (Q, PD)
 # Jobs the manager plans or watches.
-ACTIVE = (Q, R, PG, PD)
+ACTIVE = (Q, R, PG, PD, P)
 
 
 def allowed(old: JobState, new: JobState) -> bool:

@@ -44,6 +44,7 @@ class JobState(enum.Enum):
     RUNNING = "running"        # a container runs it
     PREEMPTING = "preempting"  # stop requested (SIGTERM sent), container not yet exited
     PREEMPTED = "preempted"    # stopped resumably (checkpoint), waiting to run again
+    PROFILING = "profiling"    # measured on a profiling node before it is planned blind
     COMPLETED = "completed"    # all epochs done (terminal)
     FAILED = "failed"          # gave up after failures (terminal)
     CANCELLED = "cancelled"    # cancelled by a user (terminal)
@@ -288,6 +289,9 @@ class JobAttempt(Base):
     gpu_milli: Mapped[int | None]                             # its share of gpu_ids[0]; None: whole
     stop_decision_id: Mapped[int | None]                      # ... and the one that stopped it
     stop_requested_s: Mapped[float | None]                    # grace period runs from here
+    # A run of the Job Manager's automatic profiling (a few epochs at one g on a profiling
+    # node); its first epoch is warm-up and stays out of the production refits.
+    profiling: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     job: Mapped[Job] = relationship(back_populates="attempts")
 

@@ -13,12 +13,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from andreas.store.chunks import chunks
-from andreas.store.models import AppModel, AppProfile, EpochEvent, Job
+from andreas.store.models import AppModel, AppProfile, EpochEvent, Job, JobAttempt
 from andreas.store.nodes import Db
+
+# The ``jobs.reason`` of the rows ``andreas profile`` writes for its containers (they have
+# no attempt rows); their first epoch is warm-up, like a profiling attempt's.
+PROFILE_RUN_REASON = "profiling run (andreas profile)"
+WARMUP_MIN_EPOCHS = 3        # a profiling run's first epoch is dropped when it has this many
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,14 +106,26 @@ def upsert_model(db: Db, row: ModelRow) -> None:
 
 def recent_epochs(db: Db, per_config: int) -> list[EpochPoint]:
     """The newest ``per_config`` epochs per (application, type, g) with a positive
-    duration (a window query: the cost does not grow with the history)."""
-    E = EpochEvent
+    duration (a window query: the cost does not grow with the history). The warm-up epoch
+    of a profiling run (the first of a run with at least ``WARMUP_MIN_EPOCHS``, as the
+    profiler drops it) is left out: data loading and autotuning, not the epoch time."""
+    E, A = EpochEvent, JobAttempt
+    run = (E.job_id, E.attempt)
+    first = func.min(E.epoch).over(partition_by=run).label("first")
+    count = func.count().over(partition_by=run).label("count")
+    profiling = or_(A.profiling.is_(True), Job.reason == PROFILE_RUN_REASON).label("profiling")
+    runs = (select(E.id.label("id"), first, count, profiling)
+            .join(Job, Job.id == E.job_id)
+            .outerjoin(A, and_(A.job_id == E.job_id, A.attempt == E.attempt)).subquery())
     rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
                                 order_by=E.end_s.desc()).label("rn")
+    warmup = and_(runs.c.profiling.is_(True), E.epoch == runs.c.first,
+                  runs.c.count >= WARMUP_MIN_EPOCHS)
     inner = (select(Job.application.label("app"), E.gpu_type.label("gpu_type"),
                     E.gpus.label("gpus"), E.end_s.label("end_s"),
                     (E.end_s - E.start_s).label("d"), rn)
-             .join(Job, Job.id == E.job_id).subquery())
+             .join(Job, Job.id == E.job_id).join(runs, runs.c.id == E.id)
+             .where(~warmup).subquery())
     rows = _conn(db).execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus,
                                     inner.c.end_s, inner.c.d).where(inner.c.rn <= per_config))
     return [EpochPoint(application=a, gpu_type=t, gpus=int(g), end_s=float(e),

@@ -85,6 +85,7 @@ class AttemptView:
     stop_requested_s: float | None
     reason: str | None = None
     gpu_milli: int | None = None          # its share of gpu_ids[0]; None: whole GPUs
+    profiling: bool = False               # a run of the manager's automatic profiling
 
     @property
     def open(self) -> bool:
@@ -164,7 +165,7 @@ _ATTEMPT_COLUMNS = (JobAttempt.id, JobAttempt.job_id, JobAttempt.attempt, JobAtt
                     JobAttempt.gpu_ids, JobAttempt.container_id, JobAttempt.start_s,
                     JobAttempt.end_s, JobAttempt.exit_code, JobAttempt.decision_id,
                     JobAttempt.stop_decision_id, JobAttempt.stop_requested_s,
-                    JobAttempt.reason, JobAttempt.gpu_milli)
+                    JobAttempt.reason, JobAttempt.gpu_milli, JobAttempt.profiling)
 
 
 def load_jobs(db: Db, *, ids: Iterable[str] | None = None) -> dict[str, JobView]:
@@ -205,7 +206,7 @@ def _attempt(a: Any) -> AttemptView:
                        container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
                        exit_code=a.exit_code, decision_id=a.decision_id,
                        stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s,
-                       reason=a.reason, gpu_milli=a.gpu_milli)
+                       reason=a.reason, gpu_milli=a.gpu_milli, profiling=bool(a.profiling))
 
 
 def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:

@@ -36,13 +36,15 @@ def test_plan_document_schema_and_predicted_cost(mstore):
     assert d.objective_name == "f_obj" and d.seconds >= 0
     plan = d.plan
     assert set(plan) >= {"assignments", "postponed", "actions", "nodes", "energy", "stats",
-                         "pinned", "unreachable", "now_s"}
+                         "pinned", "unreachable", "now_s", "profiling"}
+    assert plan["profiling"] == []          # no profiling node
     assert plan["energy"] == {"pue": 1.33, "price_per_kwh": 0.172}
     placed = {a["job"] for a in plan["assignments"]} | set(plan["postponed"])
     assert placed == {"soon", "later", "nowhere"}
     for a in plan["assignments"]:
         assert set(a) == {"job", "node", "gpus", "gpu_ids", "expected_end_s", "epoch_time_s",
-                          "predicted_cost"}
+                          "predicted_cost", "estimate_source", "confidence"}
+        assert a["estimate_source"] == "profiles"      # resnet50 is in profiles/apps.toml
         assert a["expected_end_s"] > NOW and a["predicted_cost"] > 0
         assert job(mstore, a["job"]).predicted_cost == pytest.approx(a["predicted_cost"])
     kinds = {a["job"]: a for a in plan["actions"]}

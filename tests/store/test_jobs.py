@@ -29,7 +29,10 @@ def state_of(store, job_id: str) -> JobState:
 
 
 def test_the_table_is_the_documented_machine():
-    assert ALLOWED[JobState.QUEUED] == {JobState.RUNNING, JobState.FAILED, JobState.CANCELLED}
+    assert ALLOWED[JobState.QUEUED] == {JobState.RUNNING, JobState.PROFILING, JobState.FAILED,
+                                        JobState.CANCELLED}
+    assert ALLOWED[JobState.PROFILING] == {JobState.PREEMPTED, JobState.COMPLETED,
+                                           JobState.FAILED, JobState.CANCELLED}
     assert TERMINAL == {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED}
     for old, targets in ALLOWED.items():
         assert old not in targets, f"{old} -> itself must not be a transition"
@@ -42,7 +45,8 @@ def test_every_pair_is_allowed_or_refused_as_the_table_says(store):
                JobState.PREEMPTED: [JobState.RUNNING, JobState.PREEMPTED],
                JobState.COMPLETED: [JobState.RUNNING, JobState.COMPLETED],
                JobState.FAILED: [JobState.RUNNING, JobState.FAILED],
-               JobState.CANCELLED: [JobState.CANCELLED]}
+               JobState.CANCELLED: [JobState.CANCELLED],
+               JobState.PROFILING: [JobState.PROFILING]}
     for old, new in PAIRS:
         job = add_job(store)
         with store.session() as s:

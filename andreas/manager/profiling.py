@@ -1,0 +1,265 @@
+"""Automatic profiling: a job of an application nobody measured runs on a profiling node
+before any policy plans it (ANDREAS' Job Profiler in the loop).
+
+A waiting job (whole GPUs) *needs profiling* on a GPU type when a profiling node of that
+type is up and the estimator has nothing for (application, type) but the
+``unprofiled_epoch_s`` guess (no measured epochs, profiler rows, model or ``profiles/``
+entry). Then, per application and type, one *leader* job (the one already profiling, else
+the oldest waiting one) runs on the profiling node (the one of the type with most usable
+GPUs) once per GPU count g = 1 .. min(usable GPUs, the leader's ``max_gpus``), each run an
+attempt of the job itself (``job_attempts.profiling``), so it checkpoints and resumes: no
+epoch is lost and its epoch history stays one. A run stops (SIGTERM, checkpoint, exit 143)
+once ``[profiler] epochs`` epochs of it are stored by the node agent; the job stays
+``profiling`` between runs. When every g is measured, the same summary and fit as ``andreas
+profile`` (the first epoch of a run with >= 3 dropped as warm-up, the median of the rest
+per g, Amdahl's law over all kept epochs) are written as ``app_profiles`` / ``app_models``
+rows (source ``profiler``) and the job goes ``profiling -> preempted``: the optimizer plans
+it with measured estimates, from its checkpoint. Other jobs of the application wait for
+this one run (``held``, with the reason the plan shows).
+
+A run that fails (a non-zero exit, its node unreachable, its container vanished, or more
+than ``timeout_s`` without its epochs) ends the profiling of that application: its jobs
+are planned as before, on the guess, and the reason says why (:attr:`Review.guesses`).
+Everything here is derived from the store at each review, so a manager restarted midway
+carries on where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from andreas.config import ProfilerSettings
+from andreas.manager.estimates import Estimator
+from andreas.manager.state import StoreState
+from andreas.profiler.fit import fit_amdahl, prior_serial_fraction
+from andreas.profiler.store import write_model
+from andreas.store.engine import Session
+from andreas.store.epochs import ProfilingRun, profiling_runs
+from andreas.store.errors import TransitionConflict
+from andreas.store.jobs import WAITING, record, transition
+from andreas.store.models import JobState, NodeState
+from andreas.store.profiles import WARMUP_MIN_EPOCHS, upsert_profiles
+from andreas.store.read import JobView, NodeView
+
+log = logging.getLogger("andreas.manager")
+
+GUESS = "unprofiled"               # the estimator's source tag of the guess
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """A profiling run: the job on ``gpus`` GPUs of the profiling ``node``."""
+
+    job: str
+    node: str
+    gpus: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Review:
+    """What the profiling wants now: runs to start (``starts``) or running (``running``),
+    runs to stop (job -> why), waiting jobs held back (job -> why), applications planned on
+    the guess because their profiling failed (app -> why), and whether the review wrote
+    (a fit, a state) so that the manager reschedules."""
+
+    starts: Mapping[str, Step] = field(default_factory=dict)
+    running: Mapping[str, Step] = field(default_factory=dict)
+    stops: Mapping[str, str] = field(default_factory=dict)
+    held: Mapping[str, str] = field(default_factory=dict)
+    guesses: Mapping[str, str] = field(default_factory=dict)
+    changed: bool = False
+
+    @property
+    def steps(self) -> dict[str, Step]:
+        return {**self.running, **self.starts}
+
+
+def summarise(epoch_s: tuple[float, ...]) -> tuple[float, ...]:
+    """The epochs a run keeps: all but the first (warm-up) when it has enough
+    (``WARMUP_MIN_EPOCHS``), as ``andreas profile`` and the production refit do."""
+    return epoch_s[1:] if len(epoch_s) >= WARMUP_MIN_EPOCHS else epoch_s
+
+
+def _failure(run: ProfilingRun, settings: ProfilerSettings, now_s: float) -> str | None:
+    """Why a run failed, or None (running, stopped on request, or completed)."""
+    if run.start_s is not None and len(run.epoch_s) < settings.epochs:
+        end = run.end_s if run.end_s is not None else now_s
+        if end - run.start_s > settings.timeout_s:
+            return (f"timeout: {len(run.epoch_s)} of {settings.epochs} epochs in "
+                    f"{settings.timeout_s:g} s at {run.gpus} GPU(s)")
+    if run.end_s is None or run.exit_code == 0 or run.stop_requested_s is not None:
+        return None
+    return run.reason or (f"exit {run.exit_code}" if run.exit_code is not None else "ended")
+
+
+class Profiling:
+    """Reviews the profiling at every manager tick (module docstring)."""
+
+    def __init__(self, settings: ProfilerSettings, estimator: Estimator) -> None:
+        self.settings = settings
+        self.estimator = estimator
+        self._logged: dict[str, str] = {}
+
+    def _once(self, key: str, message: str) -> None:
+        if self._logged.get(key) != message:
+            self._logged[key] = message
+            log.warning("%s", message)
+
+    def review(self, s: Session, state: StoreState, now_s: float, *,
+               unreachable: Collection[str] = ()) -> Review:
+        """The profiling's wants (module docstring); writes fits and state changes in
+        ``s`` (the caller's transaction)."""
+        flagged = [n for n in state.nodes.values() if n.profiling]
+        if not flagged:
+            return Review()
+        ready: dict[str, NodeView] = {}
+        waiting_types: dict[str, NodeView] = {}
+        for n in sorted(flagged, key=lambda n: n.name):
+            if n.state is NodeState.UP and n.name not in unreachable and n.usable:
+                best = ready.get(n.gpu_type)
+                if best is None or len(n.usable) > len(best.usable):
+                    ready[n.gpu_type] = n
+            else:
+                waiting_types.setdefault(n.gpu_type, n)
+        candidates = [j for j in state.jobs.values() if j.gpu_milli is None
+                      and (j.state in WAITING or j.state is JobState.PROFILING)]
+        if not candidates:
+            return Review()
+        apps = sorted({j.application for j in candidates})
+        types = {t: len(n.usable) for t, n in ready.items()}
+        types.update({t: max(len(n.usable), 1) for t, n in waiting_types.items()
+                      if t not in types})
+        tables = self.estimator.epoch_tables(s, apps, types)
+        runs: dict[tuple[str, str], list[ProfilingRun]] = {}
+        for r in profiling_runs(s, apps):
+            if r.gpu_type is not None:
+                runs.setdefault((r.application, r.gpu_type), []).append(r)
+        prior = {name: app.serial_fraction
+                 for name, app in self.estimator.profiles.apps.items()}
+
+        starts: dict[str, Step] = {}
+        running: dict[str, Step] = {}
+        stops: dict[str, str] = {}
+        held: dict[str, str] = {}
+        guesses: dict[str, str] = {}
+        changed = False
+        for app in apps:
+            jobs = sorted((j for j in candidates if j.application == app),
+                          key=lambda j: (j.state is not JobState.PROFILING, j.submit_s, j.id))
+            # a type is unknown while it has only the guess, or while a job of the
+            # application is profiling on it (its first runs' epochs already count as
+            # measured, but the profiling goes on until every g is measured)
+            busy = {t for (a, t), rs in runs.items() if a == app
+                    for r in rs if state.jobs.get(r.job_id) is not None
+                    and state.jobs[r.job_id].state is JobState.PROFILING}
+            unknown = [t for t in sorted(types) if t in busy
+                       or ((est := tables.get((app, t))) and all(e.source == GUESS
+                                                                  for e in est))]
+            failed = next(((t, r, why) for t in unknown for r in runs.get((app, t), ())
+                           if (why := _failure(r, self.settings, now_s)) is not None), None)
+            now_ready = [t for t in unknown if t in ready]
+            if failed is not None or not now_ready:
+                if failed is not None:
+                    t, r, why = failed
+                    where = state.nodes_by_id.get(r.node_id) if r.node_id is not None else None
+                    node = where.name if where is not None else "?"
+                    guesses[app] = (f"profiling on {node} failed ({why}); estimates are a "
+                                    f"guess ({self.estimator.unprofiled_epoch_s:g} s per epoch)")
+                    self._once(app, f"application {app}: {guesses[app]}")
+                    for j in jobs:          # say why on the jobs themselves (andreas show)
+                        if j.state in WAITING and j.reason != guesses[app][:255]:
+                            record(s, j.id, reason=guesses[app][:255])
+                elif unknown:
+                    node = waiting_types[unknown[0]]
+                    why = (f"wait: application {app} is profiled first, on {node.name}, "
+                           f"which is {node.state.value if node.state is not NodeState.UP else 'unreachable'}")
+                    for j in jobs:
+                        if j.state in WAITING:
+                            held[j.id] = why
+                changed |= self._finish(s, jobs, stops, now_s,
+                                        reason=guesses.get(app))
+                continue
+            gpu_type = now_ready[0]
+            node = ready[gpu_type]
+            leader = jobs[0]
+            cap = leader.max_gpus if leader.max_gpus and leader.max_gpus > 0 else len(node.usable)
+            counts = tuple(range(1, min(len(node.usable), cap) + 1))
+            mine = runs.get((app, gpu_type), [])
+            kept: dict[int, list[float]] = {}
+            done: set[int] = set()
+            for r in mine:
+                kept.setdefault(r.gpus, []).extend(summarise(r.epoch_s))
+                if len(r.epoch_s) >= self.settings.epochs or (r.exit_code == 0 and r.epoch_s):
+                    done.add(r.gpus)
+            todo = [g for g in counts if g not in done]
+            if not todo:
+                self._fit(s, app, gpu_type, kept, prior, now_s)
+                changed = True
+                self._finish(s, jobs, stops, now_s, reason=None)
+                continue
+            g = todo[0]
+            what = (f"profile: application {app} has no profile for {gpu_type}; "
+                    f"{g} GPU(s), run {counts.index(g) + 1} of {len(counts)}")
+            open_ = [a for a in leader.open_attempts if a.profiling]
+            if leader.state is JobState.PROFILING and open_:
+                a = open_[0]
+                run = next((r for r in mine if (r.job_id, r.attempt) == (leader.id, a.attempt)),
+                           None)
+                measured = len(run.epoch_s) if run is not None else 0
+                running[leader.id] = Step(job=leader.id, node=node.name,
+                                          gpus=len(a.gpu_ids), reason=what)
+                if measured >= self.settings.epochs:
+                    stops[leader.id] = (f"profiled {len(a.gpu_ids)} GPU(s): {measured} epochs "
+                                        "measured")
+            elif not leader.open_attempts:
+                starts[leader.id] = Step(job=leader.id, node=node.name, gpus=g, reason=what)
+            for j in jobs[1:]:
+                if j.state in WAITING:
+                    held[j.id] = (f"wait: application {app} is being profiled on {node.name} "
+                                  f"(job {leader.id})")
+        return Review(starts=starts, running=running, stops=stops, held=held,
+                      guesses=guesses, changed=changed)
+
+    def _fit(self, s: Session, app: str, gpu_type: str, kept: Mapping[int, list[float]],
+             prior: Mapping[str, float], now_s: float) -> None:
+        """The profile and model of (app, type) from the kept epochs (as andreas profile)."""
+        points = [(g, d) for g, ds in sorted(kept.items()) for d in ds]
+        fit = fit_amdahl([g for g, _ in points], [d for _, d in points],
+                         prior_serial_fraction=prior_serial_fraction(prior, app))
+        upsert_profiles(s, [dict(application=app, gpu_type=gpu_type, gpus=g,
+                                 epoch_time_s=float(statistics.median(ds)), source="profiler",
+                                 samples=len(ds), updated_s=now_s)
+                            for g, ds in sorted(kept.items()) if ds])
+        write_model(s, app, gpu_type, fit, source="profiler", now_s=now_s)
+        log.info("profiled application %s on %s: %s; t1 %.3g s, serial fraction %.2f, "
+                 "mape %.1f%%", app, gpu_type,
+                 ", ".join(f"g={g} {statistics.median(ds):.3g} s" for g, ds in
+                           sorted(kept.items()) if ds), fit.t1_s, fit.serial_fraction,
+                 100 * fit.mape)
+
+    def _finish(self, s: Session, jobs: list[JobView], stops: dict[str, str], now_s: float,
+                *, reason: str | None) -> bool:
+        """End the profiling of these jobs: a running run is stopped, a job between runs
+        goes back to the queue (preempted: it resumes from its checkpoint)."""
+        moved = False
+        for j in jobs:
+            if j.state is not JobState.PROFILING:
+                continue
+            if j.open_attempts:
+                stops[j.id] = reason or "profiling done"
+                continue
+            try:
+                transition(s, j.id, JobState.PREEMPTED, expected=JobState.PROFILING,
+                           now_s=now_s)
+                if reason:
+                    record(s, j.id, reason=reason[:255])
+                moved = True
+                log.info("job=%s: profiling %s; queued for the optimizer", j.id,
+                         "ended: " + reason if reason else "done")
+            except TransitionConflict:
+                pass
+        return moved
