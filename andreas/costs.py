@@ -217,6 +217,10 @@ def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = 
 
 
 DEFER_MIN_SAVING = 0.05   # hold a job back only for at least 5 % off its energy cost
+# ... and only to a start that would leave it this many more run times (plus H) before its
+# due date: jobs held for the same cheap hours compete for nodes then, and an hour late
+# costs more than a run's energy (measured: with 0 the held jobs' lateness ate the saving)
+DEFER_SLACK_RUNS = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,8 +243,9 @@ def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
     holds a job back instead. For a waiting job with remaining time ``b`` on its best
     configuration, the energy cost of starting at ``s`` is its marginal power x the
     tariff's integral over [s, s + b); the power cancels in the comparison. The starts
-    considered are those that still end one period H before its due date (the next
-    decision may come up to H late), within one day (the tariff repeats): the minimum of
+    considered are those that leave ``DEFER_SLACK_RUNS`` run times plus one period H
+    before its due date (the next decision may come up to H late, and the cheap hours may
+    be crowded), within one day (the tariff repeats): the minimum of
     a piecewise-linear function of s lies where s or s + b crosses an hour, so those
     points and the ends are searched. The job waits when the cheapest saves at least
     ``min_saving`` of starting now. Running jobs are never held (a restart costs work)."""
@@ -256,7 +261,7 @@ def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
         b = best_restart_s(snapshot, job, kinds)
         if b is None or b <= 0:
             continue
-        latest = min(job.due_s - b - period, now + 86400.0)
+        latest = min(job.due_s - (1.0 + DEFER_SLACK_RUNS) * b - period, now + 86400.0)
         if latest <= now:
             continue
         hours = np.arange(math.floor(now / SECONDS_PER_HOUR) + 1,

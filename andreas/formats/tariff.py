@@ -44,23 +44,26 @@ class TariffFile:
 
 
 def load_tariff(path: str | Path) -> TariffFile:
-    """Read and check a tariff file; every error message starts with the path."""
+    """Read and check a tariff file; every error message starts with ``tariff PATH:``
+    (field ``tariff``, so a command can name its option)."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
     except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}", field="tariff") from None
+        raise InputError(f"tariff {path}: cannot read: {e.strerror or e}",
+                         field="tariff") from None
     if len(raw) > MAX_BYTES:
-        raise InputError(f"{path}: too big for a tariff (more than {MAX_BYTES} bytes)",
+        raise InputError(f"tariff {path}: too big for a tariff (more than {MAX_BYTES} bytes)",
                          field="tariff")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})", field="tariff") from None
+        raise InputError(f"tariff {path}: not UTF-8 text (byte {e.start})",
+                         field="tariff") from None
     try:
         return parse_tariff(text)
     except InputError as e:
-        raise InputError(f"{path}: {e}", field="tariff") from None
+        raise InputError(f"tariff {path}: {e}", field="tariff") from None
 
 
 def parse_tariff(text: str) -> TariffFile:
