@@ -63,6 +63,44 @@ def energy_cost(energy_j: float, energy: Energy) -> float:
     return energy_j / J_PER_KWH * energy.pue * energy.price_per_kwh
 
 
+def energy_time_s(energy: Energy, now_s: float, t_s):
+    """The run time c_ng is charged for, so that ``c_ng * energy_time_s / 3600`` is the
+    energy cost of running [now, now + t): ``t`` itself at a constant price; with a tariff
+    the integral of price x PUE over the interval divided by the reference rate
+    ``pue * price_per_kwh`` that c_ng is quoted at (exact: the reference cancels).
+    Increasing in ``t``, so "until the node's first job ends" keeps its meaning.
+    Scalars or numpy arrays."""
+    if energy.tariff is None:
+        return t_s
+    return energy.tariff.integral(now_s, now_s + t_s) / (energy.pue * energy.price_per_kwh)
+
+
+def interval_cost(joules: float, t0_s: float, t1_s: float, energy: Energy) -> float:
+    """The bill for ``joules`` of IT energy drawn at constant power over [t0, t1): with a
+    tariff, power x the integral of price x PUE; without, :func:`energy_cost`."""
+    if energy.tariff is None or t1_s <= t0_s:
+        return energy_cost(joules, energy)
+    return joules / (t1_s - t0_s) / J_PER_KWH * energy.tariff.integral(t0_s, t1_s)
+
+
+def with_tariff(energy: Energy, tariff_file) -> Energy:
+    """``energy`` priced by a tariff file (``formats.tariff.TariffFile``): hours without a
+    PUE column take ``energy.pue``; the reference rate becomes the tariff's means."""
+    tariff = tariff_file.tariff(energy.pue)
+    return Energy(pue=tariff.mean_pue, price_per_kwh=tariff.mean_price, tariff=tariff)
+
+
+def tariff_blind(energy: Energy) -> Energy:
+    """What a planner that ignores the tariff sees: its mean price and mean PUE, constant."""
+    return Energy(pue=energy.pue, price_per_kwh=energy.price_per_kwh)
+
+
+def charged_s(snapshot: Snapshot, t_s):
+    """:func:`energy_time_s` of a run of ``t_s`` starting at the snapshot's time; a cloud
+    VM's price does not follow the energy tariff, so there it is ``t_s``."""
+    return t_s if snapshot.cloud else energy_time_s(snapshot.energy, snapshot.now_s, t_s)
+
+
 def tardiness_s(finish_s: float, due_s: float) -> float:
     return max(0.0, finish_s - due_s)
 
@@ -137,7 +175,7 @@ def best_restart_s(snapshot: Snapshot, job: Job,
             if fastest is None or t < fastest:
                 fastest = t
             if snapshot.now_s + t < job.due_s:
-                value = t * kind.price_h[g]
+                value = charged_s(snapshot, t) * kind.price_h[g]
                 if cheapest is None or value < cheapest[0]:
                     cheapest = (value, t)
     return cheapest[1] if cheapest is not None else fastest
@@ -176,6 +214,67 @@ def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = 
             if t is not None:
                 worst = max(worst, t)
     return worst
+
+
+DEFER_MIN_SAVING = 0.05   # hold a job back only for at least 5 % off its energy cost
+# ... and only to a start that would leave it this many more run times (plus H) before its
+# due date: jobs held for the same cheap hours compete for nodes then, and an hour late
+# costs more than a run's energy (measured: with 0 the held jobs' lateness ate the saving)
+DEFER_SLACK_RUNS = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deferral:
+    """A waiting job that is cheaper to start later: at ``start_s``, within its slack,
+    its run costs ``saving`` (a fraction) less than if it started now."""
+
+    job: str
+    start_s: float
+    saving: float
+
+
+def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
+              min_saving: float = DEFER_MIN_SAVING) -> tuple[Deferral, ...]:
+    """The waiting jobs worth holding back for cheaper hours (none without a tariff).
+
+    f_obj cannot say "wait for the cheap hour": it charges a postponed job only the
+    lateness waiting adds, so postponing any job with slack is free whatever the hour,
+    and the constructions are work-conserving for that reason. This is the rule that
+    holds a job back instead. For a waiting job with remaining time ``b`` on its best
+    configuration, the energy cost of starting at ``s`` is its marginal power x the
+    tariff's integral over [s, s + b); the power cancels in the comparison. The starts
+    considered are those that leave ``DEFER_SLACK_RUNS`` run times plus one period H
+    before its due date (the next decision may come up to H late, and the cheap hours may
+    be crowded), within one day (the tariff repeats): the minimum of
+    a piecewise-linear function of s lies where s or s + b crosses an hour, so those
+    points and the ends are searched. The job waits when the cheapest saves at least
+    ``min_saving`` of starting now. Running jobs are never held (a restart costs work)."""
+    tariff = snapshot.energy.tariff
+    if tariff is None or snapshot.cloud:
+        return ()
+    kinds = kinds if kinds is not None else node_kinds(snapshot)
+    now, period = snapshot.now_s, snapshot.params.period_s
+    out = []
+    for job in snapshot.jobs:
+        if job.running is not None:
+            continue
+        b = best_restart_s(snapshot, job, kinds)
+        if b is None or b <= 0:
+            continue
+        latest = min(job.due_s - (1.0 + DEFER_SLACK_RUNS) * b - period, now + 86400.0)
+        if latest <= now:
+            continue
+        hours = np.arange(math.floor(now / SECONDS_PER_HOUR) + 1,
+                          math.floor((latest + b) / SECONDS_PER_HOUR) + 1) * SECONDS_PER_HOUR
+        starts = np.concatenate(([now, latest], hours, hours - b))
+        starts = starts[(starts >= now) & (starts <= latest)]
+        cost = np.asarray(tariff.integral(starts, starts + b))
+        k = int(np.argmin(cost))
+        now_cost = float(cost[0])
+        if now_cost > 0 and cost[k] <= (1.0 - min_saving) * now_cost:
+            out.append(Deferral(job=job.id, start_s=float(starts[k]),
+                                saving=1.0 - float(cost[k]) / now_cost))
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,10 +318,11 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
             c_job = entry.cost_per_hour * a.gpus / entry.gpus
         else:
             c_job = c_ng_per_hour(nodes[a.node].power_w[a.gpus], snapshot.energy)
-        pi = t / SECONDS_PER_HOUR * c_job
+        charged = charged_s(snapshot, t)
+        pi = charged / SECONDS_PER_HOUR * c_job
         fbar += max_time_s(snapshot, job, classes, kinds) / (pi + tau_cost)
         busy[a.node] += a.gpus
-        first_end[a.node] = min(first_end.get(a.node, t), t)
+        first_end[a.node] = min(first_end.get(a.node, charged), charged)
     for job_id in plan.postponed:
         post += postponement_cost(snapshot, jobs[job_id], classes, kinds)
     node_cost = 0.0

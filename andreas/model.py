@@ -18,12 +18,101 @@ DEFAULT_RHO = 100.0
 DEFAULT_PERIOD_S = 3600.0
 
 
+HOURS_PER_DAY = 24
+_HOUR_S = 3600.0
+_DAY_S = HOURS_PER_DAY * _HOUR_S
+MAX_PUE = 5.0               # a facility that burns 4 W of overhead per IT watt is a typo
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tariff:
+    """Time-of-use energy price and PUE by UTC hour of day, repeated every day.
+
+    The one primitive is :meth:`integral`: the price x PUE rate integrated over an
+    interval, exact across hour boundaries, so a bill is ``IT kW x integral / 3600``.
+    Hours are taken from UTC seconds (``andreas/formats/tariff.py`` reads the file).
+    """
+
+    price_per_kwh: tuple[float, ...]
+    pue: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("price_per_kwh", "pue"):
+            values = getattr(self, name)
+            if len(values) != HOURS_PER_DAY:
+                raise ValueError(f"tariff {name}: needs {HOURS_PER_DAY} hours, got {len(values)}")
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError(f"tariff {name}: values must be finite")
+        if min(self.price_per_kwh) < 0 or max(self.price_per_kwh) <= 0:
+            raise ValueError("tariff price_per_kwh: must be >= 0, and > 0 in some hour")
+        if min(self.pue) < 1 or max(self.pue) > MAX_PUE:
+            raise ValueError(f"tariff pue: must be in [1, {MAX_PUE:g}]")
+
+    @property
+    def rate(self) -> tuple[float, ...]:
+        """Price x PUE per hour of day: money per kWh of IT energy."""
+        return tuple(p * q for p, q in zip(self.price_per_kwh, self.pue))
+
+    @property
+    def mean_price(self) -> float:
+        return math.fsum(self.price_per_kwh) / HOURS_PER_DAY
+
+    @property
+    def mean_pue(self) -> float:
+        return math.fsum(self.pue) / HOURS_PER_DAY
+
+    @property
+    def flat(self) -> bool:
+        """One rate all day: then the tariff bills exactly as constant PUE and price."""
+        return len(set(self.rate)) == 1
+
+    def hour_of(self, t_s: float) -> int:
+        return int(math.floor(t_s / _HOUR_S)) % HOURS_PER_DAY
+
+    def price_at(self, t_s: float) -> float:
+        return self.price_per_kwh[self.hour_of(t_s)]
+
+    def pue_at(self, t_s: float) -> float:
+        return self.pue[self.hour_of(t_s)]
+
+    def integral(self, t0_s, t1_s):
+        """Integral of price(t) x PUE(t) dt over [t0, t1) in (money / kWh) x s; scalars or
+        numpy arrays (broadcast). Negative where t1 < t0. Computed from the start of t0's
+        day, so large UTC times keep their precision."""
+        import numpy as np   # the agent imports this module and never numpy
+
+        rate = np.asarray(self.rate, dtype=float)
+        cum = np.concatenate(([0.0], np.cumsum(rate) * _HOUR_S))
+        a = np.asarray(t0_s, dtype=float)
+        b = np.asarray(t1_s, dtype=float)
+        base = np.floor(a / _DAY_S) * _DAY_S
+        out = _rate_cumulative(b - base, rate, cum) - _rate_cumulative(a - base, rate, cum)
+        return float(out) if out.ndim == 0 else out
+
+
+def _rate_cumulative(t_s, rate, cum):
+    """Integral of the daily rate over [0, t_s) for t_s >= 0 (times from a day's start)."""
+    import numpy as np
+
+    days = np.floor(t_s / _DAY_S)
+    within = t_s - days * _DAY_S
+    hour = np.minimum(np.floor(within / _HOUR_S), HOURS_PER_DAY - 1).astype(np.int64)
+    return (days * cum[HOURS_PER_DAY] + cum[hour]
+            + rate[hour] * (within - hour * _HOUR_S))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Energy:
-    """Site energy parameters: PUE inflates IT power into facility power."""
+    """Site energy parameters: PUE inflates IT power into facility power.
+
+    With a ``tariff`` the price and PUE change by the hour and ``pue`` / ``price_per_kwh``
+    are only the reference rate c_ng is quoted at (the tariff's means); every cost over
+    time integrates the tariff instead (``costs.energy_time_s``, ``costs.interval_cost``).
+    """
 
     pue: float = DEFAULT_PUE
     price_per_kwh: float = DEFAULT_PRICE_PER_KWH
+    tariff: Tariff | None = None
 
 
 PROGRESS_KINDS = ("epoch", "exact")

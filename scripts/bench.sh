@@ -10,6 +10,7 @@
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh ga          # the genetic scheduler: one 100-node event, PAI-like replays (~8 min)
+#   bash scripts/bench.sh tariff      # tariff-aware vs tariff-blind rg, day/night tariff (~3 min)
 #   bash scripts/bench.sh published   # against the paper's C++ code (GPUScheduler checkout; not in "all")
 #   bash scripts/bench.sh engine      # the simulator engine against a SimPy model of the same
 #                                     # trace (installs simpy into .venv; not in "all": ~12 min)
@@ -49,6 +50,9 @@ if [ "$which" = all ] || [ "$which" = agent ]; then
 fi
 if [ "$which" = all ] || [ "$which" = gap ]; then
     .venv/bin/python tests/benchmarks/bench_gap.py --json out/bench_gap.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = tariff ]; then
+    .venv/bin/python tests/benchmarks/bench_tariff.py --json out/bench_tariff.json "$@"
 fi
 if [ "$which" = all ] || [ "$which" = ga ]; then
     .venv/bin/python tests/benchmarks/bench_ga.py --json out/bench_ga.json "$@"

@@ -22,6 +22,7 @@ from andreas import optimizer
 from andreas.console import console
 from andreas.costs import evaluate
 from andreas.errors import AndreasError, InfeasiblePlan, InputError, one_line
+from andreas.errors import options as option_names
 from andreas.feasibility import check_plan
 from andreas.model import Action, ActionKind, Plan, Snapshot
 from andreas.formats.snapshot import load_snapshot
@@ -115,12 +116,16 @@ def policies_cmd() -> None:
                    "GPUs (off by default: it costs more in the long run; see ARCHITECTURE.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (plan, actions, objective, timing) instead of a table.")
+@click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
+              help="Time-of-use tariff CSV (docs/FORMAT.md): plan with price and PUE by the "
+                   "hour from the snapshot's now_s (jobs with slack may wait for cheap hours).")
 @click.option("--actions", "all_actions", is_flag=True,
               help="Table view: list every job's action, also waiting and preempted jobs "
                    "(default: only the jobs the plan runs).")
 def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | None,
                  order: str | None, time_limit_s: float | None, mip_gap: float | None,
-                 floor: bool, as_json: bool, all_actions: bool) -> None:
+                 floor: bool, tariff_path: str | None, as_json: bool,
+                 all_actions: bool) -> None:
     """Decide one rescheduling point: read SNAPSHOT.json (format andreas-snapshot/1),
     run a policy and print the plan and the actions that lead to it.
 
@@ -128,7 +133,7 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
     """
     if iterations is not None:
         _check_accepts(policy, "iterations")
-    snapshot = load_snapshot(snapshot_path)
+    snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
     plan, seconds = run_policy(snapshot, policy, seed, iterations, order,
                                time_limit_s=time_limit_s, mip_gap=mip_gap, floor=floor)
     actions = plan.actions(snapshot)
@@ -137,6 +142,19 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
                               default=_json_default))
     else:
         _print_table(snapshot, plan, actions, policy, seconds, all_actions)
+
+
+def _priced(snapshot: Snapshot, tariff_path: str | None) -> Snapshot:
+    """The snapshot priced by a tariff file (hours without a PUE take the snapshot's)."""
+    if tariff_path is None:
+        return snapshot
+    from dataclasses import replace
+
+    from andreas.costs import with_tariff
+    from andreas.formats.tariff import load_tariff
+    with option_names(tariff="--tariff"):
+        tariff_file = load_tariff(tariff_path)
+    return replace(snapshot, energy=with_tariff(snapshot.energy, tariff_file))
 
 
 def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | None,
@@ -178,9 +196,13 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
                    "over remaining time) or pressure (the papers' order).")
 @click.option("--floor", is_flag=True,
               help="rg and pr also consider the baselines' plans (see `andreas optimize --help`).")
+@click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
+              help="Time-of-use tariff CSV (docs/FORMAT.md): plan with price and PUE by the "
+                   "hour from the snapshot's now_s (jobs with slack may wait for cheap hours).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | None,
-                order: str | None, floor: bool, as_json: bool) -> None:
+                order: str | None, floor: bool, tariff_path: str | None,
+                as_json: bool) -> None:
     """Run several policies on one snapshot and score every plan on both proxies.
 
     f_obj (ANDREAS eq. 1, lower is better) is split into tardiness, postponement and
@@ -191,7 +213,7 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     if unknown or not names:
         raise InputError(f"--policies: unknown policy {','.join(unknown)!r} "
                          f"(known: {', '.join(optimizer.POLICIES)})")
-    snapshot = load_snapshot(snapshot_path)
+    snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
     rows = []
     for name in names:
         plan, seconds = run_policy(snapshot, name, seed, iterations, order, floor=floor)

@@ -102,6 +102,13 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="ga and ga-energy: generations per decision [default: 50].")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes draw nothing (default: they draw power_w[0]).")
+@click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
+              help="Time-of-use tariff CSV (hour_of_day,price_per_kwh[,pue], UTC; "
+                   "docs/FORMAT.md): the bill integrates price x PUE over every interval, "
+                   "and the policies plan with it (jobs with slack wait for cheaper hours).")
+@click.option("--tariff-blind", is_flag=True,
+              help="With --tariff: the policies plan with the tariff's mean price and PUE; "
+                   "the bill still follows the tariff (the what-if of ignoring it).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Parallel processes [default: one per policy, at most the CPU count].")
 @click.option("--json", "as_json", is_flag=True,
@@ -130,7 +137,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
-                 power_off_idle: bool, workers: int | None,
+                 power_off_idle: bool, tariff_path: str | None, tariff_blind: bool,
+                 workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
                  cloud: bool) -> None:
@@ -147,6 +155,13 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     if unknown:
         raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
                          f"(known: {', '.join(POLICIES)})")
+    if tariff_blind and not tariff_path:
+        raise InputError("--tariff-blind: needs --tariff FILE")
+    tariff_file = None
+    if tariff_path:
+        from andreas.formats.tariff import load_tariff
+        with option_names(tariff="--tariff"):
+            tariff_file = load_tariff(tariff_path)
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
@@ -156,11 +171,14 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
             iterations=iterations, order=order, seed=seed, floor=floor,
             interference_error=interference_error, ga_population=ga_population,
-            ga_generations=ga_generations,
+            ga_generations=ga_generations, tariff_blind=tariff_blind,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,
                             ewma_a=ewma_a))
     if sweep:
+        if tariff_file is not None:
+            raise InputError("--tariff: not with --sweep (run one trace, or "
+                             "tests/benchmarks/bench_tariff.py)")
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
                out_dir, as_json, quiet)
         return
@@ -168,6 +186,13 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     from andreas.simulator.report import print_table, write_outputs
 
     trace = _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud)
+    if tariff_file is not None:
+        if trace.cloud:
+            raise InputError("--tariff: a cloud trace pays VM prices, not energy")
+        from dataclasses import replace
+
+        from andreas.costs import with_tariff
+        trace = replace(trace, energy=with_tariff(trace.energy, tariff_file))
     results = run_policies(trace, names, options, workers=workers,
                            show_progress=not (quiet or as_json))
     target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))

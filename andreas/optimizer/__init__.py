@@ -148,4 +148,24 @@ def decide(snapshot: Snapshot, rng: np.random.Generator, policy: str = "rg",
         what = "packs tasks on" if policy in PACKING_POLICIES else "plans jobs on"
         raise InputError(f"policy: {policy!r} {what} on-premise GPUs; a cloud "
                          f"snapshot needs an energy policy (rg, pr, greedy, ...)")
-    return fn(snapshot, rng, **options)
+    if snapshot.energy.tariff is None or snapshot.cloud:
+        return fn(snapshot, rng, **options)
+    return _with_deferrals(fn, snapshot, rng, options)
+
+
+def _with_deferrals(fn: Policy, snapshot: Snapshot, rng: np.random.Generator,
+                    options: dict[str, Any]) -> Plan:
+    """Under a time-of-use tariff, waiting jobs that are cheaper to start in a later hour
+    within their slack (``costs.deferrals``) wait; the policy plans the others."""
+    from dataclasses import replace
+
+    from andreas.costs import deferrals
+
+    held = {d.job for d in deferrals(snapshot)}
+    if not held:
+        return fn(snapshot, rng, **options)
+    rest = replace(snapshot, jobs=tuple(j for j in snapshot.jobs if j.id not in held))
+    plan = fn(rest, rng, **options)
+    waiting = tuple(j.id for j in snapshot.jobs if j.id in held)
+    return replace(plan, postponed=plan.postponed + waiting,
+                   stats={**plan.stats, "deferred": float(len(waiting))})

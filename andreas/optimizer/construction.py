@@ -159,7 +159,7 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
     construct_rows(
         row_strategy, row_random, row_seed, p.cloud, p.node_class, p.class_gpus,
         p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g, p.cfg_group, p.cfg_index,
-        p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t,
+        p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t_energy,
         p.tard_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu), p.pin_job,
         p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
         np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),

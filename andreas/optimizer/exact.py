@@ -213,7 +213,7 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
                 continue
             saved = tmin[n]
             used[n] += g
-            tmin[n] = min(saved, p.t[j, c])
+            tmin[n] = min(saved, p.t_energy[j, c])
             visit(j + 1, obj + p.tard_cost[j, c], bar + p.fbar_term[j, c])
             used[n] -= g
             tmin[n] = saved

@@ -136,7 +136,7 @@ class EnergyGenome:
         cfg = np.empty((rows, self.p.n_jobs), dtype=np.int64)
         p = self.p
         _decode_energy(pop, self.cand_ptr, self.cand_node, self.cand_cfg, self.gene_job,
-                       self.node_gpus, p.node_class, p.cfg_g, p.t, p.tard_cost, p.post_cost,
+                       self.node_gpus, p.node_class, p.cfg_g, p.t_energy, p.tard_cost, p.post_cost,
                        p.class_cost_h, self.mu, self.work_conserving, f, node, cfg)
         return f, node, cfg
 

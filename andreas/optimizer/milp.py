@@ -361,7 +361,7 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
     n_cols = nx + na + ns
     mu = float(p.snapshot.params.mu)
     g = p.cfg_g[xc].astype(float)
-    hours = p.t[xj, xc] / SECONDS_PER_HOUR
+    hours = p.t_energy[xj, xc] / SECONDS_PER_HOUR
 
     cost = np.zeros(n_cols)
     cost[X:A] = p.tard_cost[xj, xc] - post[xj] - mu * g
@@ -555,7 +555,8 @@ def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
         if o is None or None in found:
             return None
         cols = [int(x) for x in found if x is not None]
-        first = min(range(len(items)), key=lambda i: p.t[items[i][0], items[i][1]])
+        first = min(range(len(items)),
+                    key=lambda i: p.t_energy[items[i][0], items[i][1]])
         charged = charge.get((cols[first], o))
         if charged is None:
             return None

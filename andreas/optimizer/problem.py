@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, job_time_s,
-                           node_classes, node_kinds, postponement_costs)
+from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, charged_s,
+                           job_time_s, node_classes, node_kinds, postponement_costs)
 from andreas.model import Job, Snapshot
 
 INF = np.inf
@@ -38,6 +38,8 @@ class Problem:
     cfg_g: np.ndarray             # (C,)
     # per job (J) and per job x configuration (J, C)
     t: np.ndarray                 # remaining seconds, inf where the job cannot run
+    t_energy: np.ndarray          # seconds c_ng is charged for (costs.charged_s): t itself
+    #                               at a constant price; with a tariff, integral / mean rate
     pi: np.ndarray                # deployment cost t * c / 3600 (c of the job's own g / VM price)
     tard_cost: np.ndarray         # w * max(0, now + t - d)
     fbar_term: np.ndarray         # M / (pi + tard_cost), 0 where the job cannot run
@@ -166,8 +168,12 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         cfg_cost_h = class_cost_h[cfg_class, 1] * cfg_g / class_gpus[cfg_class]
     else:
         cfg_cost_h = class_cost_h[cfg_class, cfg_g]
+    if snapshot.energy.tariff is None or snapshot.cloud:
+        t_energy = t
+    else:
+        t_energy = np.where(runnable, charged_s(snapshot, np.where(runnable, t, 0.0)), INF)
     with np.errstate(invalid="ignore"):
-        pi = np.where(runnable, t * cfg_cost_h / SECONDS_PER_HOUR, INF)
+        pi = np.where(runnable, t_energy * cfg_cost_h / SECONDS_PER_HOUR, INF)
         late = np.maximum(0.0, now + t - due[:, None])
         tard_cost = np.where(runnable, weight[:, None] * late, INF)
     max_t = np.where(runnable, t, -INF).max(axis=1, initial=0.0) if nj else np.zeros(0)
@@ -197,7 +203,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
         class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,
         class_count=class_count, node_class=node_class, cfg_class=cfg_class, cfg_g=cfg_g,
-        t=t, pi=pi, tard_cost=tard_cost, fbar_term=fbar_term, runnable=runnable,
+        t=t, t_energy=t_energy, pi=pi, tard_cost=tard_cost, fbar_term=fbar_term, runnable=runnable,
         in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t, post_cost=post_cost,
         pressure=pressure, weight=weight, queue=queue_order(pressure, weight, t_min, order),
         **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],

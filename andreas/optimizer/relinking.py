@@ -353,7 +353,7 @@ def f_obj_of(problem: Problem, s: Solution) -> float:
     ncls = _ncls_for_plan(p, s).astype(np.int64)
     cfg = s.cfg.astype(np.int64).copy()
     obj, _ = evaluate_row(s.node.astype(np.int64), cfg, ncls, s.used.astype(np.int64), p.cloud,
-                          p.class_gpus, p.class_cost_h, p.cfg_g, p.cfg_index, p.t, p.tard_cost,
-                          p.fbar_term, p.post_cost, float(p.snapshot.params.mu))
+                          p.class_gpus, p.class_cost_h, p.cfg_g, p.cfg_index, p.t_energy,
+                          p.tard_cost, p.fbar_term, p.post_cost, float(p.snapshot.params.mu))
     return float(obj)
 

@@ -6,8 +6,11 @@ Docker and the clock. Rescheduling points are submissions, completions and (unle
 default (``optimizer.default_period_s``: 900 s for the DP baselines, as the paper runs
 them), else the trace's ``params.period_s``. Between events, each node is charged its
 power with its busy GPUs (idle nodes at ``power_w[0]`` unless powered off) times PUE and
-price; in cloud mode a configured node costs its VM price while it runs any job.
-Tardiness is charged at completion.
+price; with a tariff (``trace.energy.tariff``) that power times the integral of price x
+PUE over the interval (``costs.interval_cost``), and ``options.tariff_blind`` plans with
+the tariff's mean price and PUE while the bill still follows it. In cloud mode a
+configured node costs its VM price while it runs any job. Tardiness is charged at
+completion.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, energy_cost
+from andreas.costs import SECONDS_PER_HOUR, energy_cost, interval_cost, tariff_blind
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
@@ -100,6 +103,12 @@ class Simulator:
                               restart_overhead_s=options.restart_overhead_s,
                               mu=trace.params.mu if options.mu is None else options.mu)
         self.exact = options.progress == "exact"
+        self.bill = trace.energy          # what the site pays (with the tariff, if any)
+        self.plan_energy = (tariff_blind(trace.energy) if options.tariff_blind
+                            else trace.energy)
+        if trace.energy.tariff is not None and not trace.cloud and not self.period:
+            raise SimulationError("period_s: 0 with a tariff: jobs held back for cheaper hours "
+                                  "need the periodic rescheduling that starts them")
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
         if any(j.demand is not None for j in trace.jobs) and not plans_demands(policy):
@@ -195,6 +204,9 @@ class Simulator:
             return
         self.busy_gpu_s += float(self.busy.sum()) * dt
         self.alloc_milli_s += float(self.alloc_milli.sum()) * dt
+        # with a tariff, money per joule drawn at constant power over [t0, t1)
+        per_j = (interval_cost(1.0, t0, t1, self.bill)
+                 if self.bill.tariff is not None and not self.trace.cloud else None)
         if self.trace.cloud:
             for i, vm in enumerate(self.vm):
                 if self.busy[i] > 0 and vm is not None:
@@ -206,7 +218,7 @@ class Simulator:
                 power = np.where(self.busy > 0, power, 0.0)
             joules = float(power.sum()) * dt
             self.energy_j += joules
-            self.energy_cost += energy_cost(joules, self.trace.energy)
+            self.energy_cost += interval_cost(joules, t0, t1, self.bill)
             node_cost = power
         for run in self.running.values():
             held = self._milli(run)
@@ -218,7 +230,10 @@ class Simulator:
                 run.cost += (self._vm_of(run.node).cost_per_hour * dt / SECONDS_PER_HOUR
                              * share)
             else:
-                run.energy_j += node_cost[run.node] * dt * share
+                joules = node_cost[run.node] * dt * share
+                run.energy_j += joules
+                if per_j is not None:
+                    run.cost += joules * per_j
 
     # -- events ------------------------------------------------------------------------
     def _complete(self, run: _Run, t: float) -> None:
@@ -227,7 +242,8 @@ class Simulator:
         tardy = max(0.0, t - run.spec.due_s)
         cost = run.spec.weight * tardy
         self.tardiness_cost += cost
-        job_cost = run.cost if self.trace.cloud else energy_cost(run.energy_j, self.trace.energy)
+        job_cost = (run.cost if self.trace.cloud or self.bill.tariff is not None
+                    else energy_cost(run.energy_j, self.bill))
         self.records.append(JobRecord(
             id=run.spec.id, app=run.spec.app, submit_s=run.spec.submit_s, due_s=run.spec.due_s,
             weight=run.spec.weight, epochs=run.spec.epochs, first_start_s=run.first_start_s,
@@ -389,7 +405,7 @@ class Simulator:
         nodes = self.trace.nodes
         if self.trace.cloud:
             nodes = tuple(Node(name=n.name, config=vm) for n, vm in zip(nodes, self.vm))
-        return Snapshot(now_s=t, nodes=nodes, jobs=tuple(jobs), energy=self.trace.energy,
+        return Snapshot(now_s=t, nodes=nodes, jobs=tuple(jobs), energy=self.plan_energy,
                         params=self.params, catalog=self.trace.catalog, name=self.trace.name)
 
     def _result(self, t0: float, t_end: float, wall_s: float) -> SimResult:

@@ -38,6 +38,9 @@ class SimOptions:
     # the genetic policies (ga, ga-energy): population and generations (None: 100 and 50)
     ga_population: int | None = None
     ga_generations: int | None = None
+    # the trace's energy has a tariff: plan with its mean price and PUE (the bill still
+    # integrates the tariff over the actual run intervals: the what-if of ignoring it)
+    tariff_blind: bool = False
 
     def __post_init__(self) -> None:
         for name in ("ga_population", "ga_generations"):
@@ -61,7 +64,8 @@ class JobRecord:
     tardiness_s: float
     tardiness_cost: float
     energy_kwh: float      # the job's GPU-share of its nodes' power while it ran
-    energy_cost: float     # that energy x PUE x price (cloud: its share of the VM price)
+    energy_cost: float     # that energy x PUE x price, integrated over time with a tariff
+    #                        (cloud: its share of the VM price)
     gpu_seconds: float     # GPU-time held (a slice of a shared GPU counts its fraction)
     starts: int
     preemptions: int
