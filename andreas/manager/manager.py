@@ -156,7 +156,7 @@ class Manager:
             with self.store.session() as s:
                 self.review = self.profiling.review(s, state, self.clock(),
                                                     unreachable=self.reconciler.unreachable)
-        except Exception:  # noqa: BLE001 - profiling refines estimates, never blocks plans
+        except Exception:            # profiling refines estimates, never blocks plans
             log.exception("automatic profiling: review failed; planning without it")
             self.review = Review()
         return self.review

@@ -56,7 +56,7 @@ class PlanEntry:
     gpu_ids: tuple[int, ...] = ()       # positions in the node's usable GPUs (when named)
     expected_end_s: float | None = None
     predicted_cost: float | None = None
-    estimate_source: str | None = None  # of the epoch time: measured, profiler, model..., unprofiled
+    estimate_source: str | None = None  # of the epoch time: measured, profiler, model, ...
     confidence: float | None = None     # a model's, in [0, 1]
     reason: str | None = None           # the decision's action for the job, and why
 

@@ -175,8 +175,10 @@ class Profiling:
                             record(s, j.id, reason=guesses[app][:255])
                 elif unknown:
                     node = waiting_types[unknown[0]]
+                    status = (node.state.value if node.state is not NodeState.UP
+                              else "unreachable")
                     why = (f"wait: application {app} is profiled first, on {node.name}, "
-                           f"which is {node.state.value if node.state is not NodeState.UP else 'unreachable'}")
+                           f"which is {status}")
                     for j in jobs:
                         if j.state in WAITING:
                             held[j.id] = why

@@ -171,7 +171,8 @@ def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
                 .where(E.job_id.in_(chunk))):
             if d is not None and d > 0:
                 durations.setdefault((job_id, int(attempt)), []).append((int(epoch), float(d)))
-    return [ProfilingRun(job_id=r.job_id, application=r.application, attempt=r.attempt, node_id=r.node_id,
+    return [ProfilingRun(job_id=r.job_id, application=r.application, attempt=r.attempt,
+                         node_id=r.node_id,
                          gpu_type=r.gpu_type, gpus=len(r.gpu_ids or ()), start_s=r.start_s,
                          end_s=r.end_s, exit_code=r.exit_code, reason=r.reason,
                          stop_requested_s=r.stop_requested_s,
