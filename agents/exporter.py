@@ -86,7 +86,8 @@ class AgentCollector(Collector):
         host_energy.add_metric([node], view.host_energy_mj / MJ_PER_J)
         jobs = CounterMetricFamily("andreas_job_energy_joules", "Energy attributed to the job "
                                    "on this node since the agent started (its GPUs plus its "
-                                   "share of host energy).", labels=["node", "job"])
+                                   "share of host energy). The label is job_id: Prometheus "
+                                   "owns 'job' (the scrape job).", labels=["node", "job_id"])
         for job, mj in view.jobs:
             jobs.add_metric([node, job], mj / MJ_PER_J)
         yield from (host_power, host_energy, jobs)

@@ -94,7 +94,7 @@ def test_agent_metrics_follow_the_samples():
     assert all(s.labels["node"] == "n1" for s in m["andreas_gpu_power_watts"])
     assert m["andreas_host_power_watts"][0].value == 210.0
     assert m["andreas_host_energy_joules_total"][0].value == 410.0
-    assert by(m["andreas_job_energy_joules_total"], "job") == {"j1": 700.0}
+    assert by(m["andreas_job_energy_joules_total"], "job_id") == {"j1": 700.0}
     assert by(m["andreas_sampler_errors_total"], "kind") == {"tick": 2.0, "overrun": 1.0}
     assert m["andreas_sampler_ticks_total"][0].value == 7.0
     assert m["andreas_sampler_last_tick_timestamp_seconds"][0].value == 999.0
@@ -111,7 +111,7 @@ def test_energy_counters_never_go_down_and_jobs_expire():
         meter.observe(1000.0 + k * 40, readings, None, shares)
         m = scrape(agent_collector(meter))
         seen.append(m["andreas_gpu_energy_joules_total"][0].value)
-        jobs = by(m.get("andreas_job_energy_joules_total", []), "job")
+        jobs = by(m.get("andreas_job_energy_joules_total", []), "job_id")
         assert ("old" in jobs) == (k * 40 <= 60)
     assert seen == sorted(seen) and seen[0] == 0.0 and seen[-1] == 400.0
 
