@@ -144,8 +144,8 @@ def _agent(tmp: Path, name: str, port: int | None) -> subprocess.Popen:
         args += ["--metrics-port", str(port)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANDREAS_")}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    with open(d / "agent.log", "w") as log:      # never an unread pipe: it would block the agent
+        return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=log)
 
 
 def side_by_side(tmp: Path, seconds: float, scrape_s: float, warmup_s: float = 10.0) -> dict:
