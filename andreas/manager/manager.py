@@ -212,7 +212,7 @@ class Manager:
         """One reconciliation pass, with at most one rescheduling (debounced triggers)."""
         try:
             report = self._tick()
-        except BaseException:
+        except Exception:
             self.meter.tick(failed=True)
             raise
         self.meter.tick(failed=False)

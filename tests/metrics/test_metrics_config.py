@@ -5,6 +5,8 @@ exit 2; a port already taken is one line too."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -92,3 +94,14 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_without_a_port_prometheus_client_is_not_imported():
+    """The daemons' modules (sampling loop, manager, CLI) import it only with a port."""
+    code = ("import sys, agents.cli, agents.daemon, andreas.manager.daemon, "
+            "andreas.manager.manager, andreas.cli; "
+            "print('prometheus_client' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
