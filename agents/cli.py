@@ -1,7 +1,7 @@
 """``andreas-agent``: the node agent's command (a systemd service in production).
 
     andreas-agent [--config /etc/andreas/agent.toml] [--env-file FILE] [--fake-gpus 2xV100]
-                  [--interval-s 1] [--check | --once | --register]
+                  [--interval-s 1] [--metrics-port 9464] [--check | --once | --register]
 
 Exit codes: 0 done (a daemon stopped by SIGTERM/SIGINT after flushing everything; a
 ``--check`` that found the agent usable), 1 the agent cannot work here (no NVML, the
@@ -49,6 +49,9 @@ def _setup_logging(level: str) -> None:
               help="Simulated GPUs instead of NVML, e.g. 2xV100 or 8xT4,2xV100 (machines "
                    "without GPUs: CI, laptops). Never chosen automatically.")
 @click.option("--interval-s", type=float, help="Sampling interval in seconds (default 1).")
+@click.option("--metrics-port", type=int, metavar="PORT",
+              help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
+                   "[agent] metrics_address); default: [agent] metrics_port, else none.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), help="Default: the config's, info.")
 @click.option("--check", "check", is_flag=True,
               help="Print what the agent can see (GPUs, energy counters, RAPL or model, "
@@ -59,8 +62,8 @@ def _setup_logging(level: str) -> None:
               help="Register this node and its GPUs in the store (run with the manager's "
                    "database account) and exit.")
 def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
-         interval_s: float | None, log_level: str | None, check: bool, once: bool,
-         register: bool) -> None:
+         interval_s: float | None, metrics_port: int | None, log_level: str | None,
+         check: bool, once: bool, register: bool) -> None:
     """The andreas node agent: samples GPUs (NVML) and the host, follows the node's
     andreas containers, attributes energy to jobs, and writes it all to the store,
     spooling locally while the database is unreachable."""
@@ -71,10 +74,11 @@ def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
         if env_file:
             environ = {**os.environ, **read_env_file(env_file)}
         with options(fake_gpus="--fake-gpus", interval_s="--interval-s",
-                     log_level="--log-level"):
+                     log_level="--log-level", metrics_port="--metrics-port"):
             cfg = load_config(config_path, environ=environ,
                               overrides={"fake_gpus": fake_gpus, "interval_s": interval_s,
-                                         "log_level": log_level})
+                                         "log_level": log_level,
+                                         "metrics_port": metrics_port})
     except AndreasError as e:
         _error(str(e), EXIT_CONFIG)
     _setup_logging(cfg.log_level if not check else "error")
@@ -142,8 +146,15 @@ def _run(cfg: Any, *, once: bool) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     agent = Agent(cfg)
+    metrics = None
     try:
         agent.start()
+        if cfg.metrics_port is not None:
+            from agents.exporter import agent_collector
+            from andreas.metrics import serve
+
+            metrics = serve([agent_collector(agent)], address=cfg.metrics_address,
+                            port=cfg.metrics_port)
     except NvmlUnavailable as e:
         agent.close()
         _error(f"{e}; on a machine without NVIDIA GPUs run with --fake-gpus SPEC",
@@ -161,6 +172,8 @@ def _run(cfg: Any, *, once: bool) -> int:
         else:
             agent.run(stop)
     finally:
+        if metrics is not None:
+            metrics.close()
         agent.close()
     log.info("andreas-agent stopped")
     return 0

@@ -1,6 +1,7 @@
 """Settings of the node agent: ``/etc/andreas/agent.toml``, the environment, the command line.
 
-Highest priority first: command-line options (``--fake-gpus``, ``--interval-s``), then
+Highest priority first: command-line options (``--fake-gpus``, ``--interval-s``,
+``--metrics-port``), then
 environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
 ``ANDREAS_NODE_NAME``, ``ANDREAS_SPOOL_DIR``, ``ANDREAS_SPOOL_MAX_SIZE``,
 ``ANDREAS_FAKE_GPUS``), then the file (``--config PATH``; without it
@@ -16,6 +17,8 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
     powercap_root = "/sys/class/powercap"
     job_energy_window_s = 60.0           # rows of job_energy: one per job and window
     log_level = "info"
+    metrics_port = 9464                  # Prometheus /metrics (docs/METRICS.md); unset: off
+    metrics_address = "127.0.0.1"        # "0.0.0.0" to let a Prometheus elsewhere scrape
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
@@ -59,7 +62,8 @@ DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
 _KEYS: dict[str, dict[str, str]] = {
     "agent": {k: k for k in ("node_name", "interval_s", "docker_url", "docker_endpoint",
                              "heartbeat_s", "fake_gpus", "powercap_root",
-                             "job_energy_window_s", "log_level", "min_energy_interval_s")},
+                             "job_energy_window_s", "log_level", "min_energy_interval_s",
+                             "metrics_port", "metrics_address")},
     "store": {"url": "db_url", "password_file": "db_password_file",
               "self_register": "self_register"},
     "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
@@ -85,6 +89,9 @@ class AgentConfig:
     powercap_root: str = "/sys/class/powercap"
     job_energy_window_s: float = field(default=60.0, metadata=rule(gt=0))
     log_level: str = field(default="info", metadata=rule(choices=LOG_LEVELS))
+    # Prometheus /metrics (docs/METRICS.md); None: no exporter, prometheus_client not imported.
+    metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
+    metrics_address: str = "127.0.0.1"
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
     batch_rows: int = field(default=500, metadata=rule(ge=1))

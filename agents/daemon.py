@@ -35,6 +35,7 @@ from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcCon
 from agents.config import AgentConfig
 from agents.delivery import Delivery
 from agents.entries import heartbeat, to_entry
+from agents.meter import Meter
 from agents.records import GpuGap, GpuSample
 from agents.spool import Spool
 from agents.store_writer import StoreWriter
@@ -102,6 +103,8 @@ class Agent:
         self.delivery: Delivery | None = None
         self.windows = JobEnergyWindows(window_s=cfg.job_energy_window_s)
         self.stats = AgentStats()
+        self.meter = Meter()               # totals for the metrics exporter (agents/exporter.py)
+        self.started_wall = wall()
         self._events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._running: dict[str, _Running] = {}
         self._spec: NodeSpec | None = None
@@ -148,6 +151,10 @@ class Agent:
     def node_spec(self) -> NodeSpec:
         """The inventory as last seen by the sampling thread (immutable; any thread)."""
         assert self._spec is not None
+        return self._spec
+
+    def published_spec(self) -> NodeSpec | None:
+        """:meth:`node_spec`, or None before the first inventory (the metrics exporter)."""
         return self._spec
 
     def run(self, stop: threading.Event, *, ticks: int | None = None) -> None:
@@ -219,6 +226,7 @@ class Agent:
         host = self.host.sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))
         entries = [to_entry(r, busy_gpus=len(busy)) for r in readings
                    if isinstance(r, (GpuSample, GpuGap))]
+        shares: list[Any] = []
         if host is not None:
             entries.append(to_entry(host, busy_gpus=len(busy)))
             shares, findings = attribute(readings, host, containers, sampled,
@@ -226,6 +234,8 @@ class Agent:
             self._log_findings(findings)
             entries += [to_entry(r) for r in self.windows.add(now_wall, host.interval_s,
                                                               shares)]
+        self.meter.observe(now_wall, [r for r in readings if isinstance(r, (GpuSample, GpuGap))],
+                           host, shares)
         if now_mono >= self._next_heartbeat:
             entries.append(heartbeat(now_wall))
             self._next_heartbeat = now_mono + self.cfg.heartbeat_s

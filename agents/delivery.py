@@ -68,6 +68,7 @@ class DeliveryStats:
     outages: int = 0          # switches from direct writes to the spool
     mode: str = "direct"      # direct | spool
     last_error: str | None = None
+    stored_t: float | None = None   # the newest record time the database holds (metrics' lag)
 
 
 class Delivery:
@@ -203,6 +204,10 @@ class Delivery:
     def _write(self, entries: Sequence[Entry]) -> None:
         heartbeat = self._heartbeat
         self.writer.write(entries, heartbeat_t=heartbeat)
+        newest = max((e["t"] for e in entries if isinstance(e.get("t"), (int, float))),
+                     default=None)
+        if newest is not None and (self.stats.stored_t is None or newest > self.stats.stored_t):
+            self.stats.stored_t = float(newest)
         if heartbeat is not None and self._heartbeat == heartbeat:
             self._heartbeat = None
         if self._error_logged is not None:

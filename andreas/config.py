@@ -25,6 +25,10 @@ The file::
     unprofiled_epoch_s = 3600    # epoch time assumed for an application nobody measured
     image_pull_grace_s = 900     # a pull failing in a way that may pass (registry down):
                                  # the job waits this long, then fails with the reason
+    metrics_port = 9465          # Prometheus /metrics (docs/METRICS.md); unset: none
+    metrics_address = "127.0.0.1"
+
+The full template, every section and key commented: ``systemd/andreas.toml.example``.
 
     [executor]                   # how containers are run
     checkpoint_root = "/var/lib/andreas/checkpoints"   # shared path, as the nodes see it
@@ -130,6 +134,9 @@ class ManagerSettings:
     unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0))
     # A job whose image pull keeps failing waits this long, then fails.
     image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0))
+    # Prometheus /metrics of `andreas manager run` (docs/METRICS.md); None: no exporter.
+    metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
+    metrics_address: str = "127.0.0.1"
 
 
 @dataclass(frozen=True, kw_only=True)

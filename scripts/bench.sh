@@ -7,6 +7,7 @@
 #   bash scripts/bench.sh agent       # only the node agent (>= 60 s; starts Docker like test.sh;
 #                                     # the agent runs from out/venv-agent: andreas[agent] only)
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
+#   bash scripts/bench.sh metrics     # the agent's /metrics: scrape time at 8 GPUs, CPU on/off
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh ga          # the genetic scheduler: one 100-node event, PAI-like replays (~8 min)
@@ -47,6 +48,9 @@ if [ "$which" = all ] || [ "$which" = agent ]; then
     out/venv-agent/bin/python -m pip install -q -e '.[agent]'
     .venv/bin/python tests/benchmarks/bench_agent.py --agent-python out/venv-agent/bin/python \
         --json out/bench_agent.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = metrics ]; then
+    .venv/bin/python tests/benchmarks/bench_metrics.py --json out/bench_metrics.json "$@"
 fi
 if [ "$which" = all ] || [ "$which" = gap ]; then
     .venv/bin/python tests/benchmarks/bench_gap.py --json out/bench_gap.json "$@"

@@ -54,17 +54,28 @@ fi
 # image andreas-test/busybox:latest with `docker import` from Debian's busybox-static (no
 # registry) and exports DOCKER_HOST and ANDREAS_TEST_DOCKER_IMAGE; see
 # scripts/docker-test-daemon.sh. The Docker tests fail without them.
+#
+# Prometheus: the metrics tests (tests/metrics/, marker prometheus) let a real server scrape
+# an agent and a manager and query its HTTP API. Installs the Debian package prometheus if
+# missing, starts a private server (data under out/prometheus/run-PID/, free port on
+# 127.0.0.1, scrape every second from file_sd JSON files the tests write), exports
+# ANDREAS_TEST_PROMETHEUS_URL and ANDREAS_TEST_PROMETHEUS_TARGETS; see
+# scripts/prometheus-test-server.sh. The Prometheus tests fail without them.
 # shellcheck source=scripts/mariadb-test-server.sh
 source scripts/mariadb-test-server.sh
 # shellcheck source=scripts/docker-test-daemon.sh
 source scripts/docker-test-daemon.sh
+# shellcheck source=scripts/prometheus-test-server.sh
+source scripts/prometheus-test-server.sh
 services_stop() {
+    prometheus_test_stop || true
     docker_test_stop || true
     mariadb_test_stop || true
 }
 trap services_stop EXIT
 mariadb_test_start out/mariadb
 docker_test_start out/docker
+prometheus_test_start out/prometheus
 
 # --- Lint ----------------------------------------------------------------------------
 # ruff's rules are in pyproject.toml ([tool.ruff]); a finding fails the run.

@@ -3,11 +3,14 @@
 - ``mariadb``: runs against the private MariaDB of ``scripts/test.sh`` (the store's
   ``backend`` fixture with its ``mariadb`` parameter, and modules that drive a server);
 - ``docker``: needs the test Docker daemon (any test using the ``docker_client`` fixture);
+- ``prometheus``: a real Prometheus server scrapes the daemons (any test using the
+  ``prometheus`` fixture of tests/metrics/conftest.py);
 - ``e2e``: the whole cluster (tests/e2e, minutes);
 - ``slow``: tests that need no service but take seconds each (``_SLOW``: measured with
   ``--durations``; whole modules of exact solvers and property sweeps, and single tests).
 
-Quick loop: ``pytest -m "not mariadb and not docker and not e2e and not slow"``.
+Quick loop: ``pytest -m "not mariadb and not docker and not prometheus and not e2e and not
+slow"``.
 ``scripts/test.sh`` runs everything and fails on any skip.
 """
 
@@ -50,5 +53,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.mariadb)
         if "docker_client" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
+        if "prometheus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.prometheus)
         if ("/".join(parts) + "::" + item.name).startswith(_SLOW):
             item.add_marker(pytest.mark.slow)

@@ -36,9 +36,12 @@ def manager_group() -> None:
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
 @click.option("--once", is_flag=True,
               help="Reconcile, reschedule and apply once, then exit.")
+@click.option("--metrics-port", type=int, metavar="PORT", default=None,
+              help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
+                   "[manager] metrics_address); default: [manager] metrics_port, else none.")
 @click.pass_context
 def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: float | None,
-            once: bool) -> None:
+            once: bool, metrics_port: int | None) -> None:
     """Run the Job Manager until SIGTERM / SIGINT (one manager per store: a lock).
 
     Logs one INFO line per action (job, node, GPUs, decision, reason); the log level is
@@ -50,7 +53,8 @@ def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: flo
     if root.get_parameter_source("log_level") is click.core.ParameterSource.DEFAULT:
         logging.getLogger().setLevel(logging.INFO)
 
-    settings = with_overrides(load_settings(), policy=policy, period_s=period_s)
+    settings = with_overrides(load_settings(), policy=policy, period_s=period_s,
+                              metrics_port=metrics_port)
     sys.exit(run(settings, dry_run=dry_run, once=once))
 
 

@@ -1,7 +1,7 @@
 """One way to check a table of settings against the frozen dataclass that holds it.
 
 The dataclass is the schema: its init fields are the known keys, their type hints the
-types, and :func:`rule` in a field's metadata the limits (``gt``, ``ge``, ``choices``, an
+types, and :func:`rule` in a field's metadata the limits (``gt``, ``ge``, ``le``, ``choices``, an
 absolute path, a secret whose value is never shown). :func:`build` checks a whole table
 and returns the instance; every problem is one :class:`InputError` that names where the
 value came from (a file's section and key, or an environment variable), the field and
@@ -27,6 +27,7 @@ from andreas.errors import InputError
 class Rule:
     gt: float | None = None
     ge: float | None = None
+    le: float | None = None
     choices: tuple[str, ...] | None = None
     absolute_path: bool = False
     secret: bool = False        # a URL or password: messages name its type, never its value
@@ -35,6 +36,13 @@ class Rule:
 def rule(**limits: Any) -> dict[str, Rule]:
     """Field metadata: ``field(default=1.0, metadata=rule(gt=0))``."""
     return {"rule": Rule(**limits)}
+
+
+def check_field(cls: type, name: str, value: Any, label: str) -> Any:
+    """One field of ``cls`` checked on its own (a command-line option that overrides a
+    setting after the file was read); ``label`` names the option in the message."""
+    spec = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return check(label, value, get_type_hints(cls)[name], spec.metadata.get("rule", Rule()))
 
 
 def known_keys(cls: type) -> tuple[str, ...]:
@@ -72,6 +80,8 @@ def check(label: str, value: Any, hint: Any, limits: Rule = Rule()) -> Any:
             raise InputError(f"{label} must be > {limits.gt:g}, got {value!r}", field=label)
         if limits.ge is not None and not value >= limits.ge:
             raise InputError(f"{label} must be >= {limits.ge:g}, got {value!r}", field=label)
+        if limits.le is not None and not value <= limits.le:
+            raise InputError(f"{label} must be <= {limits.le:g}, got {value!r}", field=label)
     if limits.absolute_path and isinstance(value, str) and not value.startswith("/"):
         raise InputError(f"{label} must be an absolute path, got {value!r}", field=label)
     return value

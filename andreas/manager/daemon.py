@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from andreas.config import Settings
+from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
+from andreas.infra.fields import check_field
 from andreas.manager.lock import acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
@@ -40,12 +41,17 @@ def make_executor(settings: Settings, *, dry_run: bool) -> Executor:
 
 
 def with_overrides(settings: Settings, *, policy: str | None = None,
-                   period_s: float | None = None) -> Settings:
+                   period_s: float | None = None, metrics_port: int | None = None) -> Settings:
+    """``settings`` with the command line's options; an option's value is checked by the
+    rules of the setting it replaces (an :class:`InputError` naming the option)."""
     manager = settings.manager
     if policy is not None:
         manager = replace(manager, policy=policy)
     if period_s is not None:
         manager = replace(manager, period_s=period_s)
+    if metrics_port is not None:
+        manager = replace(manager, metrics_port=check_field(
+            ManagerSettings, "metrics_port", metrics_port, "--metrics-port"))
     return replace(settings, manager=manager)
 
 
@@ -66,6 +72,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     store = store or open_store(settings=settings)
     lock = make_lock(store.engine)
     manager = None
+    metrics = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
         if not acquire(lock, settings.manager.lock, stop=stop):
@@ -78,6 +85,13 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
                  store.url, settings.manager.policy, settings.manager.period_s,
                  settings.manager.poll_s, " (dry run: no container is touched)"
                  if dry_run else "")
+        if settings.manager.metrics_port is not None and not once:
+            from andreas.manager.exporter import manager_collector
+            from andreas.metrics import serve
+
+            metrics = serve([manager_collector(manager)],
+                            address=settings.manager.metrics_address,
+                            port=settings.manager.metrics_port)
         from andreas.optimizer.kernels import warm
         warm(notice=log.info)   # the first decision need not wait for the compiler
         if not once:
@@ -88,6 +102,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         return 0
     finally:
         watching.set()
+        if metrics is not None:
+            metrics.close()
         if manager is not None:
             manager.close()
         lock.release()

@@ -29,6 +29,7 @@ from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
 from andreas.manager.estimates import Estimator
+from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
 from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
@@ -87,6 +88,7 @@ class Manager:
         self._failures = 0
         self._target_loaded = False
         self.wakeup = threading.Event()      # set: the loop should tick soon
+        self.meter = ManagerMeter(self.policy)   # read by the metrics exporter
 
     # ------------------------------------------------------------------ triggers
 
@@ -142,6 +144,7 @@ class Manager:
             nodes = states(s)
         self.target = (Target.from_doc(latest.id, latest.plan) if latest is not None
                        else Target())
+        self.meter.target(latest.plan if latest is not None else None)
         self.reconciler.unreachable = {n for n in self.target.unreachable
                                        if nodes.get(n) is NodeState.DOWN}
         self._target_loaded = True
@@ -198,6 +201,7 @@ class Manager:
                 kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
                 log.error("rescheduling (%s): %s from policy %s: %s; keeping decision %s",
                           trigger, kind, self.policy, e, self.target.decision_id)
+                self.meter.decision_failed()
                 return None
         else:
             plan = Plan(policy=self.policy, assignments=(),
@@ -231,6 +235,8 @@ class Manager:
                 objective_name=plan.objective_name, seconds=decide_s, plan=doc)
             fill_predicted_cost(s, costs)
         self.target = Target.from_doc(decision_id, doc)
+        self.meter.decision(seconds=decide_s, objective=plan.objective,
+                            objective_name=plan.objective_name, t=now, doc=doc)
         counts: dict[str, int] = {}
         for a in doc["actions"]:
             counts[a["kind"]] = counts.get(a["kind"], 0) + 1
@@ -253,6 +259,15 @@ class Manager:
 
     def tick(self) -> TickReport:
         """One reconciliation pass, with at most one rescheduling (debounced triggers)."""
+        try:
+            report = self._tick()
+        except Exception:
+            self.meter.tick(failed=True)
+            raise
+        self.meter.tick(failed=False)
+        return report
+
+    def _tick(self) -> TickReport:
         if not self._target_loaded:
             self.load_target()
         rec = self.reconciler
@@ -321,6 +336,7 @@ class Manager:
             decision_id = self.reschedule(label[:32], state=state)
         except Exception:
             decision_id = None
+            self.meter.decision_failed()
             log.exception("rescheduling (%s) failed", label)
         if decision_id is None:
             self._failures += 1

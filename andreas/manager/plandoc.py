@@ -112,6 +112,34 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeForecast:
+    """What a plan expects of one node: power with its busy GPUs, and its cost per hour."""
+
+    busy_gpus: int
+    power_w: float | None
+    cost_per_hour: float | None
+
+
+def read_node_forecasts(doc: Mapping[str, Any] | None) -> dict[str, NodeForecast]:
+    """The plan's ``nodes`` by name ({} for a missing or malformed document; a malformed
+    entry is left out)."""
+    items = doc.get("nodes") if isinstance(doc, Mapping) else None
+    if not isinstance(items, Mapping):
+        return {}
+    out = {}
+    for name, n in items.items():
+        if not isinstance(name, str) or not isinstance(n, Mapping):
+            continue
+        g, curve = n.get("busy_gpus"), n.get("power_w")
+        if not isinstance(g, int) or isinstance(g, bool) or g < 0:
+            continue
+        power = _finite(curve[g]) if isinstance(curve, list) and g < len(curve) else None
+        out[name] = NodeForecast(busy_gpus=g, power_w=power,
+                                 cost_per_hour=_finite(n.get("cost_per_hour")))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
 class Target:
     """The desired state: where each planned job should run, which jobs wait, and why."""
 

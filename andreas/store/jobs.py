@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -149,3 +149,11 @@ def fill_predicted_cost(db: Session | Connection, costs: Mapping[str, float]) ->
         conn = db.connection() if isinstance(db, Session) else db
         conn.execute(update(Job).where(Job.id == bindparam("b_id"), Job.predicted_cost.is_(None))
                      .values(predicted_cost=bindparam("b_cost")), rows)
+
+
+def count_by_state(db: Session | Connection) -> dict[JobState, int]:
+    """How many jobs are in each state (every state, 0 where none): the metrics exporter."""
+    counts = dict.fromkeys(JobState, 0)
+    for state, n in db.execute(select(Job.state, func.count()).group_by(Job.state)):
+        counts[state] = int(n)
+    return counts

@@ -145,6 +145,14 @@ def states(db: Db) -> dict[str, NodeState]:
     return dict(db.execute(select(Node.name, Node.state)).all())
 
 
+def count_by_state(db: Db) -> dict[NodeState, int]:
+    """How many nodes are in each state (every state, 0 where none): the metrics exporter."""
+    counts = dict.fromkeys(NodeState, 0)
+    for state, n in db.execute(select(Node.state, func.count()).group_by(Node.state)):
+        counts[state] = int(n)
+    return counts
+
+
 def touch_heartbeat(db: Db, node_id: int, t_s: float) -> None:
     """The agent's sign of life (its state is left alone)."""
     db.execute(update(Node).where(Node.id == node_id).values(last_heartbeat_s=t_s)

@@ -1,0 +1,59 @@
+"""``systemd/andreas.toml.example`` through the real loader, as written and with every
+commented ``# key = value`` enabled, and naming every key the manager's settings know:
+a new setting without its line in the template fails here."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from andreas.config import (
+    _SECTIONS,
+    ExecutorSettings,
+    ManagerSettings,
+    ReportSettings,
+    StoreSettings,
+    load_settings,
+)
+from andreas.infra.fields import known_keys
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "systemd" / "andreas.toml.example"
+SCHEMA = {"store": StoreSettings, "manager": ManagerSettings, "executor": ExecutorSettings,
+          "report": ReportSettings}
+COMMENTED_KEY = re.compile(r"^# (\w+ = .*)$")
+
+
+def enabled(text: str) -> str:
+    """The template with every commented-out key line turned into a setting."""
+    return "\n".join(COMMENTED_KEY.sub(r"\1", line) for line in text.splitlines()) + "\n"
+
+
+def load(tmp_path: Path, text: str):
+    path = tmp_path / "andreas.toml"
+    path.write_text(text)
+    return load_settings({"ANDREAS_CONFIG": str(path), "HOME": str(tmp_path)})
+
+
+def test_every_section_and_key_is_in_the_template(tmp_path):
+    assert set(SCHEMA) == set(_SECTIONS)
+    full = tomllib.loads(enabled(EXAMPLE.read_text()))
+    assert set(full) == set(_SECTIONS)
+    for section, cls in SCHEMA.items():
+        assert set(full[section]) == set(known_keys(cls)), section
+
+
+def test_the_template_loads_as_written(tmp_path):
+    settings = load(tmp_path, EXAMPLE.read_text())
+    assert settings.config_path == str(tmp_path / "andreas.toml")
+    assert settings.manager == ManagerSettings()          # the values shown are the defaults
+    assert settings.executor == ExecutorSettings()
+    assert settings.db_url.startswith("sqlite:///") and settings.db_url_source == "default"
+
+
+def test_the_template_loads_with_every_example_enabled(tmp_path):
+    settings = load(tmp_path, enabled(EXAMPLE.read_text()))
+    assert settings.db_url == "mysql+pymysql://andreas_manager@db.example.org/andreas"
+    assert settings.manager.metrics_port == 9465 and settings.manager.seed == 1
+    assert settings.executor.tls_ca_cert == "/etc/andreas/docker-ca.pem"
+    assert settings.report.grid_co2_g_per_kwh == 250
