@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from andreas.config import (
+from andreas.config import (ProfilerSettings,
     _SECTIONS,
     ExecutorSettings,
     ManagerSettings,
@@ -20,7 +20,7 @@ from andreas.infra.fields import known_keys
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "systemd" / "andreas.toml.example"
 SCHEMA = {"store": StoreSettings, "manager": ManagerSettings, "executor": ExecutorSettings,
-          "report": ReportSettings}
+          "report": ReportSettings, "profiler": ProfilerSettings}
 COMMENTED_KEY = re.compile(r"^# (\w+ = .*)$")
 
 
@@ -57,3 +57,4 @@ def test_the_template_loads_with_every_example_enabled(tmp_path):
     assert settings.manager.metrics_port == 9465 and settings.manager.seed == 1
     assert settings.executor.tls_ca_cert == "/etc/andreas/docker-ca.pem"
     assert settings.report.grid_co2_g_per_kwh == 250
+    assert settings.profiler.nodes == ("gpu07",) and settings.profiler.epochs == 3
