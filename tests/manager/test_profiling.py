@@ -193,3 +193,20 @@ def test_an_unknown_profiler_node_is_refused_at_manager_start(mstore):
     with mstore.session() as s:
         from andreas.store.nodes import profiling_of
         assert profiling_of(s, "n1")
+
+
+def test_a_profiling_node_that_stops_answering_ends_the_profiling_with_the_reason(mstore):
+    add_node(mstore, "p1", gpus=1, profiling=True)
+    add_node(mstore, "n1", gpus=1)
+    add_job(mstore, "a", application=APP, grace_s=5.0)
+    m, ex, clock = _manager(mstore)
+    m.tick()
+    assert state_of(mstore, "a") is JobState.PROFILING
+    ex.unreachable.add("p1")
+    m.tick()
+    assert attempts(mstore, "a")[0].reason == "node unreachable"
+    clock.advance(30)                     # past the job's grace period (the fence)
+    _ticks(m, 3)
+    assert "profiling on p1 failed (node unreachable)" in (job(mstore, "a").reason or "")
+    assert state_of(mstore, "a") is JobState.RUNNING
+    assert attempts(mstore, "a")[-1].node_id != attempts(mstore, "a")[0].node_id
