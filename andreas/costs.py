@@ -441,6 +441,11 @@ class Prices:
             return self.cost(kwh)
         return math.fsum(self.cost(k, a, b) for k, a, b in pieces)
 
+    def total(self, kwh: float, bills: Iterable[float]) -> float:
+        """The bill for ``kwh`` made of parts already billed (``bills``, e.g. per node):
+        without a tariff ``cost(kwh)`` as before, with one the sum of the parts' bills."""
+        return self.cost(kwh) if self.tariff is None else math.fsum(bills)
+
     def co2_kg(self, kwh: float) -> float | None:
         return None if self.co2_g_per_kwh is None else kwh * self.pue * self.co2_g_per_kwh / 1e3
 
