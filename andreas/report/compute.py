@@ -8,7 +8,8 @@ definitions are in the package docstring (:mod:`andreas.report`); in short, for 
 - unattributed = node energy − jobs' energy (idle and unattributed; may be slightly
   negative where attribution windows and minutes disagree at the edges: shown as is);
 - energy cost = kWh × PUE × price, or with a tariff each minute's (each window's) kWh ×
-  price(t) · PUE(t) over its time (:meth:`andreas.costs.Prices.bill`); tardiness = weight × seconds late within the window;
+  price(t) · PUE(t) over its time (:meth:`andreas.costs.Prices.bill`);
+- tardiness = weight × seconds late within the window;
 - a job's actual cost = its energy cost + its tardiness; its predicted cost is
   ``jobs.predicted_cost`` (the plan's prediction when it was first placed);
   ``deviation_pct`` = (predicted − actual) / predicted, only when the window holds the

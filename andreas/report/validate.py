@@ -180,7 +180,7 @@ def _sample_pieces(series: tuple[tuple[float, ...], tuple[int, ...]] | None, sta
         return ()
     times, mj = series
     lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
-    return spread(((float(mj[i]), times[i], times[i]) for i in range(lo, hi)))
+    return spread((float(mj[i]), times[i], times[i]) for i in range(lo, hi))
 
 
 def _skipped(base: dict[str, Any], note: str) -> SlotRow:
