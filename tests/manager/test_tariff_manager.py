@@ -159,3 +159,20 @@ def test_the_template_path_loads_and_plans(tmp_path):
     e = settings_energy(m)
     assert e.tariff is not None and e.tariff.pue[0] == 1.22   # the file's PUE column wins
     assert e.price_per_kwh == pytest.approx(sum(m.tariff_file.price_per_kwh) / 24)
+
+
+def test_costs_shows_this_hours_rate_with_a_tariff(mstore, db_url, tmp_path):
+    add_node(mstore, "a", gpus=2)
+    config = write_config(tmp_path, DAY_NIGHT.read_text())
+    r = CliRunner().invoke(main, ["costs", "--json"],
+                           env={"ANDREAS_DB_URL": db_url, "ANDREAS_CONFIG": str(config)})
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    tariff = load_settings({"ANDREAS_CONFIG": str(config)}).manager.tariff_file
+    rates = {p * q for p, q in zip(tariff.price_per_kwh, tariff.pue)}
+    for row in rows:
+        # c_ng at the tariff's mean rate, and an hour at one of its hourly rates
+        assert row["cost_per_hour"] == pytest.approx(
+            row["power_w"] / 1000 * (sum(tariff.pue) / 24) * (sum(tariff.price_per_kwh) / 24))
+        assert any(row["cost_per_hour_now"] == pytest.approx(row["power_w"] / 1000 * r)
+                   for r in rates)
