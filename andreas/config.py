@@ -27,6 +27,8 @@ The file::
                                  # the job waits this long, then fails with the reason
     metrics_port = 9465          # Prometheus /metrics (docs/METRICS.md); unset: none
     metrics_address = "127.0.0.1"
+    tariff = "tariff.csv"        # time-of-use price (and PUE) per UTC hour (docs/FORMAT.md);
+                                 # relative to this file; read and checked at load
 
 The full template, every section and key commented: ``systemd/andreas.toml.example``.
 
@@ -52,11 +54,12 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.formats.tariff import TariffFile, load_tariff
 from andreas.infra.fields import build, rule
 from andreas.optimizer import MANAGER_POLICIES
 
@@ -137,6 +140,11 @@ class ManagerSettings:
     # Prometheus /metrics of `andreas manager run` (docs/METRICS.md); None: no exporter.
     metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
     metrics_address: str = "127.0.0.1"
+    # Time-of-use tariff CSV (docs/FORMAT.md "Tariff"); relative to the config file. With
+    # it, plans, reports and views bill price(t) x PUE(t) (hours without a pue column take
+    # energy_pue) and price_per_kwh is not used. Read and checked once, at load.
+    tariff: str | None = None
+    tariff_file: TariffFile | None = field(default=None, metadata=rule(derived=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,7 +243,22 @@ def _manager(raw: Mapping[str, Any], env: Mapping[str, str], path: Path) -> Mana
             raise InputError(f"ANDREAS_PERIOD_S={env['ANDREAS_PERIOD_S']!r}: not a number") \
                 from None
         origins["period_s"] = "ANDREAS_PERIOD_S"
-    return _section(ManagerSettings, {"manager": raw}, "manager", path, origins, **table)
+    settings = _section(ManagerSettings, {"manager": raw}, "manager", path, origins, **table)
+    return with_tariff_file(settings, path) if settings.tariff is not None else settings
+
+
+def with_tariff_file(settings: ManagerSettings, config: Path) -> ManagerSettings:
+    """``settings`` with its ``tariff`` (relative to the directory of the ``config`` file)
+    resolved, read and checked: a bad file is one InputError that names the config key,
+    the tariff file, the row, the column and the value."""
+    assert settings.tariff is not None
+    path = Path(settings.tariff)
+    path = path if path.is_absolute() else config.parent / path
+    try:
+        tariff = load_tariff(path)
+    except InputError as e:
+        raise InputError(f"{config}: [manager] {e}", field="tariff") from None
+    return replace(settings, tariff=str(path), tariff_file=tariff)
 
 
 def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:

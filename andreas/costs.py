@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.model import Energy, Job, Params, Plan, Snapshot
+from andreas.model import Energy, Job, Params, Plan, Snapshot, Tariff
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -58,9 +59,23 @@ def c_ng_per_hour(power_w: float, energy: Energy) -> float:
     return power_w / 1000.0 * energy.pue * energy.price_per_kwh
 
 
+def kwh_cost(kwh: float, energy: Energy, t0_s: float | None = None,
+             t1_s: float | None = None) -> float:
+    """THE rule that turns IT energy into money; every bill (simulator, reports, views,
+    validation, plans) comes through here. ``kwh`` drawn evenly over [t0, t1): with a
+    tariff, kWh x the mean of price x PUE over the interval (the integral / its length;
+    at an instant, t0 == t1, the rate of that hour); without a tariff, or without an
+    interval, kWh x PUE x price (with a tariff: its means, the reference rate)."""
+    if energy.tariff is None or t0_s is None or t1_s is None:
+        return kwh * energy.pue * energy.price_per_kwh
+    if t1_s <= t0_s:
+        return kwh * energy.tariff.price_at(t0_s) * energy.tariff.pue_at(t0_s)
+    return kwh * energy.tariff.integral(t0_s, t1_s) / (t1_s - t0_s)
+
+
 def energy_cost(energy_j: float, energy: Energy) -> float:
     """The bill for ``energy_j`` joules of IT energy: kWh * PUE * price."""
-    return energy_j / J_PER_KWH * energy.pue * energy.price_per_kwh
+    return kwh_cost(energy_j / J_PER_KWH, energy)
 
 
 def energy_time_s(energy: Energy, now_s: float, t_s):
@@ -80,7 +95,14 @@ def interval_cost(joules: float, t0_s: float, t1_s: float, energy: Energy) -> fl
     tariff, power x the integral of price x PUE; without, :func:`energy_cost`."""
     if energy.tariff is None or t1_s <= t0_s:
         return energy_cost(joules, energy)
-    return joules / (t1_s - t0_s) / J_PER_KWH * energy.tariff.integral(t0_s, t1_s)
+    return kwh_cost(joules / J_PER_KWH, energy, t0_s, t1_s)
+
+
+def run_energy_cost(snapshot: Snapshot, power_w: float, t_s: float) -> float:
+    """The energy cost of drawing ``power_w`` for ``t_s`` from the snapshot's time, as
+    pi_j charges it: c_ng x the charged time (:func:`charged_s`; the run time itself
+    without a tariff, so ``t / 3600 * c_ng`` exactly)."""
+    return charged_s(snapshot, t_s) / SECONDS_PER_HOUR * c_ng_per_hour(power_w, snapshot.energy)
 
 
 def with_tariff(energy: Energy, tariff_file) -> Energy:
@@ -391,18 +413,55 @@ MJ_PER_KWH = 3.6e9          # the store keeps energy in integer millijoules (NVM
 
 @dataclass(frozen=True, kw_only=True)
 class Prices:
-    """What turns measured IT energy into money (× PUE × price) and CO2 (× PUE × grid
-    intensity); the same rule as :func:`energy_cost` and ``c_ng``."""
+    """What turns measured IT energy into money (× PUE × price, or with a ``tariff`` ×
+    price(t) · PUE(t) at the time it was used) and CO2 (× PUE × grid intensity; with a
+    tariff its mean PUE); the same rule as :func:`energy_cost` and ``c_ng``
+    (:func:`kwh_cost`). With a tariff, ``pue`` and ``price_per_kwh`` are its means."""
 
     pue: float
     price_per_kwh: float
     co2_g_per_kwh: float | None = None
+    tariff: Tariff | None = None
+    tariff_path: str | None = None      # where the tariff was read (shown in reports)
 
-    def cost(self, kwh: float) -> float:
-        return kwh * self.pue * self.price_per_kwh
+    @property
+    def energy(self) -> Energy:
+        return Energy(pue=self.pue, price_per_kwh=self.price_per_kwh, tariff=self.tariff)
+
+    def cost(self, kwh: float, t0_s: float | None = None, t1_s: float | None = None) -> float:
+        """``kwh`` drawn evenly over [t0, t1) (see :func:`kwh_cost`)."""
+        return kwh_cost(kwh, self.energy, t0_s, t1_s)
+
+    def bill(self, kwh: float, pieces: Iterable[tuple[float, float, float]]) -> float:
+        """The bill for ``kwh`` measured as ``pieces`` (kWh, t0, t1), each drawn evenly over
+        its interval (:func:`spread`): without a tariff ``cost(kwh)`` (the pieces are not
+        read, so the figures stay exactly as they were), with one the sum of the pieces'
+        costs at the time each was used."""
+        if self.tariff is None:
+            return self.cost(kwh)
+        return math.fsum(self.cost(k, a, b) for k, a, b in pieces)
+
+    def total(self, kwh: float, bills: Iterable[float]) -> float:
+        """The bill for ``kwh`` made of parts already billed (``bills``, e.g. per node):
+        without a tariff ``cost(kwh)`` as before, with one the sum of the parts' bills."""
+        return self.cost(kwh) if self.tariff is None else math.fsum(bills)
 
     def co2_kg(self, kwh: float) -> float | None:
         return None if self.co2_g_per_kwh is None else kwh * self.pue * self.co2_g_per_kwh / 1e3
+
+
+def spread(parts: Iterable[tuple[float, float, float]], start_s: float = -math.inf,
+           end_s: float = math.inf) -> Iterator[tuple[float, float, float]]:
+    """Measured energy as billing pieces: each part (mJ, a, b), energy drawn evenly over
+    [a, b) (an instant when a == b), clipped to [start, end) and pro-rated, as (kWh, t0,
+    t1) for :meth:`Prices.bill`; the same pro-rating as the reports' energy figures."""
+    for mj, a, b in parts:
+        if b > a:
+            lo, hi = max(a, start_s), min(b, end_s)
+            if hi > lo:
+                yield mj * (hi - lo) / (b - a) / MJ_PER_KWH, lo, hi
+        elif start_s <= b < end_s:
+            yield mj / MJ_PER_KWH, b, b
 
 
 def late_s(*, due_s: float, end_s: float | None, now_s: float, cancelled: bool,

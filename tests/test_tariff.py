@@ -270,6 +270,7 @@ def test_simulate_with_a_tariff_aware_and_blind(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         row = json.loads(result.stdout)[0]
         assert row["options"]["tariff_blind"] is bool(flag)
+        assert row["options"]["tariff"] == str(tariff.resolve())     # recorded
         costs[bool(flag)] = row["energy_cost"]
     assert costs[False] < costs[True]
     # aware: idle 20:00-22:00 at 0.3, then the job 22:00-24:00 at 0.1 (kW x h x PUE x price)
@@ -277,8 +278,34 @@ def test_simulate_with_a_tariff_aware_and_blind(tmp_path: Path) -> None:
     assert costs[True] == pytest.approx(1.1 * 2 * 1.2 * 0.3)
 
 
+def test_simulate_sweep_with_a_tariff_prices_every_trace_and_records_it(
+        tmp_path: Path) -> None:
+    """--sweep --tariff: each generated trace is priced by the tariff in its worker; the
+    same run at a flat tariff of the same mean bills differently, and sweep.json names
+    the file."""
+    day_night = Path(__file__).resolve().parents[1] / "profiles" / "tariffs" / "day-night.csv"
+    flat = tmp_path / "flat.csv"
+    flat.write_text(csv_text([0.2] * 24))
+    bills = {}
+    for name, path in (("day-night", day_night), ("flat", flat)):
+        out = tmp_path / name
+        result = run("simulate", "--sweep", "--nodes", "2", "--seeds", "1", "--policies",
+                     "greedy", "--tariff", str(path), "--json", "--workers", "1", "--quiet",
+                     "--out", str(out))
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert doc["tariff"] == str(path.resolve()) and doc["tariff_blind"] is False
+        (row,) = json.loads((out / "sweep.json").read_text())["runs"]
+        bills[name] = row["energy_cost"]
+    plain = run("simulate", "--sweep", "--nodes", "2", "--seeds", "1", "--policies",
+                "greedy", "--json", "--workers", "1", "--quiet", "--out", str(tmp_path / "p"))
+    assert plain.exit_code == 0 and "tariff" not in json.loads(plain.stdout)
+    assert bills["day-night"] != pytest.approx(bills["flat"], rel=1e-3)
+
+
 @pytest.mark.parametrize("args, expected", [
     (("--tariff", "{bad}"), "--tariff {bad}: row 25 column price_per_kwh: must be a finite"),
+    (("--tariff", "{bad}", "--sweep"), "--tariff {bad}: row 25 column price_per_kwh"),
     (("--tariff-blind",), "--tariff-blind: needs --tariff FILE"),
 ])
 def test_simulate_bad_tariff_is_one_line_exit_2_and_writes_nothing(

@@ -232,8 +232,10 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                       Text(_money(r.cost_to_go)))
     console().print(table)
     m = settings.manager
-    click.echo(f"costs: energy at PUE {m.energy_pue:g} x {m.price_per_kwh:g}/kWh plus "
-               "tardiness (weight x seconds late); TO GO from the latest decision")
+    rate = (f"PUE {m.energy_pue:g} x {m.price_per_kwh:g}/kWh" if m.tariff is None
+            else f"tariff {m.tariff} (price x PUE when it was used)")
+    click.echo(f"costs: energy at {rate} plus tardiness (weight x seconds late); TO GO "
+               "from the latest decision")
 
 
 _STATE_STYLE = {"running": "green", "preempting": "yellow", "preempted": "yellow",

@@ -65,7 +65,7 @@ def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: flo
 def costs_cmd(as_json: bool, window_h: float) -> None:
     """Energy cost per hour c_ng of every node with g GPUs busy, and where the power comes
     from: measured (mean of the 1-minute aggregates) or profiles/ (the power model)."""
-    from andreas.costs import c_ng_per_hour
+    from andreas.costs import c_ng_per_hour, kwh_cost
     from andreas.manager.estimates import Estimator, NodeHardware
     from andreas.manager.snapshot import settings_energy
     from andreas.store.engine import open_store
@@ -73,6 +73,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
 
     settings = load_settings()
     energy = settings_energy(settings.manager)
+    now = time.time()
     store = open_store(settings=settings, retries=0)
     try:
         with store.session() as s:
@@ -80,7 +81,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
             nodes = [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type,
                                   gpus=counts.get(n.id, n.gpu_count))
                      for n in list_nodes(s)]
-            curves = Estimator(settings.manager).power_curves(s, nodes, time.time(),
+            curves = Estimator(settings.manager).power_curves(s, nodes, now,
                                                               window_h * 3600.0)
     finally:
         store.dispose()
@@ -94,6 +95,8 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
             rows.append({"node": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus, "g": g,
                          "power_w": watts, "cost_per_hour": c_ng_per_hour(watts, energy),
                          "source": curve.sources[g], "samples": curve.samples_per_g[g]})
+            if energy.tariff is not None:       # an hour at this instant's price x PUE
+                rows[-1]["cost_per_hour_now"] = kwh_cost(watts / 1000.0, energy, now, now)
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -101,15 +104,21 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
 
     from andreas.console import console
 
-    table = Table(title=f"c_ng = P(g) x PUE {energy.pue:g} x {energy.price_per_kwh:g} per kWh "
-                        f"(measured: last {window_h:g} h, >= "
+    rate = (f"PUE {energy.pue:g} x {energy.price_per_kwh:g} per kWh" if energy.tariff is None
+            else f"tariff {settings.manager.tariff}: mean PUE {energy.pue:.3g} x "
+                 f"{energy.price_per_kwh:.4g} per kWh; 'now': this hour's")
+    table = Table(title=f"c_ng = P(g) x {rate} (measured: last {window_h:g} h, >= "
                         f"{settings.manager.min_power_samples} samples)")
-    for title in ("node", "type", "g busy", "power W", "cost / h", "source", "samples"):
+    titles = ("node", "type", "g busy", "power W", "cost / h", "source", "samples")
+    if energy.tariff is not None:
+        titles = (*titles[:5], "now / h", *titles[5:])
+    for title in titles:
         table.add_column(title, justify="left" if title in ("node", "type", "source")
                          else "right")
     for r in rows:
+        now_cell = (f"{r['cost_per_hour_now']:.4f}",) if "cost_per_hour_now" in r else ()
         table.add_row(r["node"], r["gpu_type"], f"{r['g']}/{r['gpus']}", f"{r['power_w']:.1f}",
-                      f"{r['cost_per_hour']:.4f}", r["source"], str(r["samples"]))
+                      f"{r['cost_per_hour']:.4f}", *now_cell, r["source"], str(r["samples"]))
     console().print(table)
 
 

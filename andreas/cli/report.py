@@ -78,8 +78,9 @@ def _tables_text(tables: tuple[Any, ...], lines: tuple[str, ...]) -> str:
 @db_errors
 def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str, fmt: str,
                output: str | None, co2_g_per_kwh: str | None, validate: bool) -> None:
-    """Energy (kWh), energy cost (x PUE x price), tardiness penalty, GPU-hours and
-    predicted vs actual cost, per job, node, day or week, over a window.
+    """Energy (kWh), energy cost (x PUE x price; with [manager] tariff x price(t) x PUE(t)
+    when it was used), tardiness penalty, GPU-hours and predicted vs actual cost, per job,
+    node, day or week, over a window.
 
     \b
     Node energy is measured (GPU + host, idle included); job energy is what the agents
@@ -93,9 +94,9 @@ def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str
       andreas report --validate --since -1d
     """
     from andreas.config import load_settings
-    from andreas.costs import Prices
     from andreas.report.read import read_window
     from andreas.report.render import BY_CHOICES, FORMAT_CHOICES, check_choice, render
+    from andreas.manager.snapshot import settings_prices
     from andreas.report.window import make_window
     from andreas.store.engine import open_store
 
@@ -106,9 +107,8 @@ def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str
                          "terminal)")
     window = make_window(since, until, _now(ctx))
     settings = load_settings()
-    prices = Prices(pue=settings.manager.energy_pue,
-                    price_per_kwh=settings.manager.price_per_kwh,
-                    co2_g_per_kwh=parse_co2(co2_g_per_kwh, settings.report.grid_co2_g_per_kwh))
+    prices = settings_prices(settings.manager,
+                             parse_co2(co2_g_per_kwh, settings.report.grid_co2_g_per_kwh))
     store = open_store(settings=settings, retries=0)
     try:
         data = read_window(store, window)

@@ -172,15 +172,15 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             iterations=iterations, order=order, seed=seed, floor=floor,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, tariff_blind=tariff_blind,
+            tariff=str(Path(tariff_path).resolve()) if tariff_path else None,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,
                             ewma_a=ewma_a))
+    if tariff_file is not None and cloud:
+        raise InputError("--tariff: a cloud trace pays VM prices, not energy")
     if sweep:
-        if tariff_file is not None:
-            raise InputError("--tariff: not with --sweep (run one trace, or "
-                             "tests/benchmarks/bench_tariff.py)")
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-               out_dir, as_json, quiet)
+               out_dir, as_json, quiet, tariff_file)
         return
     from andreas.simulator.compare import run_policies
     from andreas.simulator.report import print_table, write_outputs
@@ -217,7 +217,7 @@ def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):
 
 
 def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-           out_dir, as_json, quiet) -> None:
+           out_dir, as_json, quiet, tariff_file=None) -> None:
     from andreas.simulator.sweep import Grid, aggregate, headline, run_sweep
 
     grid = Grid(scenarios=_csv_list(scenarios, "--scenario", int),
@@ -227,7 +227,7 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
                                                                            "--trace-seed", int),
                 policies=names, cloud=cloud)
     rows = run_sweep(grid, options, workers=workers or (os.cpu_count() or 1),
-                     show_progress=not (quiet or as_json))
+                     show_progress=not (quiet or as_json), tariff=tariff_file)
     summary = aggregate(rows)
     heads = headline(rows)
     target = Path(out_dir or Path("out") / "sweep")
@@ -238,10 +238,12 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
         w.writeheader()
         w.writerows(data)
         (target / name).write_text(buf.getvalue())
+    recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
+        if options.tariff else {}
     (target / "sweep.json").write_text(json.dumps({"runs": rows, "summary": summary,
-                                                   "headline": heads}, indent=1))
+                                                   "headline": heads, **recorded}, indent=1))
     if as_json:
-        click.echo(json.dumps({"summary": summary, "headline": heads}, indent=1))
+        click.echo(json.dumps({"summary": summary, "headline": heads, **recorded}, indent=1))
         return
     _print_sweep(summary, heads)
     click.echo(f"wrote sweep-runs.csv, sweep-summary.csv, sweep.json to {target}/")

@@ -5,7 +5,9 @@ types, and :func:`rule` in a field's metadata the limits (``gt``, ``ge``, ``le``
 absolute path, a secret whose value is never shown). :func:`build` checks a whole table
 and returns the instance; every problem is one :class:`InputError` that names where the
 value came from (a file's section and key, or an environment variable), the field and
-the value, so the dataclass, the TOML keys and the messages cannot drift apart.
+the value, so the dataclass, the TOML keys and the messages cannot drift apart. A field
+with ``rule(derived=True)`` is no key: the loader fills it (e.g. a file a key names, read
+and checked once at load).
 
 Stdlib only: the node agent uses it too, and pydantic would cost it about 10 MB of
 resident memory for the two dozen keys it reads.
@@ -31,6 +33,7 @@ class Rule:
     choices: tuple[str, ...] | None = None
     absolute_path: bool = False
     secret: bool = False        # a URL or password: messages name its type, never its value
+    derived: bool = False       # not a key: the loader fills it from other keys (a file read)
 
 
 def rule(**limits: Any) -> dict[str, Rule]:
@@ -46,7 +49,12 @@ def check_field(cls: type, name: str, value: Any, label: str) -> Any:
 
 
 def known_keys(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    """The keys a table may set: the init fields that are not ``derived``."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init and not _derived(f))
+
+
+def _derived(f: dataclasses.Field) -> bool:
+    return f.metadata.get("rule", Rule()).derived
 
 
 def build(cls: type, table: Mapping[str, Any], *, where: Callable[[str], str],
@@ -58,7 +66,8 @@ def build(cls: type, table: Mapping[str, Any], *, where: Callable[[str], str],
     ``skip``: init fields a table may not set (filled by the caller).
     """
     hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
+    fields = {f.name: f for f in dataclasses.fields(cls)
+              if f.init and not _derived(f) and f.name not in skip}
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in fields:

@@ -222,6 +222,7 @@ class Manager:
                                      for (app, t), est in build.epochs.items()
                                      for g, e in enumerate(est)},
                             pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
+                            tariff_path=self.settings.manager.tariff,
                             stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
                                    "snapshot_s": snapshot_s, "decide_s": decide_s})
         costs = {a["job"]: a["predicted_cost"] for a in doc["assignments"]

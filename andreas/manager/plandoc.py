@@ -12,7 +12,8 @@ Schema (every key always present)::
      "profiling": [{"job", "node", "gpus", "reason"}],   # profiling runs wanted or running
      "nodes": {name: {"busy_gpus", "power_w": [P0..PG], "power_source", "samples",
                       "cost_per_hour"}},            # busy_gpus: distinct GPUs in use
-     "energy": {"pue", "price_per_kwh"},
+     "energy": {"pue", "price_per_kwh"[, "tariff": {"file", "price_per_kwh": [24],
+                "pue": [24]}]},   # with [manager] tariff: pue/price are its means
      "pinned": [job ids left running on nodes that take no new work],
      "unreachable": [nodes the manager marked down itself],
      "stats": {policy counters, "jobs", "nodes", "snapshot_s", "decide_s"}}
@@ -26,12 +27,16 @@ labels there too (milp's ``status``, rg's ``best_strategy``, pr's ``chosen``).
 ``read_stats`` reads them back from any stored document, old or malformed.
 
 ``predicted_cost`` = energy cost of the planned configuration (t / 3600 * c_ng at the
-job's own g, as pi_j) + w * tardiness (seconds), i.e. the job's share of the objective.
+job's own g, as pi_j; with a tariff its power x the integral of price x PUE over [now,
+now + t), ``costs.run_energy_cost``) + w * tardiness (seconds), i.e. the job's share of
+the objective. With a tariff, a node's ``cost_per_hour`` is at the reference rate (the
+tariff's means); the validation integrates the document's tariff over each slot.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -39,9 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour, job_time_s, node_classes
+from andreas.costs import (c_ng_per_hour, deferrals, job_time_s, node_classes,
+                           run_energy_cost)
 from andreas.manager.estimates import PowerCurve
-from andreas.model import ActionKind, Config, Job, Plan, Snapshot
+from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
 
 FORMAT = "andreas-decision/1"
 
@@ -251,7 +257,7 @@ def job_estimate(snapshot: Snapshot, job: Job, node_name: str, gpus: int, *,
     epoch = times[gpus - 1] if 0 < gpus <= len(times) else None
     if t is None:
         return None, epoch, None
-    energy = t / SECONDS_PER_HOUR * c_ng_per_hour(node.power_w[gpus], snapshot.energy)
+    energy = run_energy_cost(snapshot, node.power_w[gpus], t)
     tardiness = max(0.0, snapshot.now_s + t - job.due_s)
     return t, epoch, energy + job.weight * tardiness
 
@@ -269,12 +275,17 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
         run = jobs[a.job].running
         if run is None or run.node != a.node:
             arrivals.setdefault(a.node, set()).add(a.job)
+    held = ({d.job: d for d in deferrals(snapshot)} if plan.stats.get("deferred")
+            else {})
     out = {}
     for action in plan.actions(snapshot):
         job = jobs[action.job]
         kind = action.kind
         if kind is ActionKind.WAIT:
-            out[job.id] = "wait: no free GPUs"
+            d = held.get(job.id)
+            out[job.id] = ("wait: no free GPUs" if d is None else
+                           f"wait: tariff, a start at {_hhmm(d.start_s)} UTC costs "
+                           f"{d.saving:.0%} less")
             continue
         if kind is ActionKind.PREEMPT:
             taken = arrivals.get(job.running.node) if job.running else None
@@ -289,7 +300,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
             for g in range(1, n.gpus + 1):
                 t = job_time_s(snapshot, job, cls, n.gpu_type, g, classes)
                 if t is not None:
-                    cost = t / SECONDS_PER_HOUR * c_ng_per_hour(n.power_w[g], snapshot.energy)
+                    cost = run_energy_cost(snapshot, n.power_w[g], t)
                     options.append((cls, g, t, cost))
         on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
         mine = next((o for o in options
@@ -323,17 +334,57 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
     return out
 
 
+def _hhmm(t_s: float) -> str:
+    return time.strftime("%H:%M", time.gmtime(t_s))
+
+
+def energy_doc(energy: Energy, tariff_path: str | None = None) -> dict[str, Any]:
+    """The ``energy`` section: the reference PUE and price (with a tariff its means, the
+    rate ``cost_per_hour`` is quoted at) and, with a tariff, its 24 hours (UTC) and file."""
+    doc: dict[str, Any] = {"pue": energy.pue, "price_per_kwh": energy.price_per_kwh}
+    if energy.tariff is not None:
+        doc["tariff"] = {"file": tariff_path, "price_per_kwh": list(energy.tariff.price_per_kwh),
+                         "pue": list(energy.tariff.pue)}
+    return doc
+
+
+def read_energy(doc: Mapping[str, Any] | None) -> Energy | None:
+    """The prices a stored plan document planned with (None when its ``energy`` section is
+    missing or malformed; a malformed ``tariff`` too: a bill must not guess)."""
+    energy = doc.get("energy") if isinstance(doc, Mapping) else None
+    if not isinstance(energy, Mapping):
+        return None
+    pue, price = _finite(energy.get("pue")), _finite(energy.get("price_per_kwh"))
+    if pue is None or price is None:
+        return None
+    raw = energy.get("tariff")
+    if raw is None:
+        return Energy(pue=pue, price_per_kwh=price)
+    if not isinstance(raw, Mapping):
+        return None
+    hours = [raw.get("price_per_kwh"), raw.get("pue")]
+    if not all(isinstance(h, list) and all(_finite(x) is not None for x in h) for h in hours):
+        return None
+    try:
+        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),
+                        pue=tuple(float(x) for x in hours[1]))
+    except ValueError:
+        return None
+    return Energy(pue=pue, price_per_kwh=price, tariff=tariff)
+
+
 def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurve], *,
                   extra_postponed: tuple[str, ...] = (), pinned: tuple[str, ...] = (),
                   unreachable: tuple[str, ...] = (), stats: Mapping[str, Any] | None = None,
                   extra_reasons: Mapping[str, str] | None = None,
                   profiling: tuple[Mapping[str, Any], ...] = (),
                   sources: Mapping[tuple[str, str, int], tuple[str, float | None]]
-                  | None = None) -> dict[str, Any]:
+                  | None = None, tariff_path: str | None = None) -> dict[str, Any]:
     """The JSON stored in ``decisions.plan`` (see the module docstring). ``profiling``:
     the automatic profiling's runs ({job, node, gpus, reason, start}: ``start`` true for a
     run to start, which becomes a "profile" action); ``sources``: (app, GPU type, g) ->
-    (estimate source, confidence) of the epoch times, stored with each assignment."""
+    (estimate source, confidence) of the epoch times, stored with each assignment;
+    ``tariff_path``: the tariff file the snapshot's energy was read from (recorded)."""
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
     assignments = []
@@ -379,7 +430,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "postponed": list(plan.postponed) + list(extra_postponed),
         "actions": actions,
         "nodes": nodes,
-        "energy": {"pue": snapshot.energy.pue, "price_per_kwh": snapshot.energy.price_per_kwh},
+        "energy": energy_doc(snapshot.energy, tariff_path),
         "pinned": list(pinned),
         "profiling": [{"job": p["job"], "node": p["node"], "gpus": p["gpus"],
                        "reason": p["reason"]} for p in profiling],

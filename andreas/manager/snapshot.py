@@ -33,6 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from andreas.config import ManagerSettings
+from andreas.costs import Prices, with_tariff
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
 from andreas.manager.state import StoreState
 from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot
@@ -63,7 +64,19 @@ def schedulable(node: NodeView, unreachable: Collection[str] = ()) -> bool:
 
 
 def settings_energy(settings: ManagerSettings) -> Energy:
-    return Energy(pue=settings.energy_pue, price_per_kwh=settings.price_per_kwh)
+    """The site's energy prices: PUE x price, or with ``[manager] tariff`` price(t) x PUE(t)
+    (hours without a pue column at ``energy_pue``; the reference rate c_ng is quoted at
+    becomes the tariff's means, :func:`andreas.costs.with_tariff`)."""
+    energy = Energy(pue=settings.energy_pue, price_per_kwh=settings.price_per_kwh)
+    return energy if settings.tariff_file is None else with_tariff(energy, settings.tariff_file)
+
+
+def settings_prices(settings: ManagerSettings, co2_g_per_kwh: float | None = None) -> Prices:
+    """What bills measured energy (reports, views): the same prices as
+    :func:`settings_energy`."""
+    e = settings_energy(settings)
+    return Prices(pue=e.pue, price_per_kwh=e.price_per_kwh, co2_g_per_kwh=co2_g_per_kwh,
+                  tariff=e.tariff, tariff_path=settings.tariff)
 
 
 def settings_params(settings: ManagerSettings) -> Params:

@@ -23,8 +23,10 @@ Definitions shared by all of them (also in ARCHITECTURE.md):
   attributed. It is shown, never clamped, so totals reconcile:
   ``energy = jobs' energy + unattributed`` and
   ``total cost = Σ jobs' actual cost + unattributed energy cost``.
-- Energy cost = kWh × PUE × price (``[manager] energy_pue``, ``price_per_kwh``); money is in
-  the currency of that price. CO2 (optional) = kWh × PUE × grid g/kWh / 1000 (the grid
+- Energy cost = kWh × PUE × price (``[manager] energy_pue``, ``price_per_kwh``); with
+  ``[manager] tariff`` each minute's (each job-energy window's) kWh × price(t) · PUE(t) at
+  the time it was used (:meth:`andreas.costs.Prices.bill`). Money is in the currency of
+  that price. CO2 (optional) = kWh × PUE × grid g/kWh / 1000 (the grid
   delivers the facility's energy, IT energy × PUE).
 - Tardiness penalty = weight (per second) × seconds past the due date *within the window*
   (up to the job's end, or now while it runs; none for cancelled jobs), so a window that

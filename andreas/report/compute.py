@@ -7,7 +7,9 @@ definitions are in the package docstring (:mod:`andreas.report`); in short, for 
 - job energy  = Σ of the job's ``job_energy`` windows, pro-rated at the edges;
 - unattributed = node energy − jobs' energy (idle and unattributed; may be slightly
   negative where attribution windows and minutes disagree at the edges: shown as is);
-- energy cost = kWh × PUE × price; tardiness = weight × seconds late within the window;
+- energy cost = kWh × PUE × price, or with a tariff each minute's (each window's) kWh ×
+  price(t) · PUE(t) over its time (:meth:`andreas.costs.Prices.bill`);
+- tardiness = weight × seconds late within the window;
 - a job's actual cost = its energy cost + its tardiness; its predicted cost is
   ``jobs.predicted_cost`` (the plan's prediction when it was first placed);
   ``deviation_pct`` = (predicted − actual) / predicted, only when the window holds the
@@ -17,11 +19,11 @@ definitions are in the package docstring (:mod:`andreas.report`); in short, for 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from andreas.costs import MJ_PER_KWH, Prices, late_s
+from andreas.costs import MJ_PER_KWH, Prices, late_s, spread
 from andreas.report.read import AttemptInfo, EnergyWindow, JobInfo, NodeMinute, ReportData
 from andreas.report.window import Window, overlap_s, periods
 
@@ -123,6 +125,22 @@ def minute_energy_mj(minutes: Iterable[NodeMinute], start_s: float, end_s: float
                for m in minutes)
 
 
+def minute_pieces(minutes: Iterable[NodeMinute], start_s: float, end_s: float
+                  ) -> Iterator[tuple[float, float, float]]:
+    """The minutes' GPU + host energy in [start, end) as billing pieces (kWh, t0, t1) for
+    :meth:`Prices.bill`, pro-rated as :func:`minute_energy_mj`."""
+    return spread(((m.gpu_energy_mj + m.host_energy_mj, m.minute_s, m.minute_s + MINUTE_S)
+                   for m in minutes), start_s, end_s)
+
+
+def window_pieces(windows: Iterable[EnergyWindow], start_s: float, end_s: float
+                  ) -> Iterator[tuple[float, float, float]]:
+    """Job-energy windows in [start, end) as billing pieces, pro-rated as
+    :func:`window_energy_mj`."""
+    return spread(((w.gpu_energy_mj + w.host_energy_mj, w.start_s, w.end_s) for w in windows),
+                  start_s, end_s)
+
+
 def window_energy_mj(windows: Iterable[EnergyWindow], start_s: float, end_s: float) -> float:
     """Energy of job-energy windows in [start, end), pro-rated at the edges."""
     total = 0.0
@@ -188,7 +206,7 @@ def build_report(data: ReportData, prices: Prices) -> Report:
                   and overlap_s(a.start_s, a.end_s if a.end_s is not None else w.now_s,
                                 w.since_s, w.until_s) > 0}
         ran_on |= {names.get(e.node_id, f"#{e.node_id}") for e in windows}
-        energy_cost = prices.cost(kwh)
+        energy_cost = prices.bill(kwh, window_pieces(windows, w.since_s, w.until_s))
         actual = energy_cost + j.weight * late
         whole = w.since_s <= j.submit_s and end is not None and end <= w.until_s
         deviation = (100.0 * (j.predicted_cost - actual) / j.predicted_cost
@@ -223,7 +241,8 @@ def node_rows(data: ReportData, prices: Prices) -> tuple[NodeRow, ...]:
             node=n.name, gpu_type=n.gpu_type, gpus=n.gpu_count, energy_kwh=kwh,
             gpu_energy_kwh=gpu_mj / MJ_PER_KWH, host_energy_kwh=host_mj / MJ_PER_KWH,
             jobs_energy_kwh=jobs_kwh, unattributed_energy_kwh=kwh - jobs_kwh,
-            energy_cost=prices.cost(kwh), gpu_hours=hours,
+            energy_cost=prices.bill(kwh, minute_pieces(mine, w.since_s, w.until_s)),
+            gpu_hours=hours,
             busy_share=hours / (n.gpu_count * w.hours) if n.gpu_count else 0.0,
             mean_power_w=kwh * 1000.0 / measured_h if measured_h else None,
             measured_minutes=len(mine),
@@ -238,7 +257,7 @@ def totals(jobs: Iterable[JobRow], nodes: Iterable[NodeRow], prices: Prices) -> 
     kwh = sum(n.energy_kwh for n in nodes)
     jobs_kwh = sum(j.energy_kwh for j in jobs)
     tard = sum(j.tardiness_cost for j in jobs)
-    energy_cost = prices.cost(kwh)
+    energy_cost = prices.total(kwh, (n.energy_cost for n in nodes))
     return Totals(energy_kwh=kwh, jobs_energy_kwh=jobs_kwh, unattributed_energy_kwh=kwh - jobs_kwh,
                   energy_cost=energy_cost, jobs_energy_cost=sum(j.energy_cost for j in jobs),
                   tardiness_cost=tard, total_cost=energy_cost + tard,
@@ -270,10 +289,11 @@ def period_rows(data: ReportData, prices: Prices, kind: str) -> tuple[PeriodRow,
             hours += h
             if late > 0 or h > 0:
                 active.add(j.id)
+        cost = prices.bill(kwh, minute_pieces(data.minutes, p.start_s, p.end_s))
         out.append(PeriodRow(period=p.label, start_s=p.start_s, end_s=p.end_s, energy_kwh=kwh,
                              jobs_energy_kwh=jobs_kwh, unattributed_energy_kwh=kwh - jobs_kwh,
-                             energy_cost=prices.cost(kwh), tardiness_cost=tard,
-                             total_cost=prices.cost(kwh) + tard, gpu_hours=hours,
+                             energy_cost=cost, tardiness_cost=tard,
+                             total_cost=cost + tard, gpu_hours=hours,
                              jobs=len(active), co2_kg=prices.co2_kg(kwh)))
     return tuple(out)
 

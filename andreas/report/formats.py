@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
+from andreas.costs import Prices
 from andreas.report.compute import JobRow, NodeRow, PeriodRow, Report
 from andreas.report.validate import SlotRow, Validation
 from andreas.report.window import Window
@@ -34,9 +35,20 @@ def window_doc(window: Window) -> dict[str, Any]:
             "since": iso(window.since_s), "until": iso(window.until_s)}
 
 
+def prices_doc(p: Prices) -> dict[str, Any]:
+    """The report's prices; with a tariff (then pue and price_per_kwh are its means) its
+    file and 24 hours (UTC) too."""
+    doc: dict[str, Any] = {"pue": p.pue, "price_per_kwh": p.price_per_kwh,
+                           "co2_g_per_kwh": p.co2_g_per_kwh}
+    if p.tariff is not None:
+        doc["tariff"] = {"file": p.tariff_path, "price_per_kwh": list(p.tariff.price_per_kwh),
+                         "pue": list(p.tariff.pue)}
+    return doc
+
+
 def report_json(report: Report, by: str, rows: Sequence[Any]) -> str:
     doc = {"format": REPORT_FORMAT, "by": by, "window": window_doc(report.window),
-           "prices": asdict(report.prices), "totals": asdict(report.totals),
+           "prices": prices_doc(report.prices), "totals": asdict(report.totals),
            "rows": [asdict(r) for r in rows]}
     return json.dumps(doc, allow_nan=False, indent=1) + "\n"
 
@@ -89,7 +101,9 @@ def title(report: Report) -> str:
     co2 = f", {p.co2_g_per_kwh:g} g CO2/kWh" if p.co2_g_per_kwh is not None else ""
     return (f"{stamp(report.window.since_s)} .. {stamp(report.window.until_s)} "
             f"({duration(report.window.until_s - report.window.since_s)}); "
-            f"PUE {p.pue:g} x {p.price_per_kwh:g} per kWh{co2}")
+            + (f"PUE {p.pue:g} x {p.price_per_kwh:g} per kWh" if p.tariff is None else
+               f"tariff {p.tariff_path or '(hourly)'}: price x PUE by the hour, mean "
+               f"PUE {p.pue:.3g} x {p.price_per_kwh:.4g} per kWh") + co2)
 
 
 def summary_line(report: Report) -> str:

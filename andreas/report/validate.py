@@ -14,7 +14,10 @@ period H) is itself a rescheduling point and starts a new slot.
   it charges every job its node's whole power at the job's own g (two jobs sharing a node
   count the node's base power twice), leaves idle nodes out, and mixes in tardiness.
   Energy predicted = Σ power_w[busy_gpus] × hours.
-- **Actual**: the same nodes' measured energy in the slot × the plan's own PUE and price:
+  With a tariff in the plan document (``energy.tariff``), ``cost_per_hour`` (quoted at
+  the tariff's mean rate) is charged for ∫ price·PUE dt over the slot / that rate.
+- **Actual**: the same nodes' measured energy in the slot × the plan's own PUE and price
+  (with a tariff, price(t)·PUE(t) at the time each minute or sample was used):
   raw samples (GPU + host energy, a sample at t counting for (t_prev, t]) for a slot
   shorter than ``RAW_SLOT_MAX_S`` while they are kept (``resolution`` "samples"), else
   the minute aggregates pro-rated at the slot's edges ("minutes"; a minute's energy is
@@ -34,12 +37,14 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
-from andreas.costs import MJ_PER_KWH, Prices
-from andreas.report.compute import MINUTE_S, group_by, minute_energy_mj
+from andreas.costs import MJ_PER_KWH, Prices, energy_time_s, spread
+from andreas.manager.plandoc import read_energy
+from andreas.report.compute import MINUTE_S, group_by, minute_energy_mj, minute_pieces
 from andreas.report.read import NodeMinute, ReportData
 from andreas.report.window import overlap_s
 
@@ -106,12 +111,14 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
     hours = (end - start) / 3600.0
     plan = d.plan or {}
     nodes = plan.get("nodes")
-    energy = plan.get("energy") if isinstance(plan.get("energy"), Mapping) else {}
-    pue, price = _num(energy.get("pue")), _num(energy.get("price_per_kwh"))
+    energy = read_energy(plan)
     base = dict(decision_id=d.id, trigger=d.trigger, policy=d.policy, start_s=start, end_s=end,
                 hours=hours)
-    if not isinstance(nodes, Mapping) or pue is None or price is None:
+    if not isinstance(nodes, Mapping) or energy is None:
         return _skipped(base, "plan document has no nodes / energy")
+    # cost_per_hour is c_ng at the reference rate: over the slot it is charged for this
+    # many hours (the slot's own length without a tariff)
+    charged_h = energy_time_s(energy, start, end - start) / 3600.0
     if hours <= 0:
         return _skipped(base, "empty slot")
     pred_cost = 0.0
@@ -119,6 +126,7 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
     act_mj = 0.0
     busy = measured = unmeasured = 0
     resolution = "minutes"
+    pieces: list[Iterable[tuple[float, float, float]]] = []
     for name, doc in nodes.items():
         node_id = names.get(name)
         mine = [m for m in minutes.get(node_id, ())
@@ -134,14 +142,17 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
             continue
         measured += 1
         busy += g
-        pred_cost += cph * hours
+        pred_cost += cph * charged_h
         curve = doc.get("power_w")
         watts = _num(curve[g]) if isinstance(curve, list) and 0 <= g < len(curve) else None
         pred_kwh = None if pred_kwh is None or watts is None else pred_kwh + watts * hours / 1e3
         act_mj += samples if samples is not None else minute_energy_mj(mine, start, end)
+        pieces.append(_sample_pieces(raw.get(node_id), start, end) if samples is not None
+                      else minute_pieces(mine, start, end))
         resolution = "samples" if samples is not None else "minutes"
     act_kwh = act_mj / MJ_PER_KWH
-    act_cost = Prices(pue=pue, price_per_kwh=price).cost(act_kwh)
+    act_cost = Prices(pue=energy.pue, price_per_kwh=energy.price_per_kwh,
+                      tariff=energy.tariff).bill(act_kwh, chain.from_iterable(pieces))
     note = "" if measured else "no samples from the plan's nodes"
     return SlotRow(**base, nodes=measured, nodes_unmeasured=unmeasured, busy_gpus=busy,
                    predicted_energy_kwh=pred_kwh, actual_energy_kwh=act_kwh,
@@ -159,6 +170,17 @@ def _in_slot(series: tuple[tuple[float, ...], tuple[int, ...]] | None, start: fl
     times, mj = series
     lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
     return float(sum(mj[lo:hi])) if hi > lo else None
+
+
+def _sample_pieces(series: tuple[tuple[float, ...], tuple[int, ...]] | None, start: float,
+                   end: float) -> Iterable[tuple[float, float, float]]:
+    """The raw samples in (start, end] as billing pieces: each at its own time (a sample
+    covers the second or so before it, billed at the rate of the hour it ends in)."""
+    if not series:
+        return ()
+    times, mj = series
+    lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+    return spread((float(mj[i]), times[i], times[i]) for i in range(lo, hi))
 
 
 def _skipped(base: dict[str, Any], note: str) -> SlotRow:

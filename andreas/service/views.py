@@ -8,7 +8,8 @@ decision did not place has no expected finish.
 Costs, in the currency of ``[manager] price_per_kwh``:
 
 - *so far*: the measured energy of the job (``job_energy``: its GPUs plus its share of the
-  host, in mJ) -> kWh x PUE x price, plus the tardiness penalty already incurred
+  host, in mJ) -> kWh x PUE x price (with ``[manager] tariff``: each window's kWh x
+  price(t) x PUE(t) when it was used), plus the tardiness penalty already incurred
   (``weight`` x seconds past the due date, up to now or the job's end);
 - *to go*: ``predicted_cost`` of the job's assignment in the latest decision's plan (the
   manager writes ``{"assignments": [{"job", "node", "gpus", "expected_end_s",
@@ -19,14 +20,15 @@ Costs, in the currency of ``[manager] price_per_kwh``:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from andreas.config import ManagerSettings
-from andreas.costs import MJ_PER_KWH, Prices, late_s
+from andreas.costs import MJ_PER_KWH, late_s, spread
 from andreas.errors import InputError
 from andreas.executor.base import NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments
+from andreas.manager.snapshot import settings_prices
 from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
 from andreas.store.epochs import ConfigEpochs, job_epochs
@@ -35,7 +37,8 @@ from andreas.store.models import JobState
 from andreas.store.nodes import Db
 from andreas.store.read import JobView, load_jobs, load_nodes, load_queue, node_names
 from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps, job_energy,
-                                    latest_gpu_power, latest_host_power, total)
+                                    job_energy_parts, latest_gpu_power, latest_host_power,
+                                    total)
 from andreas.store.lookup import resolve_job_id
 
 POWER_WINDOW_S = 60.0
@@ -153,12 +156,14 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         jobs = load_queue(s, include_finished=include_finished)
         names = node_names(s, {a.node_id for j in jobs.values() for a in j.attempts})
         energy = job_energy(s, list(jobs))
+        parts = job_energy_parts(s, list(jobs)) if settings.tariff_file is not None else {}
         plan = latest_plan(s)
     rows = []
     for j in jobs.values():
         entry = plan.get(j.id) if j.state not in TERMINAL else None
         finish, actual = _finish(j, entry)
-        costs = _costs(settings, j, finish if actual else None, now_s, energy.get(j.id), entry)
+        costs = _costs(settings, j, finish if actual else None, now_s, energy.get(j.id), entry,
+                       parts.get(j.id, ()))
         placed = [a for a in j.open_attempts if a.node_id is not None]
         here = placed[-1] if placed else None
         rows.append(QueueRow(
@@ -185,6 +190,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         epochs = job_epochs(s, job_id)
         names = node_names(s, {a.node_id for a in job.attempts})
         per_attempt = attempt_energy(s, job_id)
+        parts = (job_energy_parts(s, [job_id]).get(job_id, [])
+                 if settings.tariff_file is not None else [])
         decisions = decision_refs(s, {d for a in job.attempts
                                       for d in (a.decision_id, a.stop_decision_id)
                                       if d is not None})
@@ -198,7 +205,7 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         for a in job.attempts)
     finish, actual = _finish(job, entry)
     costs = _costs(settings, job, finish if actual else None, now_s,
-                   total(per_attempt.values()), entry)
+                   total(per_attempt.values()), entry, parts)
     return JobDetail(
         id=job.id, state=job.state.value, image=job.image, application=job.application,
         command=job.command, env=dict(job.env), epochs=job.epochs, epochs_done=job.epochs_done,
@@ -297,13 +304,14 @@ def _kwh(energy: EnergyTotal | None) -> float | None:
 
 
 def _costs(settings: ManagerSettings, job: JobView, ended_s: float | None, now_s: float,
-           energy: EnergyTotal | None, entry: PlanEntry | None) -> Costs:
+           energy: EnergyTotal | None, entry: PlanEntry | None,
+           parts: Iterable[tuple[float, float, float]] = ()) -> Costs:
+    """``parts``: the job's energy windows (mJ, start, end), read only with a tariff."""
     mj = _mj(energy)
     if mj is None and not any(a.start_s is not None for a in job.attempts):
         mj = 0                                      # never ran: truly nothing used
     kwh = None if mj is None else mj / MJ_PER_KWH
-    money = None if kwh is None else Prices(pue=settings.energy_pue,
-                                            price_per_kwh=settings.price_per_kwh).cost(kwh)
+    money = None if kwh is None else settings_prices(settings).bill(kwh, spread(parts))
     tardiness = job.weight * late_s(due_s=job.due_s, end_s=ended_s, now_s=now_s,
                                     cancelled=job.state is JobState.CANCELLED,
                                     finished=job.state in TERMINAL)

@@ -41,6 +41,9 @@ class SimOptions:
     # the trace's energy has a tariff: plan with its mean price and PUE (the bill still
     # integrates the tariff over the actual run intervals: the what-if of ignoring it)
     tariff_blind: bool = False
+    # the tariff file the trace's energy was priced with (recorded in the results: the
+    # figures cannot be read without it); None: the trace's constant PUE and price
+    tariff: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("ga_population", "ga_generations"):

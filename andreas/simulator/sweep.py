@@ -36,13 +36,18 @@ class Grid:
 
 
 def run_task(scenario: int, arrival: str, n: int, seed: int, policy: str, cloud: bool,
-             options: SimOptions) -> dict[str, Any]:
-    """One simulation, reduced to its summary row (runs in a worker process)."""
+             options: SimOptions, tariff: Any = None) -> dict[str, Any]:
+    """One simulation, reduced to its summary row (runs in a worker process). ``tariff``:
+    a ``formats.tariff.TariffFile`` that prices the generated trace's energy (a few tuples
+    cross the process boundary, not the trace)."""
     from andreas.simulator.engine import simulate
     from andreas.simulator.generate import generate_trace
 
     trace = generate_trace(n_nodes=n, scenario=scenario, arrival=arrival, seed=seed,
                            cloud=cloud)
+    if tariff is not None:
+        from andreas.costs import with_tariff
+        trace = replace(trace, energy=with_tariff(trace.energy, tariff))
     result = simulate(trace, policy, replace(options, seed=seed))
     row = result.summary()
     row.pop("options")
@@ -51,7 +56,8 @@ def run_task(scenario: int, arrival: str, n: int, seed: int, policy: str, cloud:
 
 
 def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
-              show_progress: bool = True) -> list[dict[str, Any]]:
+              show_progress: bool = True, tariff: Any = None) -> list[dict[str, Any]]:
+    """Every (trace, policy) of the grid; ``tariff`` (a ``TariffFile``) prices every trace."""
     tasks = [(*t, p) for t in grid.traces() for p in grid.policies]
     rows: list[dict[str, Any]] = []
     from rich.progress import Progress
@@ -63,7 +69,7 @@ def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
     with Progress(disable=not show_progress) as bar, \
             ProcessPoolExecutor(max_workers=workers) as pool:
         task = bar.add_task("simulations", total=len(tasks))
-        futures = [pool.submit(run_task, *t, grid.cloud, options) for t in tasks]
+        futures = [pool.submit(run_task, *t, grid.cloud, options, tariff) for t in tasks]
         for fut in as_completed(futures):
             rows.append(fut.result())
             bar.advance(task)

@@ -34,6 +34,23 @@ def job_energy(db: Db, job_ids: Collection[str]) -> dict[str, EnergyTotal]:
     return out
 
 
+def job_energy_parts(db: Db, job_ids: Collection[str]
+                     ) -> dict[str, list[tuple[float, float, float]]]:
+    """Each job's ``job_energy`` rows as (GPU + host mJ, start, end), by time: what a
+    time-of-use tariff bills (each window at the time it was used; NULL parts add
+    nothing). About one row per job and minute; read only where a tariff needs it."""
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    for chunk in chunks(sorted(set(job_ids))):
+        for job_id, t, dt, gpu, host in db.execute(
+                select(JobEnergy.job_id, JobEnergy.t, JobEnergy.interval_s,
+                       JobEnergy.gpu_energy_mj, JobEnergy.host_energy_mj)
+                .where(JobEnergy.job_id.in_(chunk))
+                .order_by(JobEnergy.job_id, JobEnergy.t)):
+            out.setdefault(job_id, []).append((float(int(gpu or 0) + int(host or 0)),
+                                               float(t) - float(dt), float(t)))
+    return out
+
+
 def attempt_energy(db: Db, job_id: str) -> dict[int, EnergyTotal]:
     """The job's energy per attempt number (attempts without rows are absent)."""
     return {a: _total(g, h, n) for a, g, h, n in db.execute(

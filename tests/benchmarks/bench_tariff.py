@@ -1,4 +1,4 @@
-"""Tariff benchmark: tariff-aware rg against tariff-blind rg on the same generated traces.
+"""Tariff benchmark: tariff-aware against tariff-blind rg (or ``--policy``) on the same traces.
 
 Target of issue 15: under the same day/night tariff (``profiles/tariffs/day-night.csv``)
 tariff-aware rg costs less than tariff-blind rg. Both bills integrate the tariff over the
@@ -34,13 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arrivals", default="low,exponential")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--policy", default="rg", help="the policy both runs use (default rg)")
     ap.add_argument("--power-off-idle", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     tariff = load_tariff(args.tariff)
     opts = SimOptions(iterations=args.iterations, power_off_idle=args.power_off_idle)
     rows = []
-    print(f"tariff {args.tariff.name}, N = {args.nodes}, rg at {args.iterations} iterations"
+    print(f"tariff {args.tariff.name}, N = {args.nodes}, {args.policy} at {args.iterations} "
+          "iterations"
           + (", idle nodes off" if args.power_off_idle else ""))
     print(f"{'scenario':>8} {'arrival':<12} {'seed':>4} {'blind':>9} {'aware':>9} "
           f"{'energy b/a':>15} {'tardiness b/a':>15} {'aware/blind':>11}")
@@ -50,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                 trace = generate_trace(n_nodes=args.nodes, scenario=scenario, arrival=arrival,
                                        seed=seed)
                 trace = replace(trace, energy=with_tariff(trace.energy, tariff))
-                blind = simulate(trace, "rg", replace(opts, tariff_blind=True))
-                aware = simulate(trace, "rg", opts)
+                blind = simulate(trace, args.policy, replace(opts, tariff_blind=True))
+                aware = simulate(trace, args.policy, opts)
                 ratio = aware.total_cost / blind.total_cost
                 print(f"{scenario:>8} {arrival:<12} {seed:>4} {blind.total_cost:>9.1f} "
                       f"{aware.total_cost:>9.1f} "
@@ -81,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['traces']} traces")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+        args.json.write_text(json.dumps({"policy": args.policy, "nodes": args.nodes,
+                                         "power_off_idle": args.power_off_idle,
+                                         "tariff": str(args.tariff), "rows": rows,
+                                         "summary": summary}, indent=1))
     return 0
 
 

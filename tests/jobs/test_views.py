@@ -276,3 +276,33 @@ def test_empty_views(backend):
         assert views.nodes(empty, NOW) == []
     finally:
         empty.dispose()
+
+
+def test_costs_with_a_tariff_bill_each_energy_window_when_it_was_used(store, world):
+    """``[manager] tariff``: queue and show bill job energy at price(t) x PUE(t). NOW is
+    08:00 UTC; the rate of hour h is (0.10 + 0.01 h) x (1 + 0.01 h)."""
+    from andreas.formats.tariff import TariffFile
+
+    prices = tuple(0.10 + 0.01 * h for h in range(24))
+    pues = tuple(1.0 + 0.01 * h for h in range(24))
+    tariffed = ManagerSettings(tariff="/etc/andreas/tariff.csv",
+                               tariff_file=TariffFile(price_per_kwh=prices, pue=pues))
+    rate = [p * q for p, q in zip(prices, pues)]
+    job_id = add_job(store, id=unique("tariff"), state=JobState.COMPLETED, due_s=NOW + 1e6,
+                     submit_s=NOW - 10000, weight=0.0)
+    with store.session() as s:
+        _attempt(s, job_id, 1, world.a_id, [0], container_id="c-tariff-1",
+                 start_s=NOW - 3700, end_s=NOW - 3500, exit_code=0)
+        # 1 kWh over 06:59:30 .. 07:00:30 UTC: half at hour 6's rate, half at hour 7's
+        insert_job_energy(s, [JobEnergyRow(job_id, 1, NOW - 3570, world.a_id, 60.0, 1,
+                                           3_600_000_000, None)])
+    d = views.show(store, tariffed, job_id, NOW)
+    assert d.costs.energy_kwh == pytest.approx(1.0)
+    assert d.costs.energy_cost == pytest.approx(0.5 * rate[6] + 0.5 * rate[7], rel=1e-12)
+    rows = {r.id: r for r in views.queue(store, tariffed, NOW, include_finished=True)}
+    assert rows[job_id].cost_so_far == pytest.approx(0.5 * rate[6] + 0.5 * rate[7])
+    # `run` used its 1.5 kWh between 07:49 and 07:51: hour 7, plus 100 s late x 0.01
+    assert rows[world.run].cost_so_far == pytest.approx(1.5 * rate[7] + 0.01 * 100)
+    # without the tariff: the constant PUE x price, as before
+    assert views.show(store, SETTINGS, job_id, NOW).costs.energy_cost == pytest.approx(
+        KWH_COST)

@@ -8,10 +8,11 @@ import re
 import tomllib
 from pathlib import Path
 
-from andreas.config import (ProfilerSettings,
+from andreas.config import (
     _SECTIONS,
     ExecutorSettings,
     ManagerSettings,
+    ProfilerSettings,
     ReportSettings,
     StoreSettings,
     load_settings,
@@ -29,9 +30,15 @@ def enabled(text: str) -> str:
     return "\n".join(COMMENTED_KEY.sub(r"\1", line) for line in text.splitlines()) + "\n"
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def load(tmp_path: Path, text: str):
     path = tmp_path / "andreas.toml"
     path.write_text(text)
+    # the template's tariff example is relative to the config file: put one beside it
+    (tmp_path / "tariff.csv").write_bytes(
+        (ROOT / "profiles" / "tariffs" / "day-night.csv").read_bytes())
     return load_settings({"ANDREAS_CONFIG": str(path), "HOME": str(tmp_path)})
 
 
@@ -58,3 +65,6 @@ def test_the_template_loads_with_every_example_enabled(tmp_path):
     assert settings.executor.tls_ca_cert == "/etc/andreas/docker-ca.pem"
     assert settings.report.grid_co2_g_per_kwh == 250
     assert settings.profiler.nodes == ("gpu07",) and settings.profiler.epochs == 3
+    assert settings.manager.tariff == str(tmp_path / "tariff.csv")
+    assert settings.manager.tariff_file is not None
+    assert settings.manager.tariff_file.price_per_kwh[0] == 0.11     # day-night.csv, 00 UTC
