@@ -176,23 +176,28 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
 @click.command("queue")
 @click.option("--all", "show_all", is_flag=True,
               help="Also finished jobs (completed, failed, cancelled).")
+@click.option("--mine", is_flag=True,
+              help="Only my jobs (owner = my database account on MariaDB, my OS user on "
+                   "SQLite).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list (times in unix seconds).")
 @click.pass_context
 @db_errors
-def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> None:
     """The jobs that are queued, running or stopped: where they run, their progress, when
     they should finish, and what they cost.
 
     Unfinished jobs come first, by due date. FINISH is the latest plan's expected end as
     a time from now, "(late)" after the due date; finished jobs: the actual end. SO FAR
     is the measured energy (kWh x PUE x price) plus the tardiness penalty already
-    incurred; TO GO is what the latest plan predicts.
+    incurred; TO GO is what the latest plan predicts. OWNER is who submitted the job
+    ("-": before owners were recorded); with a MariaDB account of your own you see only
+    your jobs.
     """
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
     try:
-        rows = views.queue(store, settings.manager, now, include_finished=show_all)
+        rows = views.queue(store, settings.manager, now, include_finished=show_all, mine=mine)
     finally:
         store.dispose()
     if as_json:
@@ -206,7 +211,8 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     from rich.text import Text
 
     table = Table(title=f"{len(rows)} job(s) at {stamp(now)}")
-    for title, right in (("JOB", False), ("STATE", False), ("NODE", False), ("GPUs", True),
+    for title, right in (("JOB", False), ("OWNER", False), ("STATE", False), ("NODE", False),
+                         ("GPUs", True),
                          ("EPOCHS", True), ("FINISH", False), ("DUE", False),
                          ("SO FAR", True), ("TO GO", True)):
         # Ids must stay whole (they are typed into other commands): fold, never truncate.
@@ -225,7 +231,8 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                       and conf is not None else "")
             finish = Text(relative(r.finish_s, now) + (" (late)" if late else "") + unsure,
                           style="red" if late else "")
-        table.add_row(Text(r.id), Text(r.state, style=_STATE_STYLE.get(r.state, "")),
+        table.add_row(Text(r.id), Text(r.owner or "-"),
+                      Text(r.state, style=_STATE_STYLE.get(r.state, "")),
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
                       Text(f"{r.epochs_done}/{r.epochs}"), finish,
                       Text(stamp(r.due_s)), Text(_money(r.cost_so_far)),
@@ -279,7 +286,8 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     if d.plan is not None and d.plan.node:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
     for key, value in (
-            ("job", d.id), ("state", d.state + (f" ({d.reason})" if d.reason else "")),
+            ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
+            ("state", d.state + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
             ("image", d.image), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
@@ -369,7 +377,8 @@ def _quote(text: str) -> str:
 @db_errors
 def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     """Cancel a queued, running or stopped job. The manager stops its container (SIGTERM,
-    then SIGKILL after the job's grace period). A finished job cannot be cancelled (exit 2).
+    then SIGKILL after the job's grace period). A finished job cannot be cancelled, nor
+    can someone else's job unless you are an operator (exit 2).
     """
     now = _now(ctx)
     if reason is None:
