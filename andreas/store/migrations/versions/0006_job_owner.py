@@ -210,7 +210,7 @@ def upgrade() -> None:
         return
     bind = op.get_bind()
     for _, _, sql in OBJECTS:
-        bind.exec_driver_sql(sql)
+        bind.exec_driver_sql(sql.replace("%", "%%"))       # the driver's paramstyle
 
 
 def downgrade() -> None:
