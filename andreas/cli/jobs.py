@@ -211,13 +211,18 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
     from rich.text import Text
 
     table = Table(title=f"{len(rows)} job(s) at {stamp(now)}")
-    for title, right in (("JOB", False), ("OWNER", False), ("STATE", False), ("NODE", False),
-                         ("GPUs", True),
+    # Ids and node names are typed into other commands: never folded when there is room.
+    whole = {"JOB": max(len(r.id) for r in rows),
+             "NODE": max(len(r.node or "-") for r in rows),
+             "FINISH": min(24, max(len(relative(r.finish_s, now)) + 7 if r.finish_s else 1
+                                   for r in rows))}
+    for title, right in (("JOB", False), ("STATE", False), ("NODE", False), ("GPUs", True),
                          ("EPOCHS", True), ("FINISH", False), ("DUE", False),
-                         ("SO FAR", True), ("TO GO", True)):
+                         ("SO FAR", True), ("TO GO", True), ("OWNER", False)):
         # Ids must stay whole (they are typed into other commands): fold, never truncate.
         table.add_column(title, justify="right" if right else "left", overflow="fold",
-                         no_wrap=title in ("DUE", "STATE"))
+                         no_wrap=title in ("DUE", "STATE"),
+                         min_width=whole.get(title))
     for r in rows:
         if r.finish_s is None:
             finish = Text("-")
@@ -231,12 +236,11 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
                       and conf is not None else "")
             finish = Text(relative(r.finish_s, now) + (" (late)" if late else "") + unsure,
                           style="red" if late else "")
-        table.add_row(Text(r.id), Text(r.owner or "-"),
-                      Text(r.state, style=_STATE_STYLE.get(r.state, "")),
+        table.add_row(Text(r.id), Text(r.state, style=_STATE_STYLE.get(r.state, "")),
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
                       Text(f"{r.epochs_done}/{r.epochs}"), finish,
                       Text(stamp(r.due_s)), Text(_money(r.cost_so_far)),
-                      Text(_money(r.cost_to_go)))
+                      Text(_money(r.cost_to_go)), Text(r.owner or "-"))
     console().print(table)
     m = settings.manager
     click.echo(f"costs: energy at PUE {m.energy_pue:g} x {m.price_per_kwh:g}/kWh plus "
