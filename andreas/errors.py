@@ -55,5 +55,10 @@ def options(**names: str) -> Iterator[None]:
         raise
 
 
+class NotPermitted(AndreasError):
+    """The caller may not do this to that job: it is neither its owner nor an operator. The
+    message names the job, its owner and the caller."""
+
+
 class InfeasiblePlan(AndreasError):
     """A plan that breaks a hard constraint (capacity, one node per job, unknown names)."""

@@ -86,4 +86,18 @@ PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_migrator'@'%';
 GRANT ALL PRIVILEGES ON `andreas`.* TO 'andreas_migrator'@'%';
 
+-- submitter (a role: people's own accounts get it from `andreas db add-user`)
+CREATE ROLE IF NOT EXISTS `andreas_submitter`;
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM `andreas_submitter`;
+GRANT SELECT ON `andreas`.`alembic_version` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`my_jobs` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`my_job_attempts` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`nodes` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`gpus` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`decisions` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`epoch_events` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`job_energy` TO `andreas_submitter`;
+GRANT EXECUTE ON PROCEDURE `andreas`.`andreas_submit` TO `andreas_submitter`;
+GRANT EXECUTE ON PROCEDURE `andreas`.`andreas_cancel` TO `andreas_submitter`;
+
 SET @andreas_sql = NULL;

@@ -8,6 +8,7 @@ masked; passwords are read from files or the environment, never from the command
 from __future__ import annotations
 
 import time
+from typing import Any
 from datetime import UTC, datetime
 
 import click
@@ -117,20 +118,24 @@ def downgrade_cmd(revision: str) -> None:
               help="Account names are PREFIX + agent / manager / reporter / migrator.")
 @click.option("--host", "account_host", default=accounts.DEFAULT_HOST, show_default=True,
               help="Host part of the accounts ('%' = any host; e.g. '10.0.%').")
-@click.option("--role", "roles", multiple=True, type=click.Choice(accounts.ROLES),
-              help="Only these roles (repeatable); default: all four.")
+@click.option("--role", "roles", multiple=True,
+              type=click.Choice((*accounts.ROLES, accounts.SUBMITTER)),
+              help="Only these roles (repeatable); default: all four accounts and the "
+                   "submitter role.")
 @click.option("--database", default=None,
               help="Database the grants are on; default: the configured URL's database.")
 @db_errors
 def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tuple[str, ...],
                      database: str | None) -> None:
-    """Least-privilege MariaDB accounts: agent, manager, reporter, migrator.
+    """Least-privilege MariaDB accounts: agent, manager, reporter, migrator, and the role
+    `submitter` that people's own accounts get (`andreas db add-user`).
 
     Passwords come from ANDREAS_DB_<ROLE>_PASSWORD_FILE or ANDREAS_DB_<ROLE>_PASSWORD
     (e.g. ANDREAS_DB_AGENT_PASSWORD_FILE), never from the command line. Run
     `andreas db upgrade` first: the grants name the tables.
     """
-    roles = roles or accounts.ROLES
+    submitter = not roles or accounts.SUBMITTER in roles
+    roles = tuple(r for r in roles if r != accounts.SUBMITTER) if roles else accounts.ROLES
     settings = load_settings()
     from andreas.store.engine import parse_url
 
@@ -138,8 +143,8 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
     if not do_apply:
         if is_sqlite(url) and database is None:
             database = "andreas"
-        click.echo(accounts.setup_script(database or url.database, prefix, account_host, roles),
-                   nl=False)
+        click.echo(accounts.setup_script(database or url.database, prefix, account_host, roles,
+                                         submitter=submitter), nl=False)
         return
     if is_sqlite(url):
         raise InputError(f"database URL {mask_url(url)!r}: accounts exist only on MariaDB; "
@@ -151,12 +156,71 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
         if st.state != "head":
             raise SchemaError(st.describe())
         made = accounts.apply(engine, database or engine.url.database, passwords, prefix,
-                              account_host)
+                              account_host, submitter=submitter)
     finally:
         engine.dispose()
     for a in made:
         click.echo(f"account {a.sql_name}: {a.role} privileges on "
                    f"{database or engine.url.database}")
+    if submitter:
+        click.echo(f"role `{accounts.submitter_role(prefix)}`: submitter privileges on "
+                   f"{database or engine.url.database} (give it to people with "
+                   "`andreas db add-user`)")
+
+
+def _admin_engine(what: str) -> Any:
+    settings = load_settings()
+    from andreas.store.engine import parse_url
+    url = parse_url(settings.db_url, settings.db_password_file)
+    if is_sqlite(url):
+        raise InputError(f"database URL {mask_url(url)!r}: {what} exist only on MariaDB; on "
+                         "SQLite the OS user is the job's owner")
+    _, engine = _engine()
+    return engine
+
+
+@db_group.command("add-user")
+@click.argument("name")
+@click.option("--unix-socket", is_flag=True,
+              help="Log in through the server's unix socket as the OS user NAME, no "
+                   "password (MariaDB's unix_socket plugin; on the database host only).")
+@click.option("--prefix", default=accounts.DEFAULT_PREFIX, show_default=True,
+              help="The prefix given to `create-users` (the role is PREFIX + submitter).")
+@click.option("--host", "account_host", default=accounts.DEFAULT_HOST, show_default=True,
+              help="Host part of the account ('%' = any host).")
+@db_errors
+def add_user_cmd(name: str, unix_socket: bool, prefix: str, account_host: str) -> None:
+    """A person's own MariaDB account NAME, with the submitter role: they submit, see and
+    cancel their own jobs, nothing else. The password comes from
+    ANDREAS_DB_USER_PASSWORD_FILE or ANDREAS_DB_USER_PASSWORD (never the command line),
+    unless --unix-socket. Run as an administrator, after `create-users`.
+    """
+    password = None
+    if not unix_socket:
+        password = accounts.passwords_from_env(["user"])["user"]
+    engine = _admin_engine("accounts")
+    try:
+        account = accounts.add_user(engine, name, password=password, host=account_host,
+                                    prefix=prefix)
+    finally:
+        engine.dispose()
+    how = "unix socket" if unix_socket else "password"
+    click.echo(f"account {account.sql_name}: role {accounts.submitter_role(prefix)} "
+               f"(login by {how}); their jobs are owned by {name!r}")
+
+
+@db_group.command("remove-user")
+@click.argument("name")
+@click.option("--host", "account_host", default=accounts.DEFAULT_HOST, show_default=True)
+@db_errors
+def remove_user_cmd(name: str, account_host: str) -> None:
+    """Drop a person's account; their jobs keep NAME as owner (operators can cancel them)."""
+    engine = _admin_engine("accounts")
+    try:
+        accounts.remove_user(engine, name, host=account_host)
+    finally:
+        engine.dispose()
+    click.echo(f"account {accounts.user_account(name, account_host).sql_name}: removed")
 
 
 @db_group.command("retention")

@@ -176,23 +176,28 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
 @click.command("queue")
 @click.option("--all", "show_all", is_flag=True,
               help="Also finished jobs (completed, failed, cancelled).")
+@click.option("--mine", is_flag=True,
+              help="Only my jobs (owner = my database account on MariaDB, my OS user on "
+                   "SQLite).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list (times in unix seconds).")
 @click.pass_context
 @db_errors
-def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> None:
     """The jobs that are queued, running or stopped: where they run, their progress, when
     they should finish, and what they cost.
 
     Unfinished jobs come first, by due date. FINISH is the latest plan's expected end as
     a time from now, "(late)" after the due date; finished jobs: the actual end. SO FAR
     is the measured energy (kWh x PUE x price) plus the tardiness penalty already
-    incurred; TO GO is what the latest plan predicts.
+    incurred; TO GO is what the latest plan predicts. OWNER is who submitted the job
+    ("-": before owners were recorded); with a MariaDB account of your own you see only
+    your jobs.
     """
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
     try:
-        rows = views.queue(store, settings.manager, now, include_finished=show_all)
+        rows = views.queue(store, settings.manager, now, include_finished=show_all, mine=mine)
     finally:
         store.dispose()
     if as_json:
@@ -206,12 +211,18 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     from rich.text import Text
 
     table = Table(title=f"{len(rows)} job(s) at {stamp(now)}")
+    # Ids and node names are typed into other commands: never folded when there is room.
+    whole = {"JOB": max(len(r.id) for r in rows),
+             "NODE": max(len(r.node or "-") for r in rows),
+             "FINISH": min(24, max(len(relative(r.finish_s, now)) + 7 if r.finish_s else 1
+                                   for r in rows))}
     for title, right in (("JOB", False), ("STATE", False), ("NODE", False), ("GPUs", True),
                          ("EPOCHS", True), ("FINISH", False), ("DUE", False),
-                         ("SO FAR", True), ("TO GO", True)):
+                         ("SO FAR", True), ("TO GO", True), ("OWNER", False)):
         # Ids must stay whole (they are typed into other commands): fold, never truncate.
         table.add_column(title, justify="right" if right else "left", overflow="fold",
-                         no_wrap=title in ("DUE", "STATE"))
+                         no_wrap=title in ("DUE", "STATE"),
+                         min_width=whole.get(title))
     for r in rows:
         if r.finish_s is None:
             finish = Text("-")
@@ -229,7 +240,7 @@ def queue_cmd(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
                       Text(f"{r.epochs_done}/{r.epochs}"), finish,
                       Text(stamp(r.due_s)), Text(_money(r.cost_so_far)),
-                      Text(_money(r.cost_to_go)))
+                      Text(_money(r.cost_to_go)), Text(r.owner or "-"))
     console().print(table)
     m = settings.manager
     rate = (f"PUE {m.energy_pue:g} x {m.price_per_kwh:g}/kWh" if m.tariff is None
@@ -281,7 +292,8 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     if d.plan is not None and d.plan.node:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
     for key, value in (
-            ("job", d.id), ("state", d.state + (f" ({d.reason})" if d.reason else "")),
+            ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
+            ("state", d.state + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
             ("image", d.image), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
@@ -371,7 +383,8 @@ def _quote(text: str) -> str:
 @db_errors
 def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     """Cancel a queued, running or stopped job. The manager stops its container (SIGTERM,
-    then SIGKILL after the job's grace period). A finished job cannot be cancelled (exit 2).
+    then SIGKILL after the job's grace period). A finished job cannot be cancelled, nor
+    can someone else's job unless you are an operator (exit 2).
     """
     now = _now(ctx)
     if reason is None:

@@ -40,6 +40,7 @@ from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps,
                                     job_energy_parts, latest_gpu_power, latest_host_power,
                                     total)
 from andreas.store.lookup import resolve_job_id
+from andreas.store.owners import access, require
 
 POWER_WINDOW_S = 60.0
 
@@ -72,6 +73,7 @@ class QueueRow:
     cost_to_go: float | None
     # (source, confidence) of the plan's epoch-time estimate behind finish_s (None: no plan)
     estimate: tuple[str | None, float | None] | None = None
+    owner: str | None = None            # None: submitted before owners were recorded
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +119,7 @@ class JobDetail:
     costs: Costs
     attempts: tuple[AttemptRow, ...]
     epoch_stats: tuple[ConfigEpochs, ...]
+    owner: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,11 +152,13 @@ class LogSource:
 
 
 def queue(store: Store, settings: ManagerSettings, now_s: float, *,
-          include_finished: bool = False) -> list[QueueRow]:
+          include_finished: bool = False, mine: bool = False) -> list[QueueRow]:
     """Active jobs (or all with ``include_finished``): unfinished ones by due date, then
-    finished ones, the most recently finished first."""
+    finished ones, the most recently finished first. ``mine``: only the caller's jobs (a
+    MariaDB submitter never sees others')."""
     with store.session() as s:
-        jobs = load_queue(s, include_finished=include_finished)
+        owner = access(s).user if mine else None
+        jobs = load_queue(s, include_finished=include_finished, owner=owner)
         names = node_names(s, {a.node_id for j in jobs.values() for a in j.attempts})
         energy = job_energy(s, list(jobs))
         parts = job_energy_parts(s, list(jobs)) if settings.tariff_file is not None else {}
@@ -173,7 +178,8 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
             cost_so_far=costs.so_far, cost_to_go=costs.to_go,
-            estimate=(entry.estimate_source, entry.confidence) if entry else None))
+            estimate=(entry.estimate_source, entry.confidence) if entry else None,
+            owner=j.owner))
     active = sorted((r for r in rows if not _terminal(r.state)),
                     key=lambda r: (r.due_s, r.submit_s, r.id))
     done = sorted((r for r in rows if _terminal(r.state)),
@@ -183,10 +189,12 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
 
 def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> JobDetail:
     """One job with its attempts (and the decisions that started and stopped them), its
-    epochs per configuration and its costs; InputError for an unknown id."""
+    epochs per configuration and its costs; InputError for an unknown id, NotPermitted
+    for someone else's job (its env, command and log tails are its owner's)."""
     with store.session() as s:
         job_id = resolve_job_id(s, job_id)
         job = load_jobs(s, ids=[job_id])[job_id]
+        require(access(s), job_id, job.owner, "read")
         epochs = job_epochs(s, job_id)
         names = node_names(s, {a.node_id for a in job.attempts})
         per_attempt = attempt_energy(s, job_id)
@@ -213,7 +221,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         grace_s=job.grace_s, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib,
         state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
-        finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs))
+        finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs),
+        owner=job.owner)
 
 
 def nodes(store: Store, now_s: float) -> list[NodeRow]:
@@ -255,10 +264,12 @@ def nodes(store: Store, now_s: float) -> list[NodeRow]:
 
 
 def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSource:
-    """The node and container of the job's attempt (default: the latest one)."""
+    """The node and container of the job's attempt (default: the latest one); NotPermitted
+    for someone else's job."""
     with store.session() as s:
         job_id = resolve_job_id(s, job_id)
         job = load_jobs(s, ids=[job_id])[job_id]
+        require(access(s), job_id, job.owner, "read the logs of")
         rows = job.attempts
         if not rows:
             raise InputError(f"job {job_id}: has not started yet ({job.state.value}); no logs")

@@ -11,6 +11,12 @@ manager    SELECT, INSERT, UPDATE, DELETE on every data table (jobs, decisions, 
            no DDL (CREATE, ALTER, DROP, INDEX).
 reporter   SELECT on every data table.
 migrator   ALL on the database (DDL for ``andreas db upgrade``), no GRANT OPTION.
+submitter  a MariaDB *role* (no password, no login) that every person's own account gets
+           as its default role (``andreas db add-user``): SELECT on the views
+           ``my_jobs`` and ``my_job_attempts`` (the caller's own jobs) and on nodes, gpus,
+           decisions, epoch_events, job_energy (inventory, plans and measurements, no
+           job spec); EXECUTE on the procedures ``andreas_submit`` and
+           ``andreas_cancel``. Nothing on the ``jobs`` table itself (migration 0006).
 =========  =============================================================================
 
 Every account may read ``alembic_version`` (the schema check every component makes).
@@ -36,6 +42,10 @@ from andreas.errors import InputError
 from andreas.store.models import Base
 
 ROLES = ("agent", "manager", "reporter", "migrator")
+SUBMITTER = "submitter"
+SUBMITTER_SELECT = ("my_jobs", "my_job_attempts", "nodes", "gpus", "decisions",
+                    "epoch_events", "job_energy")
+SUBMITTER_EXECUTE = ("andreas_submit", "andreas_cancel")
 DEFAULT_PREFIX = "andreas_"
 DEFAULT_HOST = "%"
 VERSION_TABLE = "alembic_version"
@@ -46,6 +56,8 @@ AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node
 AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _HOST = re.compile(r"^[A-Za-z0-9_.%:\-]{1,255}$")
+# A person's account: their OS user name as a rule (letters, digits, _ . -).
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")
 
 
 @dataclass(frozen=True)
@@ -105,12 +117,88 @@ def grants(database: str, account: Account) -> list[str]:
     return out
 
 
+def submitter_role(prefix: str = DEFAULT_PREFIX) -> str:
+    """The role's name, ``<prefix>submitter``."""
+    if not prefix or not _NAME.match(prefix):
+        raise InputError(f"account prefix {prefix!r}: use letters, digits and _ only")
+    return f"{prefix}{SUBMITTER}"
+
+
+def submitter_grants(database: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """The GRANT statements of the submitter role (after REVOKE ALL)."""
+    if not _NAME.match(database):
+        raise InputError(f"database name {database!r}: use letters, digits and _ only")
+    to = f"TO `{submitter_role(prefix)}`"
+    return ([f"GRANT SELECT ON `{database}`.`{t}` {to}"
+             for t in (VERSION_TABLE, *SUBMITTER_SELECT)]
+            + [f"GRANT EXECUTE ON PROCEDURE `{database}`.`{p}` {to}"
+               for p in SUBMITTER_EXECUTE])
+
+
+def _submitter_statements(database: str, prefix: str) -> list[str]:
+    role = f"`{submitter_role(prefix)}`"
+    return [f"CREATE ROLE IF NOT EXISTS {role}",
+            f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {role}",
+            *submitter_grants(database, prefix)]
+
+
+def user_account(name: str, host: str = DEFAULT_HOST) -> Account:
+    """A person's own account (role ``submitter``)."""
+    if not _USER.match(name):
+        raise InputError(f"user {name!r}: 1-80 letters, digits, '_', '.', '-' (an OS user "
+                         "name, as a rule)")
+    if not _HOST.match(host):
+        raise InputError(f"account host {host!r}: use a host name, an IP or a % pattern")
+    return Account(SUBMITTER, name, host)
+
+
+def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEFAULT_HOST,
+             prefix: str = DEFAULT_PREFIX) -> Account:
+    """Create or update a person's account with the submitter role as its default role.
+
+    ``password`` None: ``IDENTIFIED VIA unix_socket`` (the OS user of that name logs in
+    through the server's socket, no password: the database account *is* the OS user).
+    Passwords are bound parameters, never logged. Run ``create-users`` first (the role).
+    """
+    account = user_account(name, host)
+    role = f"`{submitter_role(prefix)}`"
+    with engine.begin() as conn:
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            quoted = account.sql_name.replace("%", "%%")
+            if password is None:
+                cursor.execute(f"CREATE USER IF NOT EXISTS {account.sql_name} "
+                               "IDENTIFIED VIA unix_socket")
+                cursor.execute(f"ALTER USER {account.sql_name} IDENTIFIED VIA unix_socket")
+            else:
+                cursor.execute(f"CREATE USER IF NOT EXISTS {quoted} IDENTIFIED BY %s",
+                               (password,))
+                cursor.execute(f"ALTER USER {quoted} IDENTIFIED BY %s", (password,))
+            cursor.execute(f"GRANT {role} TO {account.sql_name}")
+            cursor.execute(f"SET DEFAULT ROLE {role} FOR {account.sql_name}")
+        finally:
+            cursor.close()
+    return account
+
+
+def remove_user(engine: Engine, name: str, *, host: str = DEFAULT_HOST) -> None:
+    """Drop a person's account (their jobs keep their owner)."""
+    account = user_account(name, host)
+    with engine.begin() as conn:
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            cursor.execute(f"DROP USER IF EXISTS {account.sql_name}")
+        finally:
+            cursor.close()
+
+
 def _password_var(role: str) -> str:
     return f"@{role}_password"
 
 
 def setup_script(database: str = "andreas", prefix: str = DEFAULT_PREFIX,
-                 host: str = DEFAULT_HOST, roles: Iterable[str] = ROLES) -> str:
+                 host: str = DEFAULT_HOST, roles: Iterable[str] = ROLES,
+                 submitter: bool = True) -> str:
     """The SQL script (``scripts/mariadb-setup.sql``): passwords come from user variables
     set beforehand in the same session, never from the script itself."""
     accts = accounts(prefix, host, roles)
@@ -146,6 +234,11 @@ def setup_script(database: str = "andreas", prefix: str = DEFAULT_PREFIX,
         lines.append(f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {a.sql_name};")
         lines += [g + ";" for g in grants(database, a)]
         lines.append("")
+    if submitter:
+        lines.append(f"-- {SUBMITTER} (a role: people's own accounts get it from "
+                     "`andreas db add-user`)")
+        lines += [g + ";" for g in _submitter_statements(database, prefix)]
+        lines.append("")
     lines.append("SET @andreas_sql = NULL;")
     return "\n".join(lines) + "\n"
 
@@ -173,8 +266,10 @@ def passwords_from_env(roles: Iterable[str],
 
 
 def apply(engine: Engine, database: str, passwords: Mapping[str, str],
-          prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST) -> list[Account]:
-    """Create or update the accounts through an administrator's connection.
+          prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST, *,
+          submitter: bool = False) -> list[Account]:
+    """Create or update the accounts (and with ``submitter`` the role) through an
+    administrator's connection.
 
     Passwords are sent as bound parameters (PyMySQL escapes them), never logged.
     """
@@ -190,6 +285,9 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
                 cursor.execute(f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {a.sql_name}")
                 for statement in grants(database, a):
                     cursor.execute(statement)
+            if submitter:
+                for statement in _submitter_statements(database, prefix):
+                    cursor.execute(statement)
         finally:
             cursor.close()
     return accts
@@ -201,5 +299,6 @@ def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST)
         try:
             for a in accounts(prefix, host):
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
+            cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")
         finally:
             cursor.close()

@@ -240,7 +240,8 @@ class Job(Base):
     """A training job's spec and state. ``state`` changes only via ``jobs.transition``."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_state", "state", "due_s"), MYSQL)
+    __table_args__ = (Index("ix_jobs_state", "state", "due_s"),
+                      Index("ix_jobs_owner", "owner", "state"), MYSQL)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     image: Mapped[str] = mapped_column(String(512))
@@ -264,6 +265,10 @@ class Job(Base):
     # the job needs (MiB; None: not declared). See the GPU-sharing section of ARCHITECTURE.
     gpu_milli: Mapped[int | None]
     gpu_memory_mib: Mapped[int | None]
+    # Who submitted it: the database account on MariaDB (set by a trigger, so nobody
+    # submits in another's name), the OS user on SQLite; None: before owners were
+    # recorded (an operator's job). See "Ownership and trust" in ARCHITECTURE.md.
+    owner: Mapped[str | None] = mapped_column(String(128))
 
     attempts: Mapped[list[JobAttempt]] = relationship(back_populates="job",
                                                       order_by="JobAttempt.attempt")

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 
 from andreas.store.chunks import chunks
 from andreas.store.jobs import ACTIVE, TERMINAL
-from andreas.store.models import Gpu, Job, JobAttempt, JobState, Node, NodeState
+from andreas.store.models import Gpu, JobState, Node, NodeState
 from andreas.store.nodes import Db
+from andreas.store.owners import attempts_table, jobs_table
 
 FAKE_GPU_PREFIX = "GPU-fake-"
 DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
@@ -119,6 +120,7 @@ class JobView:
     attempts: tuple[AttemptView, ...] = ()
     gpu_milli: int | None = None          # a share of one GPU; None: whole GPUs (elastic)
     gpu_memory_mib: int | None = None
+    owner: str | None = None              # None: submitted before owners were recorded
 
     @property
     def latest(self) -> AttemptView | None:
@@ -157,45 +159,54 @@ def node_names(db: Db, ids: Collection[int | None]) -> dict[int, str]:
     return out
 
 
-_JOB_COLUMNS = (Job.id, Job.state, Job.image, Job.command, Job.env, Job.epochs, Job.epochs_done,
-                Job.submit_s, Job.due_s, Job.weight, Job.application, Job.grace_s,
-                Job.failures, Job.max_gpus, Job.predicted_cost, Job.state_changed_s,
-                Job.reason, Job.gpu_milli, Job.gpu_memory_mib)
-_ATTEMPT_COLUMNS = (JobAttempt.id, JobAttempt.job_id, JobAttempt.attempt, JobAttempt.node_id,
-                    JobAttempt.gpu_ids, JobAttempt.container_id, JobAttempt.start_s,
-                    JobAttempt.end_s, JobAttempt.exit_code, JobAttempt.decision_id,
-                    JobAttempt.stop_decision_id, JobAttempt.stop_requested_s,
-                    JobAttempt.reason, JobAttempt.gpu_milli, JobAttempt.profiling)
+_JOB_COLUMNS = ("id", "state", "image", "command", "env", "epochs", "epochs_done", "submit_s",
+                "due_s", "weight", "application", "grace_s", "failures", "max_gpus",
+                "predicted_cost", "state_changed_s", "reason", "gpu_milli", "gpu_memory_mib",
+                "owner")
+_ATTEMPT_COLUMNS = ("id", "job_id", "attempt", "node_id", "gpu_ids", "container_id", "start_s",
+                    "end_s", "exit_code", "decision_id", "stop_decision_id",
+                    "stop_requested_s", "reason", "gpu_milli", "profiling")
 
 
 def load_jobs(db: Db, *, ids: Iterable[str] | None = None) -> dict[str, JobView]:
     """The jobs the manager acts on (default: active jobs plus terminal jobs with an open
-    attempt), or exactly the given ids; each with all its attempts in order."""
+    attempt), or exactly the given ids; each with all its attempts in order. A MariaDB
+    submitter's session sees only its own jobs (:mod:`andreas.store.owners`)."""
+    jobs, attempts = jobs_table(db).c, attempts_table(db).c
     if ids is None:
-        open_ids = select(JobAttempt.job_id).where(JobAttempt.end_s.is_(None))
-        return _with_attempts(db, _rows(db, or_(Job.state.in_(ACTIVE), Job.id.in_(open_ids))))
+        open_ids = select(attempts.job_id).where(attempts.end_s.is_(None))
+        return _with_attempts(db, _rows(db, or_(jobs.state.in_(ACTIVE),
+                                                jobs.id.in_(open_ids))))
     rows: list[Any] = []
     for chunk in chunks(sorted(set(ids))):
-        rows.extend(_rows(db, Job.id.in_(chunk)))
+        rows.extend(_rows(db, jobs.id.in_(chunk)))
     return _with_attempts(db, rows)
 
 
-def load_queue(db: Db, *, include_finished: bool = False) -> dict[str, JobView]:
-    """Unfinished jobs (or every job), each with all its attempts."""
-    where = Job.state.not_in(TERMINAL) if not include_finished else None
-    return _with_attempts(db, _rows(db, where))
+def load_queue(db: Db, *, include_finished: bool = False,
+               owner: str | None = None) -> dict[str, JobView]:
+    """Unfinished jobs (or every job), each with all its attempts; only ``owner``'s when
+    given."""
+    jobs = jobs_table(db).c
+    where = [] if include_finished else [jobs.state.not_in(TERMINAL)]
+    if owner is not None:
+        where.append(jobs.owner == owner)
+    return _with_attempts(db, _rows(db, and_(*where) if where else None))
 
 
 def _rows(db: Db, where: ColumnElement[bool] | None) -> list[Any]:
-    stmt = select(*_JOB_COLUMNS)
+    t = jobs_table(db)
+    stmt = select(*(t.c[name] for name in _JOB_COLUMNS))
     return list(db.execute(stmt if where is None else stmt.where(where)))
 
 
 def _with_attempts(db: Db, rows: list[Any]) -> dict[str, JobView]:
+    t = attempts_table(db)
     attempts: dict[str, list[AttemptView]] = defaultdict(list)
     for chunk in chunks([r.id for r in rows]):
-        for a in db.execute(select(*_ATTEMPT_COLUMNS).where(JobAttempt.job_id.in_(chunk))
-                            .order_by(JobAttempt.job_id, JobAttempt.attempt)):
+        for a in db.execute(select(*(t.c[name] for name in _ATTEMPT_COLUMNS))
+                            .where(t.c.job_id.in_(chunk))
+                            .order_by(t.c.job_id, t.c.attempt)):
             attempts[a.job_id].append(_attempt(a))
     return {r.id: _job(r, tuple(attempts.get(r.id, ()))) for r in rows}
 
@@ -219,4 +230,4 @@ def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:
                    failures=r.failures or 0, max_gpus=r.max_gpus,
                    predicted_cost=r.predicted_cost, state_changed_s=r.state_changed_s,
                    reason=r.reason, attempts=attempts, gpu_milli=r.gpu_milli,
-                   gpu_memory_mib=r.gpu_memory_mib)
+                   gpu_memory_mib=r.gpu_memory_mib, owner=r.owner)

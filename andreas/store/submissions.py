@@ -7,11 +7,12 @@ each in one transaction, so a refused submission stores nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select, text, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from andreas.errors import AndreasError, InputError
@@ -20,6 +21,7 @@ from andreas.store.jobs import TERMINAL, transition
 from andreas.store.lookup import find_job_id, resolve_job_id
 from andreas.store.models import Job, JobState
 from andreas.store.nodes import Db
+from andreas.store.owners import access, require, signalled
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,7 @@ class NewJob:
     reason: str | None = None
     gpu_milli: int | None = None          # a share of one GPU (1-999); None: whole GPUs
     gpu_memory_mib: int | None = None
+    owner: str | None = None              # add_job fills in the caller (store.owners)
 
 
 class JobIdTaken(AndreasError):
@@ -59,34 +62,81 @@ def insert_job(s: Session, job: NewJob) -> None:
               weight=job.weight, application=job.application, grace_s=job.grace_s,
               state=job.state, state_changed_s=job.submit_s, max_gpus=job.max_gpus,
               failures=0, reason=job.reason, gpu_milli=job.gpu_milli,
-              gpu_memory_mib=job.gpu_memory_mib))
+              gpu_memory_mib=job.gpu_memory_mib,
+              owner=job.owner if job.owner is not None else access(s).user))
 
 
-def add_job(store: Store, job: NewJob) -> None:
-    """Store ``job`` in its own transaction; JobIdTaken when the id (ignoring case) is
-    used, also when two submissions race (the unique key decides)."""
+def add_job(store: Store, job: NewJob) -> str:
+    """Store ``job`` in its own transaction, owned by the caller; returns the owner.
+    JobIdTaken when the id (ignoring case) is used, also when two submissions race (the
+    unique key decides). A MariaDB submitter's job goes through ``andreas_submit``, which
+    checks every value again and stores the submission time of the server."""
     try:
         with store.session() as s:
+            who = access(s)
+            if who.restricted:
+                _call_submit(s, job)
+                return who.user
             existing = find_job_id(s, job.id)
             if existing is not None:
                 raise JobIdTaken(job.id, existing)
-            insert_job(s, job)
+            insert_job(s, replace(job, owner=who.user))
+            return who.user
     except IntegrityError:
         raise JobIdTaken(job.id, job.id) from None
 
 
+def _call_submit(s: Session, job: NewJob) -> None:
+    if job.state is not JobState.QUEUED or job.reason is not None:
+        raise InputError(f"job {job.id}: a submitter's job starts queued, without a reason")
+    params = dict(id=job.id, image=job.image, command=json.dumps(list(job.command)),
+                  env=json.dumps(dict(job.env)), epochs=job.epochs, due_s=job.due_s,
+                  weight=job.weight, application=job.application, grace_s=job.grace_s,
+                  max_gpus=job.max_gpus, gpu_milli=job.gpu_milli,
+                  gpu_memory_mib=job.gpu_memory_mib)
+    try:
+        s.execute(text("CALL andreas_submit(:id, :image, :command, :env, :epochs, :due_s, "
+                       ":weight, :application, :grace_s, :max_gpus, :gpu_milli, "
+                       ":gpu_memory_mib)"), params)
+    except IntegrityError:
+        raise
+    except DBAPIError as e:
+        refusal = signalled(e)
+        if refusal is None:
+            raise
+        raise refusal from None
+
+
 def cancel_job(db: Db, job_id: str, *, reason: str, now_s: float) -> tuple[str, JobState]:
     """Move the job to ``cancelled`` with ``reason`` in the caller's transaction; returns
-    (stored id, the state it left). A finished job is an InputError; TransitionConflict
-    when another writer moved it first (the caller may try again)."""
+    (stored id, the state it left). NotPermitted unless the caller owns the job or is an
+    operator (a MariaDB submitter: checked by ``andreas_cancel``); a finished job is an
+    InputError; TransitionConflict when another writer moved it first (the caller may try
+    again)."""
+    who = access(db)
+    if who.restricted:
+        return _call_cancel(db, job_id, reason)
     stored = resolve_job_id(db, job_id)
-    state = db.execute(select(Job.state).where(Job.id == stored)).scalar_one()
+    state, owner = db.execute(select(Job.state, Job.owner).where(Job.id == stored)).one()
+    require(who, stored, owner, "cancel")
     if state in TERMINAL:
         raise InputError(f"job {stored}: already {state.value}; nothing to cancel")
     transition(db, stored, JobState.CANCELLED, expected=state, now_s=now_s)
     db.execute(update(Job).where(Job.id == stored).values(reason=reason)
                .execution_options(synchronize_session=False))
     return stored, state
+
+
+def _call_cancel(db: Db, job_id: str, reason: str) -> tuple[str, JobState]:
+    try:
+        row = db.execute(text("CALL andreas_cancel(:id, :reason)"),
+                         {"id": job_id, "reason": reason}).one()
+    except DBAPIError as e:
+        refusal = signalled(e)
+        if refusal is None:
+            raise
+        raise refusal from None
+    return str(row.id), JobState(row.was)
 
 
 def job_exists(db: Db, job_id: str) -> bool:

@@ -1,0 +1,131 @@
+"""Who is asking, and whether they may act on a job (ARCHITECTURE.md, "Ownership and trust").
+
+- **MariaDB**: the caller is the database account (its login name,
+  ``SUBSTRING_INDEX(USER(), '@', 1)``). An account that cannot see the ``jobs`` table is a
+  *submitter* (the ``<prefix>submitter`` role of :mod:`andreas.store.accounts`): it reads
+  its own jobs through the views ``my_jobs`` / ``my_job_attempts`` and writes only
+  through the procedures ``andreas_submit`` / ``andreas_cancel`` (migration 0006). The
+  database enforces all of that. Any account that sees ``jobs`` (manager, reporter,
+  administrator) is an *operator*: the database lets it read every job and, where its
+  grants allow, change any.
+- **SQLite** (embedded, one machine): the caller is the OS user; the *operator* is the
+  user who owns the database file (or root). Owners are recorded and checked here, in
+  the library the CLI calls; anyone who can write the file can bypass that, so it is a
+  guard against mistakes, not a security boundary.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from andreas.errors import InputError, NotPermitted
+from andreas.store.engine import error_code, sqlite_path
+from andreas.store.models import Job, JobAttempt
+
+_CACHE_KEY = "andreas_access"
+# SQLSTATE 45000 from a procedure's SIGNAL (its message is meant for the user).
+SIGNAL_CODE = 1644
+# Read-only stand-ins for the tables, typed like them, for a submitter's session.
+MY_JOBS = sa.table("my_jobs", *(sa.column(c.name, c.type) for c in Job.__table__.c))
+MY_ATTEMPTS = sa.table("my_job_attempts",
+                       *(sa.column(c.name, c.type) for c in JobAttempt.__table__.c))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Access:
+    """The caller of one session: ``user`` is what ``jobs.owner`` records for them."""
+
+    user: str
+    operator: bool                    # may read and cancel every job
+    restricted: bool                  # a MariaDB submitter: views and procedures only
+
+
+def os_user() -> str:
+    """The effective OS user's name (its uid when the passwd database has no entry)."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _owner_of(path: Path) -> str | None:
+    try:
+        uid = path.stat().st_uid
+    except OSError:
+        return None
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _conn(db: Session | Connection) -> Connection:
+    return db.connection() if isinstance(db, Session) else db
+
+
+def access(db: Session | Connection) -> Access:
+    """The caller of this session (MariaDB: probed once per connection and cached)."""
+    conn = _conn(db)
+    if conn.dialect.name == "sqlite":
+        me = os_user()
+        path = sqlite_path(conn.engine.url)
+        file_owner = _owner_of(path) if path is not None else None
+        return Access(user=me, operator=me in ("root", file_owner) or file_owner is None,
+                      restricted=False)
+    cached = conn.info.get(_CACHE_KEY)
+    if isinstance(cached, Access):
+        return cached
+    me, sees_jobs = conn.execute(sa.text(
+        "SELECT SUBSTRING_INDEX(USER(), '@', 1), (SELECT COUNT(*) FROM "
+        "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+        "TABLE_NAME = 'jobs')")).one()
+    found = Access(user=str(me), operator=bool(sees_jobs), restricted=not sees_jobs)
+    conn.info[_CACHE_KEY] = found
+    return found
+
+
+def restricted(db: Session | Connection) -> bool:
+    """Whether this session is a MariaDB submitter's (cheap: SQLite never is)."""
+    return _conn(db).dialect.name != "sqlite" and access(db).restricted
+
+
+def jobs_table(db: Session | Connection) -> sa.TableClause:
+    """Where this session reads jobs: ``jobs``, or a submitter's ``my_jobs``."""
+    return MY_JOBS if restricted(db) else Job.__table__
+
+
+def attempts_table(db: Session | Connection) -> sa.TableClause:
+    """Where this session reads attempts: ``job_attempts``, or ``my_job_attempts``."""
+    return MY_ATTEMPTS if restricted(db) else JobAttempt.__table__
+
+
+def require(who: Access, job_id: str, owner: str | None, action: str) -> None:
+    """NotPermitted unless ``who`` owns the job or is an operator; ``action`` says what was
+    refused ("cancel", "read the logs of")."""
+    if who.operator or (owner is not None and owner == who.user):
+        return
+    if owner is None:
+        raise NotPermitted(f"job {job_id}: has no recorded owner (submitted before owners "
+                           f"were recorded); only an operator may {action} it")
+    raise NotPermitted(f"job {job_id}: owned by {owner}, not {who.user}; only its owner or "
+                       f"an operator may {action} it")
+
+
+def signalled(e: DBAPIError) -> InputError | NotPermitted | None:
+    """A procedure's refusal (SIGNAL) as the error andreas raises; None for any other."""
+    if error_code(e) != SIGNAL_CODE:
+        return None
+    args = getattr(e.orig, "args", ())
+    text = str(args[1]) if len(args) > 1 else str(e.orig)
+    if "only its owner" in text or "only an operator" in text:
+        return NotPermitted(text)
+    return InputError(text)

@@ -1,0 +1,295 @@
+"""Job ownership proved against the real MariaDB server: people's own accounts (the
+submitter role) submit, read and cancel their own jobs only; the database enforces it, not
+the CLI (MariaDB only: SQLite has no accounts; its CLI checks are in
+tests/jobs/test_owner_cli.py)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from sqlalchemy.engine import make_url
+
+from andreas.cli import main
+from andreas.config import ManagerSettings
+from andreas.errors import InputError, NotPermitted
+from andreas.service import views
+from andreas.service.submit import cancel, parse_submission, submit
+from andreas.store import Job, JobState, migrate, open_store
+from andreas.store import accounts
+from andreas.store.engine import error_code, make_engine
+from andreas.store.owners import access
+
+from .conftest import Backend, admin_engine
+from .helpers import add_node
+
+DENIED = {1044, 1142, 1143, 1227, 1370}
+PEOPLE = ("alice", "bob")
+
+
+@pytest.fixture(scope="module")
+def mdb(tmp_path_factory) -> Iterator[dict]:
+    backend = Backend("mariadb", tmp_path_factory.mktemp("owner"), admin_engine())
+    prefix = f"o{secrets.token_hex(3)}_"
+    people = {p: f"{p}{secrets.token_hex(2)}" for p in PEOPLE}   # unique per run
+    passwords = {role: secrets.token_urlsafe(12) for role in (*accounts.ROLES, *PEOPLE)}
+    admin_url = backend.fresh_url()
+    engine = make_engine(admin_url)
+    try:
+        migrate.upgrade(engine)
+        database = make_url(admin_url).database
+        accounts.apply(engine, database, {r: passwords[r] for r in accounts.ROLES}, prefix,
+                       submitter=True)
+        for p, name in people.items():
+            accounts.add_user(engine, name, password=passwords[p], prefix=prefix)
+        urls = {role: make_url(admin_url).set(username=f"{prefix}{role}",
+                                              password=passwords[role])
+                .render_as_string(hide_password=False) for role in accounts.ROLES}
+        urls.update({p: make_url(admin_url).set(username=name, password=passwords[p])
+                     .render_as_string(hide_password=False) for p, name in people.items()})
+        stores = {k: open_store(u) for k, u in urls.items()}
+        stores["admin"] = open_store(admin_url)
+        yield {"stores": stores, "people": people, "urls": urls, "engine": engine,
+               "admin": admin_url, "prefix": prefix}
+    finally:
+        for s in locals().get("stores", {}).values():
+            s.dispose()
+        for name in people.values():
+            accounts.remove_user(engine, name)
+        accounts.drop(engine, prefix)
+        engine.dispose()
+        backend.close()
+
+
+def spec(name: str | None = None, **extra):
+    return parse_submission(image="registry.example/ml/train:1", epochs=5, due="+2h",
+                            weight="0.01", env=["SECRET=alice-token"], name=name,
+                            now_s=time.time(), **extra)
+
+
+def denied(store, sql: str, params: dict | None = None) -> int:
+    with pytest.raises(sa.exc.DBAPIError) as err, store.session() as s:
+        s.execute(sa.text(sql), params or {})
+    code = error_code(err.value)
+    assert code in DENIED, f"{sql}: expected a privilege error, got {err.value.orig}"
+    return code
+
+
+def row(mdb, job_id: str) -> Job:
+    with mdb["stores"]["admin"].session() as s:
+        job = s.get(Job, job_id)
+        s.expunge(job)
+        return job
+
+
+def test_each_person_is_a_restricted_submitter_and_the_services_are_operators(mdb):
+    st, people = mdb["stores"], mdb["people"]
+    for p, name in people.items():
+        with st[p].session() as s:
+            who = access(s)
+        assert (who.user, who.restricted, who.operator) == (name, True, False)
+    for role in ("manager", "reporter"):
+        with st[role].session() as s:
+            who = access(s)
+        assert who.operator and not who.restricted
+        assert who.user == f"{mdb['prefix']}{role}"
+
+
+def test_a_user_submits_with_their_own_account_and_owns_the_job(mdb):
+    st, alice = mdb["stores"], mdb["people"]["alice"]
+    job_id = submit(st["alice"], spec(), time.time())
+    stored = row(mdb, job_id)
+    assert stored.owner == alice
+    assert stored.state is JobState.QUEUED and stored.env == {"SECRET": "alice-token"}
+    assert stored.submit_s == pytest.approx(time.time(), abs=60)   # the server's clock
+    rows = views.queue(st["alice"], ManagerSettings(), time.time(), mine=True)
+    assert [(r.id, r.owner) for r in rows] == [(job_id, alice)]
+    assert views.show(st["alice"], ManagerSettings(), job_id, time.time()).env == {
+        "SECRET": "alice-token"}
+
+
+def test_another_user_cannot_cancel_read_or_change_the_job(mdb):
+    st, alice, bob = mdb["stores"], mdb["people"]["alice"], mdb["people"]["bob"]
+    job_id = submit(st["alice"], spec(), time.time())
+    bob_store = st["bob"]
+    with pytest.raises(NotPermitted) as err:
+        cancel(bob_store, job_id, reason="mine now", now_s=time.time())
+    assert str(err.value) == (f"job {job_id}: owned by {alice}; only its owner or an "
+                              "operator may cancel it")
+    with pytest.raises(NotPermitted):                          # the procedure, called directly
+        with bob_store.session() as s:
+            from andreas.store.submissions import cancel_job
+            cancel_job(s, job_id, reason="x", now_s=0.0)
+    # Reads: the job is invisible to bob (its env, command, reason and attempts too).
+    with pytest.raises(InputError, match=f"none of your jobs \\({bob}\\)"):
+        views.show(bob_store, ManagerSettings(), job_id, time.time())
+    with pytest.raises(InputError, match="none of your jobs"):
+        views.log_source(bob_store, job_id)
+    assert job_id not in {r.id for r in views.queue(bob_store, ManagerSettings(), time.time(),
+                                                    include_finished=True)}
+    with bob_store.session() as s:
+        assert s.execute(sa.text("SELECT COUNT(*) FROM my_jobs WHERE id = :j"),
+                         {"j": job_id}).scalar() == 0
+        assert s.execute(sa.text("SELECT COUNT(*) FROM my_job_attempts WHERE job_id = :j"),
+                         {"j": job_id}).scalar() == 0
+    for sql in ("SELECT env FROM jobs WHERE id = :j", "SELECT * FROM job_attempts",
+                "UPDATE jobs SET state = 'cancelled' WHERE id = :j",
+                "UPDATE jobs SET owner = 'x' WHERE id = :j",
+                "UPDATE my_jobs SET state = 'cancelled' WHERE id = :j",
+                "DELETE FROM jobs WHERE id = :j", "DELETE FROM my_jobs WHERE id = :j",
+                "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
+                "due_s, weight, application, grace_s, state, owner) VALUES (:j, 'i', '[]', "
+                "'{}', 1, 0, 0, 1, 1, 'a', 1, 'queued', 'alice')",
+                "SELECT * FROM power_samples", "DROP VIEW my_jobs",
+                "DROP PROCEDURE andreas_cancel", "CREATE TABLE x (a INT)"):
+        denied(bob_store, sql, {"j": job_id + "x" if "INSERT" in sql else job_id})
+    after = row(mdb, job_id)
+    assert (after.state, after.owner, after.reason) == (JobState.QUEUED, alice, None)
+
+
+def test_nobody_submits_in_another_users_name(mdb):
+    st, alice, bob = mdb["stores"], mdb["people"]["alice"], mdb["people"]["bob"]
+    # Through the procedure: no owner argument; the owner is the caller.
+    bobs = f"b{secrets.token_hex(4)}"
+    with st["bob"].session() as s:
+        s.execute(sa.text("CALL andreas_submit(:id, 'reg.example/t:1', '[]', '{}', 3, "
+                          "UNIX_TIMESTAMP() + 3600, 1, 'train', 60, NULL, NULL, NULL)"),
+                  {"id": bobs})
+    assert row(mdb, bobs).owner == bob
+    # An operator's direct INSERT naming alice: the trigger records the operator.
+    forged = f"f{secrets.token_hex(4)}"
+    with st["manager"].session() as s:
+        s.execute(sa.text("INSERT INTO jobs (id, image, command, env, epochs, epochs_done, "
+                          "submit_s, due_s, weight, application, grace_s, state, owner) "
+                          "VALUES (:j, 'i', '[]', '{}', 1, 0, 0, 1, 1, 'a', 1, 'queued', "
+                          ":o)"), {"j": forged, "o": alice})
+    assert row(mdb, forged).owner == f"{mdb['prefix']}manager"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"id": "../etc"}, "job id '../etc'"),
+    ({"epochs": 0}, "epochs 0: must be 1-1000000000"),
+    ({"epochs": 10**12}, "epochs 1000000000000"),
+    ({"weight": 1e300}, "weight 1e300"),
+    ({"grace_s": 1e300}, "grace_s 1e300"),
+    ({"due_s": 1.0}, "due_s 1: must be in the next 10 years"),
+    ({"env": '{"ANDREAS_JOB_ID": "x"}'}, "env 'ANDREAS_JOB_ID': set by andreas"),
+    ({"env": '{"NVIDIA_VISIBLE_DEVICES": "all"}'}, "set by andreas"),
+    ({"env": '{"A": 1}'}, "env 'A': the value must be a string"),
+    ({"env": '{"a b": "1"}'}, "env 'a b': not a valid variable name"),
+    ({"command": '["python", 3]'}, "command[1]: must be a string"),
+    ({"command": "python"}, "command: must be a JSON list"),
+    ({"image": "bad image"}, "image 'bad image'"),
+    ({"gpu_milli": 1000}, "gpu_milli 1000"),
+])
+def test_the_submit_procedure_checks_what_the_manager_relies_on(mdb, args, message):
+    """A user who calls the procedure directly, past the CLI's checks, stores nothing bad."""
+    values = {"id": f"p{secrets.token_hex(4)}", "image": "reg.example/t:1", "command": "[]",
+              "env": "{}", "epochs": 3, "due_s": time.time() + 3600, "weight": 1.0,
+              "application": "train", "grace_s": 60.0, "max_gpus": None, "gpu_milli": None,
+              "gpu_memory_mib": None, **args}
+    with pytest.raises(sa.exc.DBAPIError) as err, mdb["stores"]["alice"].session() as s:
+        s.execute(sa.text("CALL andreas_submit(:id, :image, :command, :env, :epochs, :due_s, "
+                          ":weight, :application, :grace_s, :max_gpus, :gpu_milli, "
+                          ":gpu_memory_mib)"), values)
+    assert error_code(err.value) == 1644
+    assert message in str(err.value.orig)
+    with mdb["stores"]["admin"].session() as s:
+        assert s.get(Job, values["id"]) is None
+
+
+def test_the_owner_cancels_and_reads_their_job(mdb):
+    st = mdb["stores"]
+    job_id = submit(st["alice"], spec(), time.time())
+    node, node_id, _ = add_node(st["admin"], gpus=1)
+    with st["admin"].session() as s:
+        s.execute(sa.text("INSERT INTO job_attempts (job_id, attempt, node_id, gpu_ids, "
+                          "container_id, start_s, profiling) VALUES (:j, 1, :n, '[0]', "
+                          "'c0ffee', 1, 0)"), {"j": job_id, "n": node_id})
+    src = views.log_source(st["alice"], job_id)
+    assert (src.container_id, src.node.name) == ("c0ffee", node)
+    stored, was = cancel(st["alice"], job_id, reason="changed my mind", now_s=time.time())
+    assert (stored, was) == (job_id, JobState.QUEUED)
+    after = row(mdb, job_id)
+    assert (after.state, after.reason) == (JobState.CANCELLED, "changed my mind")
+    with pytest.raises(InputError, match="already cancelled; nothing to cancel"):
+        cancel(st["alice"], job_id, reason="again", now_s=time.time())
+
+
+def test_the_operator_cancels_and_reads_anyones_job(mdb):
+    st = mdb["stores"]
+    job_id = submit(st["bob"], spec(), time.time())
+    assert views.show(st["manager"], ManagerSettings(), job_id, time.time()).owner == \
+        mdb["people"]["bob"]
+    assert views.show(st["reporter"], ManagerSettings(), job_id, time.time()).env == {
+        "SECRET": "alice-token"}
+    stored, was = cancel(st["manager"], job_id, reason="operator: node maintenance",
+                         now_s=time.time())
+    assert (stored, was) == (job_id, JobState.QUEUED)
+    assert row(mdb, job_id).state is JobState.CANCELLED
+    with pytest.raises(sa.exc.DBAPIError) as err:            # read-only stays read-only
+        cancel(st["reporter"], submit(st["bob"], spec(), time.time()), reason="x",
+               now_s=time.time())
+    assert error_code(err.value) in DENIED
+
+
+def test_a_legacy_job_without_owner_is_for_operators_only(mdb):
+    st = mdb["stores"]
+    job_id = f"legacy{secrets.token_hex(3)}"
+    with st["admin"].session() as s:
+        s.execute(sa.text("INSERT INTO jobs (id, image, command, env, epochs, epochs_done, "
+                          "submit_s, due_s, weight, application, grace_s, state) VALUES "
+                          "(:j, 'i', '[]', '{}', 1, 0, 0, 1, 1, 'a', 1, 'queued')"),
+                  {"j": job_id})
+        s.execute(sa.text("UPDATE jobs SET owner = NULL WHERE id = :j"), {"j": job_id})
+    with pytest.raises(NotPermitted, match="no recorded owner"):
+        cancel(st["alice"], job_id, reason="x", now_s=time.time())
+    assert cancel(st["manager"], job_id, reason="x", now_s=time.time())[1] is JobState.QUEUED
+
+
+def test_cli_as_a_user_submits_queues_and_is_refused_anothers_job(mdb):
+    st, people = mdb["stores"], mdb["people"]
+    alices = submit(st["alice"], spec(), time.time())
+
+    def run(person: str, *args: str):
+        return CliRunner().invoke(main, list(args), env={"ANDREAS_DB_URL": mdb["urls"][person],
+                                                         "ANDREAS_CONFIG": None})
+
+    done = run("bob", "submit", "reg.example/ml/bert:2", "--epochs", "3", "--due", "+3h",
+               "--weight", "0.5", "-q")
+    assert done.exit_code == 0, done.output
+    bobs = done.output.strip()
+    assert row(mdb, bobs).owner == people["bob"]
+    listed = run("bob", "queue", "--json")
+    assert listed.exit_code == 0, listed.output
+    shown = {r["id"]: r["owner"] for r in json.loads(listed.output)}
+    assert shown[bobs] == people["bob"] and alices not in shown
+    assert set(shown.values()) == {people["bob"]}
+    refused = run("bob", "cancel", alices)
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines() == [
+        f"andreas: error: job {alices}: owned by {people['alice']}; only its owner or an "
+        "operator may cancel it"]
+    assert row(mdb, alices).state is JobState.QUEUED
+    hidden = run("bob", "show", alices)
+    assert hidden.exit_code == 2 and "none of your jobs" in hidden.output
+    mine = run("bob", "cancel", bobs)
+    assert mine.exit_code == 0 and f"job {bobs}: cancelled (was queued)" in mine.output
+
+
+def test_the_sql_script_creates_the_role_create_users_creates(mdb):
+    script = accounts.setup_script("andreas", mdb["prefix"])
+    role = accounts.submitter_role(mdb["prefix"])
+    assert f"CREATE ROLE IF NOT EXISTS `{role}`;" in script
+    for statement in accounts.submitter_grants("andreas", mdb["prefix"]):
+        assert statement + ";" in script
+    with mdb["engine"].connect() as conn:
+        shown = {g for g in conn.exec_driver_sql(f"SHOW GRANTS FOR `{role}`").scalars()
+                 if not g.startswith("GRANT USAGE")}
+    database = make_url(mdb["admin"]).database
+    assert shown == set(accounts.submitter_grants(database, mdb["prefix"]))
