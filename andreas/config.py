@@ -46,12 +46,22 @@ The full template, every section and key commented: ``systemd/andreas.toml.examp
     [report]                     # `andreas report`
     grid_co2_g_per_kwh = 250     # grid carbon intensity; reports then show kg CO2
 
+    [power]                      # idle nodes switched off from the plan (andreas.manager.power)
+    enabled = true
+    idle_s = 1800                # idle this long, and left empty by the plan: switched off
+    off_command = ["ipmitool", "-H", "{node}-bmc", "-U", "admin", "-f",
+                   "/etc/andreas/ipmi-password", "chassis", "power", "soft"]
+    on_command = "ipmitool -H {node}-bmc -U admin -f /etc/andreas/ipmi-password chassis power on"
+    wake_lead_s = 300            # boot to engine answering; a node not up by 3x this: off
+    command_timeout_s = 60       # a command running longer is killed and counts as failed
+
 Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -70,7 +80,7 @@ ENV_CONFIG = "ANDREAS_CONFIG"
 ENV_DB_URL = "ANDREAS_DB_URL"
 ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
-_SECTIONS = ("store", "manager", "executor", "report", "profiler")
+_SECTIONS = ("store", "manager", "executor", "report", "profiler", "power")
 LOCK_CHOICES = ("wait", "exit")
 
 
@@ -161,6 +171,35 @@ class ProfilerSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PowerSettings:
+    """``[power]``: the manager switches a node off when it has been idle ``idle_s`` and
+    the latest plan leaves it empty, and on when a plan places work on it
+    (``andreas.manager.power``). The commands are argv lists (or strings split like a
+    shell would, but run without one); ``{node}`` in an argument becomes the node's name,
+    and the command also gets ``ANDREAS_NODE``. Logs name the program and the node only."""
+
+    enabled: bool = False
+    idle_s: float = field(default=1800.0, metadata=rule(gt=0))
+    off_command: tuple[str, ...] | str = ()
+    on_command: tuple[str, ...] | str = ()
+    # Boot until the node's container engine answers; not answering by 3x this: off again.
+    wake_lead_s: float = field(default=300.0, metadata=rule(ge=0))
+    command_timeout_s: float = field(default=60.0, metadata=rule(gt=0))
+    # Only these nodes are ever switched off; empty: every node.
+    nodes: tuple[str, ...] = ()
+
+    def argv(self, which: str, node: str) -> tuple[str, ...]:
+        """``off_command`` or ``on_command`` for ``node``, as the argv to run."""
+        return tuple(a.replace("{node}", node) for a in command_argv(getattr(self, which)))
+
+
+def command_argv(command: tuple[str, ...] | str) -> tuple[str, ...]:
+    """A command setting as an argv (a string is split as a shell would; ValueError for
+    unbalanced quotes)."""
+    return tuple(shlex.split(command)) if isinstance(command, str) else tuple(command)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReportSettings:
     """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
 
@@ -181,6 +220,7 @@ class Settings:
     executor: ExecutorSettings = ExecutorSettings()
     report: ReportSettings = ReportSettings()
     profiler: ProfilerSettings = ProfilerSettings()
+    power: PowerSettings = PowerSettings()
 
 
 def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -217,7 +257,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                     manager=_manager(data.get("manager", {}), env, path),
                     executor=_executor(data.get("executor", {}), path),
                     report=_section(ReportSettings, data, "report", path),
-                    profiler=_section(ProfilerSettings, data, "profiler", path))
+                    profiler=_section(ProfilerSettings, data, "profiler", path),
+                    power=_power(data.get("power", {}), path))
 
 
 def _section(cls: type, data: Mapping[str, Any], name: str, path: Path,
@@ -266,6 +307,23 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
     if settings.network == "host" and not settings.allow_host_network:
         raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
                          "true (containers get no host network by default)")
+    return settings
+
+
+def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
+    """``[power]``; when enabled, both commands must be there and parse."""
+    settings = _section(PowerSettings, {"power": raw}, "power", path)
+    for key in ("off_command", "on_command"):
+        where = f"{path}: [power] {key}"
+        try:
+            argv = command_argv(getattr(settings, key))
+        except ValueError as e:
+            raise InputError(f"{where}: cannot split the command: {e}",
+                             field=f"power.{key}") from None
+        if settings.enabled and not argv:
+            raise InputError(f"{where}: needed when [power] enabled = true (e.g. "
+                             '["ipmitool", "-H", "{node}-bmc", "chassis", "power", "on"])',
+                             field=f"power.{key}")
     return settings
 
 

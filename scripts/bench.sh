@@ -12,6 +12,7 @@
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh ga          # the genetic scheduler: one 100-node event, PAI-like replays (~8 min)
 #   bash scripts/bench.sh tariff      # tariff-aware vs tariff-blind rg, day/night tariff (~3 min)
+#   bash scripts/bench.sh power       # energy saved by switching idle nodes off, wake-ups charged (~2 min)
 #   bash scripts/bench.sh published   # against the paper's C++ code (GPUScheduler checkout; not in "all")
 #   bash scripts/bench.sh engine      # the simulator engine against a SimPy model of the same
 #                                     # trace (installs simpy into .venv; not in "all": ~12 min)
@@ -57,6 +58,9 @@ if [ "$which" = all ] || [ "$which" = gap ]; then
 fi
 if [ "$which" = all ] || [ "$which" = tariff ]; then
     .venv/bin/python tests/benchmarks/bench_tariff.py --json out/bench_tariff.json "$@"
+fi
+if [ "$which" = all ] || [ "$which" = power ]; then
+    .venv/bin/python tests/benchmarks/bench_power.py "$@"
 fi
 if [ "$which" = all ] || [ "$which" = ga ]; then
     .venv/bin/python tests/benchmarks/bench_ga.py --json out/bench_ga.json "$@"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from andreas.errors import InputError
 from andreas.model import CatalogEntry, Job, Node, Trace
 from andreas.simulator.engine import SimulationError, simulate
 from andreas.simulator.results import SimOptions
@@ -89,6 +90,30 @@ def test_idle_nodes_draw_idle_power_unless_powered_off() -> None:
     off = simulate(trace, "greedy", SimOptions(power_off_idle=True))
     assert on.energy_kwh == pytest.approx((600 * 700 + 600 * 280) / 3.6e6)
     assert off.energy_kwh == pytest.approx(600 * 700 / 3.6e6)
+
+
+@pytest.mark.parametrize("idle_s, joules, end_b, wakeups", [
+    (0.0, 1000 * 300 + 50 * 100 + 1000 * 300, 6050.0, 1),        # off at once, woken for B
+    (2000.0, 1000 * 300 + 2000 * 100 + 50 * 100 + 1000 * 300, 6050.0, 1),   # off at 3000
+    (5000.0, 1000 * 300 + 4000 * 100 + 1000 * 300, 6000.0, 0),   # never idle long enough
+])
+def test_power_down_charges_the_wake_up(idle_s, joules, end_b, wakeups) -> None:
+    """A node switched on for a job draws its idle power for wake_s, and the job begins
+    after it (energy, completion time and tardiness see it)."""
+    node = Node(name="n1", gpu_type="V100", gpus=2, power_w=(100.0, 300.0, 500.0))
+    jobs = tuple(Job(id=i, submit_s=t, due_s=t + 1000, weight=1.0, epochs=10,
+                     epoch_time_s={"V100": (100.0,)}) for i, t in (("A", 0.0), ("B", 5000.0)))
+    r = simulate(Trace(nodes=(node,), jobs=jobs),
+                 "greedy", SimOptions(power_off_idle=True, power_idle_s=idle_s, wake_s=50.0))
+    assert r.energy_kwh == pytest.approx(joules / 3.6e6)
+    b = next(j for j in r.jobs if j.id == "B")
+    assert b.completion_s == pytest.approx(end_b) and r.wakeups == wakeups
+    assert b.tardiness_s == pytest.approx(end_b - 6000.0)
+
+
+def test_power_down_options_are_checked() -> None:
+    with pytest.raises(InputError, match="wake_s: must be a number >= 0, got -1"):
+        SimOptions(power_off_idle=True, wake_s=-1)
 
 
 def test_cloud_vm_costs_its_price_while_it_runs_a_job() -> None:

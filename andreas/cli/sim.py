@@ -101,7 +101,13 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--ga-generations", type=int, default=None,
               help="ga and ga-energy: generations per decision [default: 50].")
 @click.option("--power-off-idle", is_flag=True,
-              help="Idle nodes draw nothing (default: they draw power_w[0]).")
+              help="Idle nodes are switched off and draw nothing (default: they draw "
+                   "power_w[0]).")
+@click.option("--power-idle-s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="With --power-off-idle: a node goes off after this long idle.")
+@click.option("--wake-s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="With --power-off-idle: a node switched on for a job draws power_w[0] "
+                   "this long before the job begins (the manager's [power] wake_lead_s).")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
               help="Time-of-use tariff CSV (hour_of_day,price_per_kwh[,pue], UTC; "
                    "docs/FORMAT.md): the bill integrates price x PUE over every interval, "
@@ -137,7 +143,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
-                 power_off_idle: bool, tariff_path: str | None, tariff_blind: bool,
+                 power_off_idle: bool, power_idle_s: float, wake_s: float,
+                 tariff_path: str | None, tariff_blind: bool,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
@@ -169,6 +176,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
         options = SimOptions(
             period_s=period_s, progress=progress_mode, mu=mu,
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
+            power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, tariff_blind=tariff_blind,

@@ -31,9 +31,10 @@ from andreas.feasibility import check_plan
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
+from andreas.manager.power import Power
 from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
-from andreas.manager.snapshot import build_snapshot
+from andreas.manager.snapshot import SnapshotBuild, build_snapshot
 from andreas.manager.state import StoreState, load_state
 from andreas.model import Config, Plan
 from andreas.store.decisions import add_decision, latest_decision
@@ -79,6 +80,7 @@ class Manager:
                                            thread_name_prefix="andreas-engine")
         self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
         self.profiling = Profiling(settings.profiler, self.estimator)
+        self.power = Power(store, executor, settings.power, clock=clock, pool=self._pool)
         self.review = Review()               # the automatic profiling's latest wants
         self.target = Target()
         self._pending: set[str] = set()
@@ -171,43 +173,25 @@ class Manager:
         A policy error or an infeasible plan keeps the old target (logged) and returns None.
         """
         now = self.clock()
-        t0 = time.perf_counter()
         if state is None:
             with self.store.session() as s:
                 state = load_state(s)
             self.review_profiling(state)
         review = self.review
-        with self.store.session() as s:
-            build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
-                                   unreachable=self.reconciler.unreachable,
-                                   shares=optimizer.plans_demands(self.policy),
-                                   held=(*review.held, *review.starts))
-        if build.unshared and build.unshared != self._unshared_logged:
-            self._unshared_logged = build.unshared
-            log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "
-                        "(%s); use rg, greedy or an ojpp-* policy to run them", self.policy,
-                        len(build.unshared), ", ".join(build.unshared[:5])
-                        + (", ..." if len(build.unshared) > 5 else ""))
+        waking = self.power.plannable(state, NodeState.WAKING)
+        first = self._plan(trigger, state, review, now, wake=waking)
+        if first is None:
+            return None
+        build, plan, snapshot_s, decide_s = first
+        left = len(plan.postponed) + len(build.unrunnable)
+        off = self.power.plannable(state, NodeState.OFF) if left else frozenset()
+        if off:     # the nodes that are on cannot take every job: may switching on help?
+            second = self._plan(trigger, state, review, now, wake=waking | off)
+            if second is not None:
+                snapshot_s, decide_s = snapshot_s + second[2], decide_s + second[3]
+                if len(second[1].postponed) + len(second[0].unrunnable) < left:
+                    build, plan = second[0], second[1]
         snap = build.snapshot
-        snapshot_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        if snap.nodes and snap.jobs:
-            try:
-                options = ({"state": self.policy_state}
-                           if self.policy in optimizer.STATEFUL_POLICIES else {})
-                plan = optimizer.decide(snap, self.rng, self.policy, **options)
-                check_plan(snap, plan)
-            except (AndreasError, ValueError) as e:
-                kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
-                log.error("rescheduling (%s): %s from policy %s: %s; keeping decision %s",
-                          trigger, kind, self.policy, e, self.target.decision_id)
-                self.meter.decision_failed()
-                return None
-        else:
-            plan = Plan(policy=self.policy, assignments=(),
-                        postponed=tuple(j.id for j in snap.jobs), objective=math.nan,
-                        objective_name="none", stats={"jobs": len(snap.jobs)})
-        decide_s = time.perf_counter() - t1
         held = tuple(j for j in review.held if j in state.jobs)
         doc = plan_document(snap, plan, build.curves,
                             extra_postponed=(*build.unrunnable, *held),
@@ -247,6 +231,43 @@ class Manager:
                  or "nothing to do", plan.objective_name,
                  f"{plan.objective:.6g}" if math.isfinite(plan.objective) else "-", decide_s)
         return decision_id
+
+    def _plan(self, trigger: str, state: StoreState, review: Review, now: float, *,
+              wake: frozenset[str]) -> tuple[SnapshotBuild, Plan, float, float] | None:
+        """Snapshot (with the ``off`` / ``waking`` nodes in ``wake`` offered) -> policy ->
+        checked plan, and the seconds each took; None after a logged policy error."""
+        t0 = time.perf_counter()
+        with self.store.session() as s:
+            build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
+                                   unreachable=self.reconciler.unreachable,
+                                   shares=optimizer.plans_demands(self.policy),
+                                   held=(*review.held, *review.starts), wake=wake)
+        if build.unshared and build.unshared != self._unshared_logged:
+            self._unshared_logged = build.unshared
+            log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "
+                        "(%s); use rg, greedy or an ojpp-* policy to run them", self.policy,
+                        len(build.unshared), ", ".join(build.unshared[:5])
+                        + (", ..." if len(build.unshared) > 5 else ""))
+        snap = build.snapshot
+        snapshot_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        if snap.nodes and snap.jobs:
+            try:
+                options = ({"state": self.policy_state}
+                           if self.policy in optimizer.STATEFUL_POLICIES else {})
+                plan = optimizer.decide(snap, self.rng, self.policy, **options)
+                check_plan(snap, plan)
+            except (AndreasError, ValueError) as e:
+                kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
+                log.error("rescheduling (%s): %s from policy %s: %s; keeping decision %s",
+                          trigger, kind, self.policy, e, self.target.decision_id)
+                self.meter.decision_failed()
+                return None
+        else:
+            plan = Plan(policy=self.policy, assignments=(),
+                        postponed=tuple(j.id for j in snap.jobs), objective=math.nan,
+                        objective_name="none", stats={"jobs": len(snap.jobs)})
+        return build, plan, snapshot_s, time.perf_counter() - t1
 
     # ------------------------------------------------------------------ ticks
 
@@ -303,6 +324,12 @@ class Manager:
         if triggers:
             decision_id = self._reschedule_debounced(triggers, state)
         more = rec.apply(self.target, obs, state, profiling=review)
+        if self.power.enabled:
+            with self.store.session() as s:
+                after = load_state(s)       # with the attempts this tick opened
+            more |= self.power.step(after, self.target, unreachable=rec.unreachable,
+                                    answered={name: not any(c.running for c in cs)
+                                              for name, cs in obs.containers.items()})
         if more:
             self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)

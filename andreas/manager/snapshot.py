@@ -2,7 +2,9 @@
 
 - Nodes: ``up``, not reserved for profiling, reachable in the manager's own view, with at
   least one usable GPU (healthy, not MIG); capacity = usable GPUs, power curve truncated
-  to it.
+  to it. With the power-down (``[power]``), ``wake`` names ``waking`` and ``off`` nodes
+  the policy may plan on too (their GPUs as the inventory last saw them); the reconciler
+  starts nothing there until the node is ``up`` (``andreas.manager.power``).
 - Jobs: queued, preempted and preempting ones wait (``running=None``: a preempting job is
   being stopped and will restart from its checkpoint); running ones run on
   ``Config(node, g)``. A job running on a node that is not schedulable (draining, down
@@ -63,6 +65,15 @@ def schedulable(node: NodeView, unreachable: Collection[str] = ()) -> bool:
             and len(node.usable) > 0)
 
 
+def plannable(node: NodeView, unreachable: Collection[str] = (),
+              wake: Collection[str] = ()) -> bool:
+    """Whether the snapshot offers the node to the policy: schedulable, or an ``off`` /
+    ``waking`` node named in ``wake`` (the power-down)."""
+    if node.state in (NodeState.OFF, NodeState.WAKING) and node.name in wake:
+        return not node.profiling and len(node.usable) > 0
+    return schedulable(node, unreachable)
+
+
 def settings_energy(settings: ManagerSettings) -> Energy:
     """The site's energy prices: PUE x price, or with ``[manager] tariff`` price(t) x PUE(t)
     (hours without a pue column at ``energy_pue``; the reference rate c_ng is quoted at
@@ -86,11 +97,12 @@ def settings_params(settings: ManagerSettings) -> Params:
 def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                    settings: ManagerSettings, now_s: float, *,
                    unreachable: Collection[str] = (), shares: bool = True,
-                   held: Collection[str] = ()) -> SnapshotBuild:
+                   held: Collection[str] = (), wake: Collection[str] = ()) -> SnapshotBuild:
     """The optimizer's view of the store (see the module docstring). ``shares``: whether
     the policy plans GPU shares (otherwise jobs with one are left out); ``held``: waiting
-    jobs the automatic profiling keeps back (``andreas.manager.profiling``)."""
-    nodes = [n for n in state.nodes.values() if schedulable(n, unreachable)]
+    jobs the automatic profiling keeps back (``andreas.manager.profiling``); ``wake``:
+    ``off`` / ``waking`` nodes offered too (the power-down)."""
+    nodes = [n for n in state.nodes.values() if plannable(n, unreachable, wake)]
     names = {n.name for n in nodes}
     curves = estimator.power_curves(
         s, [NodeHardware(id=n.id, name=n.name, gpu_type=n.gpu_type, gpus=len(n.gpus))

@@ -5,7 +5,10 @@ Docker and the clock. Rescheduling points are submissions, completions and (unle
 ``period_s`` is 0) every period H: ``options.period_s`` if given, else the policy's own
 default (``optimizer.default_period_s``: 900 s for the DP baselines, as the paper runs
 them), else the trace's ``params.period_s``. Between events, each node is charged its
-power with its busy GPUs (idle nodes at ``power_w[0]`` unless powered off) times PUE and
+power with its busy GPUs (idle nodes at ``power_w[0]`` unless powered off: with
+``power_off_idle`` a node idle for ``power_idle_s`` is off and draws nothing, and a job
+placed on an off node switches it on: the node draws ``power_w[0]`` for ``wake_s`` and
+the job's work begins after it; the policies do not know about the wake-up) times PUE and
 price; with a tariff (``trace.energy.tariff``) that power times the integral of price x
 PUE over the interval (``costs.interval_cost``), and ``options.tariff_blind`` plans with
 the tariff's mean price and PUE while the bill still follows it. In cloud mode a
@@ -136,6 +139,9 @@ class Simulator:
             self.power_w = np.zeros((n, width))
             for i, node in enumerate(trace.nodes):
                 self.power_w[i, : node.gpus + 1] = node.power_w
+        self.idle_since = np.zeros(n)         # power-down: idle since (set at the first event)
+        self.wake_end = np.full(n, -math.inf)  # a switched-on node is waking until then
+        self.wakeups = 0
         self.energy_j = 0.0
         self.energy_cost = 0.0
         self.tardiness_cost = 0.0
@@ -161,6 +167,7 @@ class Simulator:
         pending = sorted(self.trace.jobs, key=lambda j: (j.submit_s, j.id))
         total, k = len(pending), 0
         t = t0 = pending[0].submit_s if pending else 0.0
+        self.idle_since[:] = t0
         idle_ticks = 0
         while k < total or self.running or self.waiting:
             t_sub = pending[k].submit_s if k < total else math.inf
@@ -215,7 +222,7 @@ class Simulator:
         else:
             power = self.power_w[np.arange(len(self.busy)), self.busy]
             if self.opt.power_off_idle:
-                power = np.where(self.busy > 0, power, 0.0)
+                power = self._powered(power, t0, dt)
             joules = float(power.sum()) * dt
             self.energy_j += joules
             self.energy_cost += interval_cost(joules, t0, t1, self.bill)
@@ -234,6 +241,32 @@ class Simulator:
                 run.energy_j += joules
                 if per_j is not None:
                     run.cost += joules * per_j
+
+    def _powered(self, power: np.ndarray, t0: float, dt: float) -> np.ndarray:
+        """Mean power per node over [t0, t0 + dt) with the power-down: a busy node draws
+        ``power_w[0]`` while it wakes, then its busy power; an idle one ``power_w[0]``
+        until it goes off (``power_idle_s`` after its last job, not before its wake-up
+        ends), then nothing."""
+        idle = self.power_w[:, 0]
+        waking = np.clip(self.wake_end - t0, 0.0, dt)
+        off_at = np.maximum(self.idle_since + self.opt.power_idle_s, self.wake_end)
+        on_idle = np.clip(off_at - t0, 0.0, dt)
+        return np.where(self.busy > 0, (idle * waking + power * (dt - waking)) / dt,
+                        idle * on_idle / dt)
+
+    def _wake_delay(self, node: int, t: float) -> float:
+        """Seconds before a job placed on ``node`` at ``t`` can work: the node's wake-up
+        when it is off (it starts now), what is left of one in progress, else 0."""
+        if not self.opt.power_off_idle or self.trace.cloud:
+            return 0.0
+        if self.wake_end[node] > t:
+            return float(self.wake_end[node] - t)
+        off_at = max(self.idle_since[node] + self.opt.power_idle_s, self.wake_end[node])
+        if self.busy[node] == 0 and t > off_at + EPS:
+            self.wakeups += 1
+            self.wake_end[node] = t + self.opt.wake_s
+            return self.opt.wake_s
+        return 0.0
 
     # -- events ------------------------------------------------------------------------
     def _complete(self, run: _Run, t: float) -> None:
@@ -267,6 +300,8 @@ class Simulator:
             if run.demand.shared:
                 self.dirty.add(run.node)
             self.busy[run.node] = self.ledger.busy_gpus_of(run.node)
+            if self.busy[run.node] == 0:
+                self.idle_since[run.node] = t
         run.gpu_ids, run.demand = (), None
         if self.trace.cloud and self.busy[run.node] == 0:
             self.vm[run.node] = None
@@ -334,7 +369,8 @@ class Simulator:
         assert gpu_type is not None                 # on premise every node has its type
         run.solo_epoch_s = run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
         run.slow = 1.0
-        run.overhead_s = self.opt.restart_overhead_s if run.starts else 0.0
+        run.overhead_s = ((self.opt.restart_overhead_s if run.starts else 0.0)
+                          + self._wake_delay(node, t))
         run.base, run.base_s = run.done, t + run.overhead_s
         run.node, run.gpus, run.start_s = node, gpus, t
         run.starts += 1
@@ -424,7 +460,7 @@ class Simulator:
             gpu_utilization=(self.alloc_milli_s / (self.ledger.capacity_milli()
                                                    * (t_end - t0))
                              if not self.trace.cloud and t_end > t0 else math.nan),
-            **_job_means(self.records),
+            **_job_means(self.records), wakeups=self.wakeups,
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 

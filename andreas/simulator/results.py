@@ -3,6 +3,7 @@ the attempts (for the occupancy Gantt) and the cumulative cost curve."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,6 +27,11 @@ class SimOptions:
     progress: str = "epoch"
     restart_overhead_s: float = 0.0
     power_off_idle: bool = False
+    # with power_off_idle: a node goes off after this long idle (0: at once), and one
+    # switched on again draws power_w[0] for wake_s before its jobs begin (the manager's
+    # [power] idle_s and wake_lead_s)
+    power_idle_s: float = 0.0
+    wake_s: float = 0.0
     iterations: int | None = None
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     floor: bool = False            # rg/pr also consider the baselines' plans
@@ -46,6 +52,10 @@ class SimOptions:
     tariff: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("power_idle_s", "wake_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise InputError(f"{name}: must be a number >= 0, got {value!r}", field=name)
         for name in ("ga_population", "ga_generations"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -116,6 +126,7 @@ class SimResult:
     mean_jct_s: float = 0.0            # completion - submit
     mean_slowdown: float = 0.0         # completion time / run time alone
     performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
+    wakeups: int = 0                   # power-down: nodes switched on for a job
     jobs: tuple[JobRecord, ...] = field(default=())
     attempts: tuple[Attempt, ...] = field(default=())
     cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness

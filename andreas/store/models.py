@@ -51,11 +51,15 @@ class JobState(enum.Enum):
 
 
 class NodeState(enum.Enum):
-    """What the agent reports (``up``) or an operator sets (``draining``, ``down``)."""
+    """What the agent reports (``up``), an operator sets (``draining``, ``down``) or the
+    manager's power-down sets (``off``: switched off on purpose, ``waking``: switched on,
+    its engine not answering yet); the moves are ``andreas.store.nodes.ALLOWED``."""
 
     UP = "up"
     DRAINING = "draining"
     DOWN = "down"
+    OFF = "off"
+    WAKING = "waking"
 
 
 def _enum(cls: type[enum.Enum], name: str) -> Enum:
@@ -82,6 +86,9 @@ class Node(Base):
     state: Mapped[NodeState] = mapped_column(_enum(NodeState, "node_state"),
                                              default=NodeState.DOWN)
     last_heartbeat_s: Mapped[float | None]
+    # When the manager or an operator last moved it (the agent's own moves leave it): the
+    # power-down's idle clock, and how long a node has been off.
+    state_changed_s: Mapped[float | None]
     # Reserved for the Job Profiler: the manager schedules no production job here.
     profiling: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 

@@ -7,6 +7,14 @@ and ``nodes.profiling``.
      ▲ ╲         │
      │  ╲        ▼
      └── draining ◄──         operator (`andreas node drain` / `resume`)
+    up ──► off ──► waking ──► up    manager's power-down (``andreas.manager.power``):
+           ▲         │              switched off from the plan, switched on for it, up
+           └─────────┘              when its engine answers (off again: it never did)
+
+``off`` and ``waking`` are left only by the manager or an operator: neither the agent's
+registration (``down`` -> ``up``) nor its clean shutdown (``up`` -> ``down``) starts from
+them, so a machine halting or booting under the manager's command never looks like a
+failure, nor like a node to plan on before the manager has seen its engine.
 
 A node is born ``up`` (:func:`insert_node`, the agent's registration). Two kinds of
 writers move it. Machines (the agent, the manager's reconciler) move a node
@@ -29,13 +37,18 @@ from andreas.store.errors import InvalidTransition
 from andreas.store.models import Gpu, JobAttempt, Node, NodeState
 
 UP, DOWN, DRAINING = NodeState.UP, NodeState.DOWN, NodeState.DRAINING
+OFF, WAKING = NodeState.OFF, NodeState.WAKING
 
 ALLOWED: Mapping[NodeState, frozenset[NodeState]] = {
-    UP: frozenset({DOWN, DRAINING}),
+    UP: frozenset({DOWN, DRAINING, OFF}),
     DOWN: frozenset({UP, DRAINING}),
     # A draining node leaves only by an operator's resume: neither a clean agent
     # shutdown nor a lost engine may turn it into something the manager would plan on.
     DRAINING: frozenset({UP}),
+    # off -> up: a failed switch-off is undone, or an operator switched it on by hand.
+    OFF: frozenset({WAKING, UP, DRAINING}),
+    # waking -> off: switched on but its engine never answered (or the command failed).
+    WAKING: frozenset({UP, OFF, DRAINING}),
 }
 
 Db = Session | Connection
@@ -76,11 +89,17 @@ def check_move(node: str | int, old: NodeState, new: NodeState) -> None:
                                 f"(allowed from {old.value}: {targets})")
 
 
-def move_if(db: Db, node_id: int, old: NodeState, new: NodeState) -> bool:
-    """``old`` -> ``new`` if the node is still ``old``; returns whether it moved."""
+def move_if(db: Db, node_id: int, old: NodeState, new: NodeState, *,
+            at_s: float | None = None) -> bool:
+    """``old`` -> ``new`` if the node is still ``old``; returns whether it moved.
+    ``at_s``: stored as ``state_changed_s`` (the manager's moves; the agent's account may
+    not write that column and passes none)."""
     check_move(node_id, old, new)
+    values: dict = {"state": new}
+    if at_s is not None:
+        values["state_changed_s"] = at_s
     done = db.execute(update(Node).where(Node.id == node_id, Node.state == old)
-                      .values(state=new).execution_options(synchronize_session=False))
+                      .values(**values).execution_options(synchronize_session=False))
     return done.rowcount == 1
 
 
@@ -100,16 +119,21 @@ def state_of(db: Db, name: str) -> NodeState:
     return state
 
 
-def operator_move(db: Db, name: str, new: NodeState) -> NodeState:
+def operator_move(db: Db, name: str, new: NodeState, *, at_s: float | None = None
+                  ) -> NodeState:
     """An operator's move of node ``name`` to ``new``; returns the state it left (equal to
-    ``new`` when it was already there and nothing changed)."""
+    ``new`` when it was already there and nothing changed). ``at_s``: stored as
+    ``state_changed_s``."""
     before = state_of(db, name)
     if before is new:
         return before
     if not allowed(before, new):
         raise InputError(f"node {name!r}: cannot go from {before.value} to {new.value}")
+    values: dict = {"state": new}
+    if at_s is not None:
+        values["state_changed_s"] = at_s
     done = db.execute(update(Node).where(Node.name == name, Node.state == before)
-                      .values(state=new).execution_options(synchronize_session=False))
+                      .values(**values).execution_options(synchronize_session=False))
     if done.rowcount != 1:     # moved by the agent or the manager since we read it
         now = state_of(db, name)
         raise InputError(f"node {name!r}: changed to {now.value} meanwhile; try again")
@@ -167,6 +191,15 @@ def list_nodes(db: Db) -> list[NodeInfo]:
             for n in db.execute(select(Node.id, Node.name, Node.state, Node.profiling,
                                        Node.gpu_type, Node.gpu_count, Node.docker_endpoint)
                                 .order_by(Node.name))]
+
+
+def last_attempt_ends(db: Db) -> dict[int, float]:
+    """Node id -> the latest end of an attempt there (the power-down's idle clock; nodes
+    where nothing ever ran are absent)."""
+    return {int(n): float(t) for n, t in db.execute(
+        select(JobAttempt.node_id, func.max(JobAttempt.end_s))
+        .where(JobAttempt.node_id.is_not(None), JobAttempt.end_s.is_not(None))
+        .group_by(JobAttempt.node_id))}
 
 
 def gpu_counts(db: Db) -> dict[int, int]:

@@ -48,6 +48,7 @@ class NodeView:
     profiling: bool
     gpus: tuple[GpuView, ...]         # still on the node (index >= 0), by index
     last_heartbeat_s: float | None = None
+    state_changed_s: float | None = None     # the manager's or an operator's last move
 
     @property
     def usable(self) -> tuple[GpuView, ...]:
@@ -143,11 +144,13 @@ def load_nodes(db: Db) -> dict[str, NodeView]:
     out = {}
     for r in db.execute(select(Node.id, Node.name, Node.docker_endpoint, Node.gpu_type,
                                Node.gpu_count, Node.state, Node.profiling,
-                               Node.last_heartbeat_s).order_by(Node.name)):
+                               Node.last_heartbeat_s, Node.state_changed_s)
+                       .order_by(Node.name)):
         out[r.name] = NodeView(id=r.id, name=r.name, endpoint=r.docker_endpoint,
                                gpu_type=r.gpu_type, gpu_count=r.gpu_count, state=r.state,
                                profiling=bool(r.profiling), gpus=tuple(gpus.get(r.id, ())),
-                               last_heartbeat_s=r.last_heartbeat_s)
+                               last_heartbeat_s=r.last_heartbeat_s,
+                               state_changed_s=r.state_changed_s)
     return out
 
 

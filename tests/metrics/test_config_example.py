@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from andreas.config import (
+from andreas.config import (PowerSettings, ProfilerSettings,
     _SECTIONS,
     ExecutorSettings,
     ManagerSettings,
@@ -21,7 +21,7 @@ from andreas.infra.fields import known_keys
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "systemd" / "andreas.toml.example"
 SCHEMA = {"store": StoreSettings, "manager": ManagerSettings, "executor": ExecutorSettings,
-          "report": ReportSettings, "profiler": ProfilerSettings}
+          "report": ReportSettings, "profiler": ProfilerSettings, "power": PowerSettings}
 COMMENTED_KEY = re.compile(r"^# (\w+ = .*)$")
 
 
@@ -55,6 +55,7 @@ def test_the_template_loads_as_written(tmp_path):
     assert settings.config_path == str(tmp_path / "andreas.toml")
     assert settings.manager == ManagerSettings()          # the values shown are the defaults
     assert settings.executor == ExecutorSettings()
+    assert settings.power == PowerSettings()
     assert settings.db_url.startswith("sqlite:///") and settings.db_url_source == "default"
 
 
@@ -68,3 +69,6 @@ def test_the_template_loads_with_every_example_enabled(tmp_path):
     assert settings.manager.tariff == str(tmp_path / "tariff.csv")
     assert settings.manager.tariff_file is not None
     assert settings.manager.tariff_file.price_per_kwh[0] == 0.11     # day-night.csv, 00 UTC
+    assert settings.power.argv("off_command", "gpu01")[:5] == (
+        "ipmitool", "-I", "lanplus", "-H", "gpu01-bmc")
+    assert settings.power.nodes == ("gpu01", "gpu02") and settings.power.enabled is False

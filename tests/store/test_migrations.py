@@ -193,3 +193,44 @@ def test_upgrade_sql_renders_ddl_without_a_database():
     assert "CREATE TABLE power_samples" in result.output
     assert "ENGINE=InnoDB" in result.output
     assert "nobody:pw" not in result.output
+
+
+def test_upgrade_from_0004_keeps_rows_that_reference_rebuilt_tables(backend):
+    """0005 rebuilds jobs' state check and 0007 nodes' (SQLite: the tables are rebuilt):
+    a database in use, with attempts, epochs and GPUs pointing at them, upgrades with
+    every row and every reference intact (foreign keys are enforced on SQLite)."""
+    url = backend.fresh_url()
+    engine = make_engine(url, create_dir=True)
+    try:
+        upgrade(engine, "0004")
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO nodes (id, name, docker_endpoint, gpu_type, gpu_count, state, "
+                "profiling) VALUES (1, 'n1', 'unix:///x', 'V100', 1, 'up', 0)"))
+            conn.execute(sa.text(
+                "INSERT INTO gpus (id, node_id, gpu_index, uuid, model, memory_mib, "
+                "has_energy_counter) "
+                "VALUES (1, 1, 0, 'GPU-1', 'V100', 16384, 0)"))
+            conn.execute(sa.text(
+                "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
+                "due_s, weight, application, grace_s, state, failures) VALUES ('j1', 'img', "
+                "'[]', '{}', 5, 1, 0, 100, 1, 'app', 60, 'running', 0)"))
+            conn.execute(sa.text(
+                "INSERT INTO job_attempts (job_id, attempt, node_id, gpu_ids, start_s) "
+                "VALUES ('j1', 1, 1, '[0]', 1.0)"))
+            conn.execute(sa.text(
+                "INSERT INTO epoch_events (job_id, attempt, epoch, start_s, end_s, node_id, "
+                "gpu_type, gpus) VALUES ('j1', 1, 1, 1.0, 2.0, 1, 'V100', 1)"))
+        assert upgrade(engine)[1] == head_revision()
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT state FROM jobs")).scalar_one() == "running"
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM job_attempts")).scalar_one() == 1
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM gpus")).scalar_one() == 1
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM epoch_events")).scalar_one() == 1
+            if backend.name == "sqlite":
+                assert conn.execute(sa.text("PRAGMA foreign_key_check")).all() == []
+        with engine.begin() as conn:     # the new states are allowed now
+            conn.execute(sa.text("UPDATE jobs SET state = 'profiling'"))
+            conn.execute(sa.text("UPDATE nodes SET state = 'off'"))
+    finally:
+        engine.dispose()

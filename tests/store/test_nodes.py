@@ -11,13 +11,14 @@ from sqlalchemy import select, update
 from andreas.errors import InputError
 from andreas.store import InvalidTransition, JobAttempt, Node, NodeState
 from andreas.store.nodes import (ALLOWED, UnknownNode, allowed, gpu_counts, held_gpu_indexes,
-                                 insert_node, list_nodes, move_if, operator_move,
+                                 insert_node, last_attempt_ends, list_nodes, move_if, operator_move,
                                  set_profiling, set_profiling_by_name, touch_heartbeat,
                                  usable_gpus)
 
 from .helpers import add_job, add_node, unique
 
 UP, DOWN, DRAINING = NodeState.UP, NodeState.DOWN, NodeState.DRAINING
+OFF, WAKING = NodeState.OFF, NodeState.WAKING
 
 
 def row(store, node_id: int) -> tuple[NodeState, bool]:
@@ -33,8 +34,53 @@ def put(store, node_id: int, state: NodeState) -> None:
 
 def test_the_table_lets_a_draining_node_leave_only_by_resume():
     assert ALLOWED[DRAINING] == {UP}
-    assert ALLOWED[UP] == {DOWN, DRAINING} and ALLOWED[DOWN] == {UP, DRAINING}
+    assert ALLOWED[UP] == {DOWN, DRAINING, OFF} and ALLOWED[DOWN] == {UP, DRAINING}
     assert not any(allowed(s, s) for s in NodeState)
+
+
+def test_off_and_waking_are_left_neither_by_the_agents_moves_nor_into_down():
+    """The agent registers (down -> up) and shuts down (up -> down): a node the manager
+    switched off or is waking is in neither, and never goes down (a failure)."""
+    assert ALLOWED[OFF] == {WAKING, UP, DRAINING}
+    assert ALLOWED[WAKING] == {UP, OFF, DRAINING}
+    assert not allowed(DOWN, OFF) and not allowed(DRAINING, OFF)
+
+
+@pytest.mark.parametrize("state", [OFF, WAKING])
+def test_the_agents_moves_leave_an_off_or_waking_node(store, state):
+    _, node_id, _ = add_node(store, gpus=1)
+    put(store, node_id, state)
+    with store.engine.begin() as conn:           # the agent writes through a Connection
+        assert move_if(conn, node_id, DOWN, UP) is False     # registration
+        assert move_if(conn, node_id, UP, DOWN) is False     # clean shutdown
+    assert row(store, node_id)[0] is state
+
+
+def test_manager_moves_store_when_they_happened(store):
+    name, node_id, _ = add_node(store, gpus=1, state=UP)
+    with store.session() as s:
+        assert move_if(s, node_id, UP, OFF, at_s=123.5) is True
+    with store.session() as s:
+        assert s.scalar(select(Node.state_changed_s).where(Node.id == node_id)) == 123.5
+        assert operator_move(s, name, UP, at_s=200.0) is OFF
+        assert s.scalar(select(Node.state_changed_s).where(Node.id == node_id)) == 200.0
+        assert move_if(s, node_id, UP, DOWN) is True          # the agent's: no time
+        assert s.scalar(select(Node.state_changed_s).where(Node.id == node_id)) == 200.0
+
+
+def test_last_attempt_ends_per_node(store):
+    _, a, _ = add_node(store, gpus=1)
+    _, b, _ = add_node(store, gpus=1)
+    job = add_job(store, id=unique("j"))
+    with store.session() as s:
+        s.add_all([JobAttempt(job_id=job, attempt=1, node_id=a, gpu_ids=[0], start_s=1.0,
+                              end_s=10.0),
+                   JobAttempt(job_id=job, attempt=2, node_id=a, gpu_ids=[0], start_s=11.0,
+                              end_s=30.0),
+                   JobAttempt(job_id=job, attempt=3, node_id=b, gpu_ids=[0], start_s=31.0)])
+    with store.session() as s:
+        ends = last_attempt_ends(s)
+    assert ends[a] == 30.0 and b not in ends
 
 
 @pytest.mark.parametrize("old, new", list(itertools.product(NodeState, NodeState)))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from andreas.store.migrations.sqlite import rebuild
+
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
@@ -24,22 +26,20 @@ _NEW = ("queued", "running", "preempting", "preempted", "profiling", "completed"
         "cancelled")
 
 
-def _state(values: tuple[str, ...]) -> sa.Enum:
-    return sa.Enum(*values, name="job_state", native_enum=False, create_constraint=True,
-                   length=16)
+def _check(values: tuple[str, ...]) -> str:
+    return "state IN (" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
 def _states(values: tuple[str, ...]) -> None:
     """The CHECK constraint of jobs.state allowing ``values`` (SQLite: the table is
-    recreated; MariaDB: the named constraint is dropped and added again)."""
-    if op.get_bind().dialect.name == "sqlite":
-        with op.batch_alter_table("jobs") as b:
-            b.alter_column("state", existing_type=_state(_OLD if values == _NEW else _NEW),
-                           type_=_state(values), existing_nullable=False)
+    rebuilt, :func:`andreas.store.migrations.sqlite.rebuild`; MariaDB: the named
+    constraint is dropped and added again)."""
+    bind = op.get_bind()
+    if bind.dialect.name == "sqlite":
+        rebuild(bind, "jobs", _check(_OLD if values == _NEW else _NEW), _check(values))
         return
     op.drop_constraint(op.f("ck_jobs_job_state"), "jobs", type_="check")
-    op.create_check_constraint(op.f("ck_jobs_job_state"), "jobs",
-                               "state IN (" + ", ".join(f"'{v}'" for v in values) + ")")
+    op.create_check_constraint(op.f("ck_jobs_job_state"), "jobs", _check(values))
 
 
 def upgrade() -> None:
