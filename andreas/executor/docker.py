@@ -115,6 +115,9 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         "privileged": False,
         "auto_remove": False,                            # the log must outlive the exit
         "security_opt": ["no-new-privileges"],
+        # The job's grace period as Docker's own: an engine that shuts down, and the node
+        # agent's fence (agents/fence.py), stop the container with it.
+        "stop_timeout": max(1, math.ceil(request.grace_s)),
     }
     if request.command:
         options["command"] = list(request.command)

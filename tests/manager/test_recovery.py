@@ -104,10 +104,12 @@ def test_unreachable_node_preempts_its_jobs_which_are_replanned_elsewhere(mstore
     (a1, *rest) = attempts(mstore, "j")
     assert a1.reason == "node unreachable" and a1.end_s is not None
     assert m.target.assignments["j"].node == "b"           # the new decision
-    # Fenced: its copy on "a" may still be stopping; it starts on "b" after its grace.
-    grace_s = job(mstore, "j").grace_s
+    # Fenced: its copy on "a" may still be stopping (the engine's shutdown, or the agent's
+    # fence); it starts on "b" after its grace + the agents' fence_after_s + 5 s.
+    hold_s = job(mstore, "j").grace_s + m.reconciler.settings.manager.fence_after_s
+    assert m.reconciler.settings.manager.fence_after_s == 60.0
     assert state_of(mstore, "j") is JobState.PREEMPTED and rest == []
-    clock.advance(grace_s + 4.0)
+    clock.advance(hold_s + 4.0)
     m.tick()
     assert state_of(mstore, "j") is JobState.PREEMPTED and attempts(mstore, "j")[1:] == []
     clock.advance(1.5)
