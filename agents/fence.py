@@ -9,8 +9,8 @@ one checkpoint directory. The fence, one thread of the agent, closes that gap:
   the store (:func:`andreas.store.fence.verdicts`) whether each one's (job, attempt) is
   still the job's latest attempt, open, on this node. A container the store calls stale
   (ended, superseded, placed elsewhere) gets SIGTERM, and SIGKILL once its grace period
-  has passed (the container's ``StopTimeout``, which the executor sets to the job's
-  ``grace_s``): the job checkpoints, as at any preemption;
+  has passed (the job's ``grace_s``, which the executor puts in the ``andreas.grace_s``
+  label): the job checkpoints, as at any preemption;
 - when the store has not answered for ``fence_after_s`` (measured from the moment the last
   successful check was *sent*: the manager cannot have ended an attempt before a read
   that still saw it open), it stops every andreas container it runs the same way, since
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -48,7 +47,7 @@ from andreas.store.fence import Verdict
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STOP_TIMEOUT_S = 10.0   # Docker's own, for containers started without StopTimeout
+DEFAULT_GRACE_S = 10.0   # Docker's stop timeout, for containers without andreas.grace_s
 
 Verdicts = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], Verdict]]
 
@@ -61,6 +60,7 @@ class Running:
     name: str
     job_id: str
     attempt: int
+    grace_s: float | None = None      # the ``andreas.grace_s`` label (the job's grace_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,7 +184,7 @@ class Fence:
     def _stop(self, r: Running, why: str, now: float) -> None:
         if r.container_id in self.stopping:
             return
-        grace = self._stop_timeout(r.container_id)
+        grace = r.grace_s if r.grace_s is not None else DEFAULT_GRACE_S
         try:
             self.client.api.kill(r.container_id, signal="SIGTERM")
         except Exception as e:  # noqa: BLE001 - gone meanwhile, or Docker down: next check
@@ -215,17 +215,6 @@ class Fence:
         for cid in [c for c in self.stopping if c not in alive]:
             del self.stopping[cid]
 
-    def _stop_timeout(self, container_id: str) -> float:
-        """The container's StopTimeout (the job's grace period, set by the executor)."""
-        try:
-            info = self.client.api.inspect_container(container_id)
-            value = (info.get("Config") or {}).get("StopTimeout")
-            if value is not None and math.isfinite(float(value)) and float(value) >= 0:
-                return float(value)
-        except Exception as e:  # noqa: BLE001 - Docker's default then
-            log.debug("fence: inspect %s: %s", container_id[:12], error_line(e))
-        return DEFAULT_STOP_TIMEOUT_S
-
     def _running(self) -> list[Running]:
         out = []
         for row in self.client.api.containers(filters={"label": LABEL_JOB,
@@ -238,5 +227,6 @@ class Fence:
                 continue
             names = row.get("Names") or [row["Id"][:12]]
             out.append(Running(container_id=row["Id"], name=str(names[0]).lstrip("/"),
-                               job_id=labels.job_id, attempt=labels.attempt))
+                               job_id=labels.job_id, attempt=labels.attempt,
+                               grace_s=labels.grace_s))
         return out

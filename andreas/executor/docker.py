@@ -101,7 +101,7 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
                                    request.restart_count)
         labels = container_labels(request.job_id, request.attempt, request.gpu_uuids,
-                                  request.gpu_milli)
+                                  request.gpu_milli, grace_s=request.grace_s)
     except ValueError as e:
         raise ExecutorError(f"job {request.job_id!r} attempt {request.attempt}: {e}") from e
     options: dict[str, Any] = {
@@ -115,9 +115,6 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         "privileged": False,
         "auto_remove": False,                            # the log must outlive the exit
         "security_opt": ["no-new-privileges"],
-        # The job's grace period as Docker's own: an engine that shuts down, and the node
-        # agent's fence (agents/fence.py), stop the container with it.
-        "stop_timeout": max(1, math.ceil(request.grace_s)),
     }
     if request.command:
         options["command"] = list(request.command)
