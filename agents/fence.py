@@ -159,6 +159,8 @@ class Fence:
             self._pending = self._pool.submit(self.verdicts, keys)
         sent = self._pending_sent
         wait_s = (self.last_ok + self.after_s - self.mono()) if self.after_s > 0 else None
+        if wait_s is not None and self._fenced:
+            wait_s = min(1.0, self.check_s)     # fenced already: a short wait for the answer
         try:
             found = self._pending.result(timeout=None if wait_s is None else max(0.0, wait_s))
         except cf.TimeoutError:
