@@ -51,32 +51,35 @@ def _docker_time(text: str) -> float:
     return datetime.fromisoformat(head + "+00:00").timestamp() + float("0." + (frac or "0"))
 
 
+def _admin_sql(cluster: Cluster, *statements: str) -> list[tuple]:
+    """Statements as the administrator, through the driver's cursor (no parameter
+    formatting, so a '%' host needs no escaping); the last one's rows."""
+    admin = sa.create_engine(cluster.admin_url)
+    try:
+        with admin.begin() as conn:
+            cursor = conn.connection.dbapi_connection.cursor()
+            try:
+                for statement in statements:
+                    cursor.execute(statement)
+                return list(cursor.fetchall())
+            finally:
+                cursor.close()
+    finally:
+        admin.dispose()
+
+
 def _own_agent_accounts(cluster: Cluster) -> dict[str, str]:
     """One agent account per node (the agent role's grants), each agent restarted with
     its own; returns node -> account name."""
     url = make_url(cluster.agent_env["ANDREAS_DB_URL"])
     database = make_url(cluster.db_url_admin).database
-    admin = sa.create_engine(cluster.admin_url)
-    users = {}
-    try:
-        with admin.begin() as conn:
-            for i, name in enumerate(cluster.nodes):
-                user = f"{url.username}{i}"
-                conn.exec_driver_sql(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{url.password}'")
-                for statement in accounts.grants(database, accounts.Account("agent", user, "%")):
-                    conn.exec_driver_sql(statement)
-                users[name] = user
-    finally:
-        admin.dispose()
+    users = {name: f"{url.username}{i}" for i, name in enumerate(cluster.nodes)}
+    for user in users.values():
+        _admin_sql(cluster, f"CREATE USER '{user}'@'%' IDENTIFIED BY '{url.password}'",
+                   *accounts.grants(database, accounts.Account("agent", user, "%")))
 
     def drop() -> None:
-        e = sa.create_engine(cluster.admin_url)
-        try:
-            with e.begin() as conn:
-                for user in users.values():
-                    conn.exec_driver_sql(f"DROP USER IF EXISTS '{user}'@'%'")
-        finally:
-            e.dispose()
+        _admin_sql(cluster, *(f"DROP USER IF EXISTS '{u}'@'%'" for u in users.values()))
     cluster.cleanup.append(drop)
     for name, node in cluster.nodes.items():
         assert node.agent is not None
@@ -134,19 +137,13 @@ def test_cut_off_node_stops_its_copy_before_the_job_restarts_elsewhere(cluster: 
     assert first["State"]["Running"]
 
     # --- cut the node off: the manager loses its engine, its agent the database ---------
-    admin = sa.create_engine(cluster.admin_url)
-    try:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"UPDATE `{make_url(cluster.db_url_admin).database}`.nodes "
-                                 "SET docker_endpoint = :dead WHERE name = :n"),
-                         {"dead": "unix:///nonexistent/andreas-e2e/docker.sock", "n": cut})
-            conn.exec_driver_sql(f"ALTER USER '{users[cut]}'@'%' ACCOUNT LOCK")
-            for (pid,) in conn.execute(sa.text(
-                    "SELECT id FROM information_schema.processlist WHERE user = :u"),
-                    {"u": users[cut]}):
-                conn.exec_driver_sql(f"KILL CONNECTION {int(pid)}")
-    finally:
-        admin.dispose()
+    database = make_url(cluster.db_url_admin).database
+    _admin_sql(cluster, f"UPDATE `{database}`.nodes SET docker_endpoint = "
+                        f"'unix:///nonexistent/andreas-e2e/docker.sock' WHERE name = '{cut}'",
+               f"ALTER USER '{users[cut]}'@'%' ACCOUNT LOCK")
+    for (pid,) in _admin_sql(cluster, "SELECT id FROM information_schema.processlist "
+                                      f"WHERE user = '{users[cut]}'"):
+        _admin_sql(cluster, f"KILL CONNECTION {int(pid)}")
     cut_at = time.time()
 
     wait_until(cluster, f"the job restarted on {other}",
