@@ -126,7 +126,8 @@ def test_cut_off_node_stops_its_copy_before_the_job_restarts_elsewhere(cluster: 
     monitor.start()
     cluster.start_manager()
     job = cluster.andreas("submit", IMAGE, "--name", "long", "--epochs", "300", "--due",
-                          "+2h", "--app", APP, "--max-gpus", "1", "--grace-s", str(GRACE_S),
+                          "+2h", "--weight", "0.01", "--app", APP, "--max-gpus", "1",
+                          "--grace-s", str(GRACE_S),
                           "--env", f"EXAMPLE_EPOCH_S={EPOCH_S}", "--quiet").strip()
     wait_until(cluster, "the job running with a few epochs",
                lambda: any(db.running_on(n) == [job] for n in cluster.nodes)
