@@ -19,6 +19,8 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
     log_level = "info"
     metrics_port = 9464                  # Prometheus /metrics (docs/METRICS.md); unset: off
     metrics_address = "127.0.0.1"        # "0.0.0.0" to let a Prometheus elsewhere scrape
+    fence_check_s = 5.0                  # the fence asks the store this often (agents/fence.py)
+    fence_after_s = 60.0                 # store unreachable this long: stop andreas containers
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
@@ -63,7 +65,8 @@ _KEYS: dict[str, dict[str, str]] = {
     "agent": {k: k for k in ("node_name", "interval_s", "docker_url", "docker_endpoint",
                              "heartbeat_s", "fake_gpus", "powercap_root",
                              "job_energy_window_s", "log_level", "min_energy_interval_s",
-                             "metrics_port", "metrics_address")},
+                             "metrics_port", "metrics_address", "fence_check_s",
+                             "fence_after_s")},
     "store": {"url": "db_url", "password_file": "db_password_file",
               "self_register": "self_register"},
     "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
@@ -92,6 +95,12 @@ class AgentConfig:
     # Prometheus /metrics (docs/METRICS.md); None: no exporter, prometheus_client not imported.
     metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
     metrics_address: str = "127.0.0.1"
+    # The fence (agents/fence.py): every fence_check_s the store says whether each andreas
+    # container here is still its job's current attempt (stale ones are stopped); with no
+    # answer for fence_after_s (0: never) every andreas container here is stopped. Keep it
+    # at most the manager's [manager] fence_after_s (see ARCHITECTURE.md, "Fencing").
+    fence_check_s: float = field(default=5.0, metadata=rule(gt=0))
+    fence_after_s: float = field(default=60.0, metadata=rule(ge=0))
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
     batch_rows: int = field(default=500, metadata=rule(ge=1))

@@ -23,6 +23,7 @@ with the production default, so tests run the same loop with stubs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -35,6 +36,7 @@ from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcCon
 from agents.config import AgentConfig
 from agents.delivery import Delivery
 from agents.entries import heartbeat, to_entry
+from agents.fence import Fence, Verdicts
 from agents.meter import Meter
 from agents.records import GpuGap, GpuSample
 from agents.spool import Spool
@@ -87,6 +89,7 @@ class Agent:
                  tracker_factory: Callable[..., Any] | None = None,
                  docker_client_factory: Callable[[str], Any] | None = None,
                  pid_container: Callable[[int], str | None] | None = None,
+                 fence_verdicts: Verdicts | None = None,
                  mono: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
@@ -116,6 +119,10 @@ class Agent:
         self._next_heartbeat = 0.0
         self._docker_retry_at = 0.0
         self._docker_failures = 0           # failed connections to Docker in a row
+        self._fence_verdicts = fence_verdicts
+        self.fence: Fence | None = None
+        self._fence_stop = threading.Event()
+        self._fence_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ life cycle
 
@@ -147,6 +154,7 @@ class Agent:
         log.info("delivering to %s (spool %s, at most %d bytes)", cfg.db_url_masked,
                  cfg.spool_dir, cfg.spool_max_bytes)
         self._start_tracker()
+        self._start_fence()
 
     def node_spec(self) -> NodeSpec:
         """The inventory as last seen by the sampling thread (immutable; any thread)."""
@@ -175,8 +183,11 @@ class Agent:
             stop.wait(max(0.0, next_tick - self.mono()))
 
     def close(self) -> None:
-        """Stop following containers, close the open job-energy windows, flush delivery
-        (database, else spool), mark the node down, release NVML."""
+        """Stop the fence and following containers, close the open job-energy windows,
+        flush delivery (database, else spool), mark the node down, release NVML."""
+        self._fence_stop.set()
+        if self._fence_thread is not None:
+            self._fence_thread.join(timeout=5.0)
         if self.tracker is not None:
             try:
                 self.tracker.stop()
@@ -289,6 +300,30 @@ class Agent:
             log.warning("Docker at %s not reachable (%s); containers not followed, retry in "
                         "%.0f s", self.cfg.docker_url, e, delay_s)
 
+    def _start_fence(self) -> None:
+        """The fence thread (agents/fence.py): stale andreas containers here are stopped."""
+        if not self.cfg.docker_url:
+            return
+        verdicts = self._fence_verdicts
+        if verdicts is None:
+            engine = getattr(self.writer, "engine", None)
+            if engine is None:
+                log.warning("no store engine: the fence is off")
+                return
+            verdicts = functools.partial(store_verdicts, engine, self.cfg.node_name)
+        url = self.cfg.docker_url
+        factory = self._docker_client_factory or default_docker_client
+        self.fence = Fence(docker=lambda: factory(url), verdicts=verdicts,
+                           check_s=self.cfg.fence_check_s, after_s=self.cfg.fence_after_s,
+                           mono=self.mono)
+        self._fence_thread = threading.Thread(target=self.fence.run, args=(self._fence_stop,),
+                                              name="andreas-fence", daemon=True)
+        self._fence_thread.start()
+        log.info("fence: checking the andreas containers here every %.0f s; %s",
+                 self.cfg.fence_check_s,
+                 f"all stopped after {self.cfg.fence_after_s:.0f} s without the store"
+                 if self.cfg.fence_after_s > 0 else "never stopped for want of the store")
+
     def _on_epoch(self, record: Any) -> None:
         assert self.delivery is not None
         self.delivery.put(to_entry(record))
@@ -400,6 +435,21 @@ def _docker_client(url: str) -> Any:
     client = default_client(url)
     client.ping()
     return client
+
+
+def default_docker_client(url: str) -> Any:
+    from agents.tracker import default_client
+
+    return default_client(url)
+
+
+def store_verdicts(engine: Any, node_name: str,
+                   keys: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+    """The store's fence verdicts through the agent's engine (its own short connection)."""
+    from andreas.store.fence import verdicts
+
+    with engine.connect() as conn:
+        return verdicts(conn, node_name, keys)
 
 
 def _epoch_tracker(**kwargs: Any) -> Any:

@@ -14,6 +14,7 @@ The file::
     url = "mysql+pymysql://andreas_manager@db.example.org/andreas"
     password_file = "/etc/andreas/db-password"   # keeps the password out of the URL
     raw_retention_days = 7                        # raw samples kept, then 1-minute aggregates
+    job_energy_retention_days = 400               # per-job energy windows (reports, show)
     connect_retries = 5                           # daemons: tries at start, with back-off
 
     [manager]                    # the Job Manager (`andreas manager run`)
@@ -75,6 +76,7 @@ from andreas.optimizer import MANAGER_POLICIES
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")
 DEFAULT_RAW_RETENTION_DAYS = 7.0
+DEFAULT_JOB_ENERGY_RETENTION_DAYS = 400.0
 DEFAULT_CONNECT_RETRIES = 5
 ENV_CONFIG = "ANDREAS_CONFIG"
 ENV_DB_URL = "ANDREAS_DB_URL"
@@ -92,6 +94,8 @@ class StoreSettings:
     url: str | None = field(default=None, metadata=rule(secret=True))
     password_file: str | None = None
     raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS, metadata=rule(gt=0))
+    job_energy_retention_days: float = field(default=DEFAULT_JOB_ENERGY_RETENTION_DAYS,
+                                             metadata=rule(gt=0))
     connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0))
 
 
@@ -117,6 +121,9 @@ class ExecutorSettings:
     tls_client_key: str | None = None
     stop_grace_s: float = field(default=120.0, metadata=rule(gt=0))   # when a job has none
     docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0))  # API calls, not stops
+    # Exited containers of finished attempts are removed this long after their exit (the
+    # end of the log is kept in the store first, so `andreas logs` still answers).
+    keep_exited_s: float = field(default=3600.0, metadata=rule(ge=0))
     # GPU sharing: the host directory of the CUDA MPS control daemon's pipes. Set, a job with
     # a GPU share gets it at MPS_PIPE_MOUNT and its compute capped by MPS; unset, shares
     # time-slice the GPU (the percentage variable is still passed; without MPS it does nothing).
@@ -147,6 +154,10 @@ class ManagerSettings:
     unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0))
     # A job whose image pull keeps failing waits this long, then fails.
     image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0))
+    # The agents' self-fence ([agent] fence_after_s; this must be at least the largest):
+    # a job whose node stopped answering while it ran starts elsewhere only after its
+    # grace_s + fence_after_s + a margin, when any copy on the cut-off node has stopped.
+    fence_after_s: float = field(default=60.0, metadata=rule(ge=0))
     # Prometheus /metrics of `andreas manager run` (docs/METRICS.md); None: no exporter.
     metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
     metrics_address: str = "127.0.0.1"
@@ -214,6 +225,7 @@ class Settings:
     db_url_source: str
     db_password_file: str | None = None
     raw_retention_days: float = DEFAULT_RAW_RETENTION_DAYS
+    job_energy_retention_days: float = DEFAULT_JOB_ENERGY_RETENTION_DAYS
     connect_retries: int = DEFAULT_CONNECT_RETRIES
     config_path: str | None = None
     manager: ManagerSettings = ManagerSettings()
@@ -252,6 +264,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     password_file = env.get(ENV_DB_PASSWORD_FILE) or store.password_file
     return Settings(db_url=url, db_url_source=source, db_password_file=password_file,
                     raw_retention_days=store.raw_retention_days,
+                    job_energy_retention_days=store.job_energy_retention_days,
                     connect_retries=store.connect_retries,
                     config_path=str(path) if path.is_file() else None,
                     manager=_manager(data.get("manager", {}), env, path),

@@ -684,3 +684,18 @@ def test_lightning_factory_subclasses_lightning_when_installed(
     for name in ("lightning", "lightning.pytorch", "pytorch_lightning"):
         monkeypatch.setitem(sys.modules, name, None)
     assert type(lightning_callback(EpochReporter("j", 1))) is LightningProgressCallback
+
+
+def test_grace_label_round_trips_and_a_bad_one_is_named():
+    """andreas.grace_s: the job's grace period, read by the agent's fence."""
+    from andreas.job import container_labels, job_labels
+
+    labels = container_labels("j", 2, ("GPU-a",), grace_s=12.5)
+    assert labels["andreas.grace_s"] == "12.5"
+    assert job_labels(labels).grace_s == 12.5
+    assert job_labels(container_labels("j", 2)).grace_s is None
+    for bad in ("nan", "-1", "inf", "x"):
+        with pytest.raises(ValueError, match=f"label andreas.grace_s: .*{bad!r}"):
+            job_labels({**labels, "andreas.grace_s": bad})
+    with pytest.raises(ValueError, match="grace_s must be a finite number >= 0"):
+        container_labels("j", 2, grace_s=float("nan"))

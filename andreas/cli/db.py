@@ -229,7 +229,8 @@ def remove_user_cmd(name: str, account_host: str) -> None:
                    "raw_retention_days, 7).")
 @db_errors
 def retention_cmd(keep_days: float | None) -> None:
-    """Delete raw samples older than the retention time, once; keep the 1-minute aggregates.
+    """Delete raw samples and GPU gaps older than the retention time, once; keep the 1-minute
+    aggregates. Job energy windows go after ``[store] job_energy_retention_days`` (400).
 
     Also compacts the recent aggregates. Energy totals and mean powers do not change; safe
     to run while agents insert (e.g. hourly from a timer).
@@ -239,11 +240,15 @@ def retention_cmd(keep_days: float | None) -> None:
     days = settings.raw_retention_days if keep_days is None else keep_days
     start = time.perf_counter()
     try:
-        r = downsample(store, keep_days=days)
+        r = downsample(store, keep_days=days,
+                       job_energy_days=settings.job_energy_retention_days)
     finally:
         store.dispose()
     cutoff = datetime.fromtimestamp(r.cutoff_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
     click.echo(f"retention ({days:g} days, raw samples before {cutoff}): deleted "
                f"{r.power_samples} GPU and {r.host_samples} host samples (their 1-minute "
                f"aggregates stay); compacted {r.power_rows_merged + r.host_rows_merged} "
-               f"partial aggregate rows; {time.perf_counter() - start:.1f} s")
+               f"partial aggregate rows; deleted {r.gpu_gaps} GPU gap rows and "
+               f"{r.job_energy} job energy windows (older than "
+               f"{settings.job_energy_retention_days:g} days); "
+               f"{time.perf_counter() - start:.1f} s")

@@ -421,7 +421,9 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
 def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
              tail: int | None) -> None:
     """Print a job's container output (stdout and stderr), fetched from its node's Docker
-    engine. Containers are kept after they exit, so finished attempts have logs too."""
+    engine. Containers are kept for ``[executor] keep_exited_s`` after they exit; then
+    the end of the log (the last 200 lines, at most 64 KiB) is printed from the store,
+    and a note on stderr says so."""
     settings = load_settings()
     store = _open(settings)
     try:
@@ -429,6 +431,16 @@ def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
             src = views.log_source(store, job_id, attempt)
     finally:
         store.dispose()
+    if src.kept is not None:
+        click.echo(f"andreas: job {src.job_id} attempt {src.attempt}: its container was "
+                   f"removed on {stamp(src.kept_s)} (retention); the end of its log, kept in "
+                   "the store:", err=True)
+        lines = src.kept.splitlines(keepends=True)
+        if tail is not None:
+            lines = lines[-tail:] if tail else []
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+        return
     factory: Callable[[Settings], Executor] = _obj(ctx).get("executor_factory",
                                                             _default_executor)
     executor = factory(settings)

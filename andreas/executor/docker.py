@@ -101,7 +101,7 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
                                    request.restart_count)
         labels = container_labels(request.job_id, request.attempt, request.gpu_uuids,
-                                  request.gpu_milli)
+                                  request.gpu_milli, grace_s=request.grace_s)
     except ValueError as e:
         raise ExecutorError(f"job {request.job_id!r} attempt {request.attempt}: {e}") from e
     options: dict[str, Any] = {

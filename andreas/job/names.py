@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ LABEL_JOB = "andreas.job"
 LABEL_ATTEMPT = "andreas.attempt"
 LABEL_GPUS = "andreas.gpus"
 LABEL_GPU_MILLI = "andreas.gpu_milli"     # a share of its one GPU (absent: whole GPUs)
+LABEL_GRACE = "andreas.grace_s"           # SIGTERM -> SIGKILL, for the node agent's fence
 
 EXIT_DONE = 0
 EXIT_PREEMPTED = 143      # 128 + SIGTERM: stopped on request, resumable
@@ -97,10 +99,12 @@ class JobLabels:
     attempt: int
     gpu_uuids: tuple[str, ...] = ()
     gpu_milli: int | None = None
+    grace_s: float | None = None          # None: not labelled (Docker's 10 s applies)
 
 
 def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | list[str] = (),
-                     gpu_milli: int | None = None) -> dict[str, str]:
+                     gpu_milli: int | None = None,
+                     grace_s: float | None = None) -> dict[str, str]:
     """The labels the executor puts on a job's container."""
     if not valid_job_id(job_id):
         raise ValueError(f"job id must be 1-64 characters of A-Z a-z 0-9 . _ - : @ +, "
@@ -117,7 +121,16 @@ def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | lis
                 or not 1 <= gpu_milli <= 999:
             raise ValueError(f"gpu_milli must be a whole number 1-999, got {gpu_milli!r}")
         labels[LABEL_GPU_MILLI] = str(gpu_milli)
+    if grace_s is not None:
+        if not _grace_ok(grace_s):
+            raise ValueError(f"grace_s must be a finite number >= 0, got {grace_s!r}")
+        labels[LABEL_GRACE] = f"{float(grace_s):g}"
     return labels
+
+
+def _grace_ok(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
 
 
 def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
@@ -139,5 +152,15 @@ def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
             raise ValueError(f"label {LABEL_GPU_MILLI}: must be a whole number 1-999, got "
                              f"{share!r}")
         milli = int(share)
-    return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus, gpu_milli=milli)
+    grace = None
+    if labels.get(LABEL_GRACE) is not None:
+        try:
+            grace = float(labels[LABEL_GRACE])
+        except ValueError:
+            grace = None
+        if grace is None or not _grace_ok(grace):
+            raise ValueError(f"label {LABEL_GRACE}: must be a finite number >= 0, got "
+                             f"{labels[LABEL_GRACE]!r}")
+    return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus, gpu_milli=milli,
+                     grace_s=grace)
 

@@ -12,8 +12,10 @@ difference, so running it twice in a row changes nothing the second time:
   period first: a stopping engine stops its copy meanwhile); one that answers again is
   marked up. (b) Exits are recorded as :mod:`andreas.manager.exits` classifies them
   (completed, resumable, or a failure retried from the checkpoint until failures exceed
-  ``max_retries``, with the exit code and the tail of the log as reason). Containers of
-  earlier attempts are removed (the latest stays for ``andreas logs``). (c) A running
+  ``max_retries``, with the exit code and the tail of the log as reason). Exited containers
+  of earlier attempts are removed at once, those of finished attempts
+  ``[executor] keep_exited_s`` after they ended; the end of the log is kept in the store
+  first (``andreas logs`` reads it there once the container is gone). (c) A running
   container of a job's open latest attempt is adopted; any other running container
   (unknown job, stale attempt) is stopped, as is the container of a cancelled job; an
   open attempt whose container vanished from a reachable engine ends and its job is
@@ -54,7 +56,7 @@ from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
 from andreas.model import GPU_MILLI, Config
 from andreas.store.attempts import (end_attempt, note_stop, open_attempt, record_container,
-                                    request_stop)
+                                    request_stop, save_log_tail)
 from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
 from andreas.store.jobs import LIVE, TERMINAL, WAITING, record, transition
@@ -65,7 +67,9 @@ from andreas.store.read import AttemptView, GpuView, JobView, NodeView, load_job
 log = logging.getLogger("andreas.manager")
 
 UNREACHABLE_REASON = "node unreachable"
-UNREACHABLE_MARGIN_S = 5.0   # beyond the grace period: the engine's own SIGKILL and exit
+UNREACHABLE_MARGIN_S = 5.0   # beyond grace + fence: the SIGKILL, the exit, clock steps
+KEPT_LOG_LINES = 200         # the end of a log kept in the store when its container goes
+KEPT_LOG_BYTES = 64 * 1024
 
 PROBE_BACKOFF_S = 30.0            # a node marked down is probed at most this often
 REASON_LEN = 255
@@ -275,9 +279,14 @@ class Reconciler:
                        else f"stale attempt {c.attempt} (latest {latest})")
                 self._stop_orphan(node, c, job, why, now)
             elif job is not None and c.attempt < latest:
-                self._safe_remove(node, c)
-                log.info("removed container %s (job=%s attempt=%d, superseded by attempt %d)",
-                         c.name, c.job_id, c.attempt, latest)
+                if self._remove_keeping_log(node, c, job, now):
+                    log.info("removed container %s (job=%s attempt=%d, superseded by attempt "
+                             "%d)", c.name, c.job_id, c.attempt, latest)
+            elif job is not None and self._expired(job, c, now):
+                if self._remove_keeping_log(node, c, job, now):
+                    log.info("removed container %s (job=%s attempt=%d): exited more than "
+                             "%.0f s ago; the end of its log is kept in the store", c.name,
+                             c.job_id, c.attempt, self.settings.executor.keep_exited_s)
         live = {(n, c.container_id) for n, cs in obs.containers.items() for c in cs
                 if c.running}
         for key in [k for k in self._orphans if k[0] == node.name and k not in live]:
@@ -385,11 +394,38 @@ class Reconciler:
         self._signal(node, c.container_id, (c.container_id, "orphan"), since, grace, now,
                      f"orphan {c.name}")
 
-    def _safe_remove(self, node: NodeView, c: ContainerState) -> None:
+    def _expired(self, job: JobView, c: ContainerState, now: float) -> bool:
+        """An exited container of a finished attempt, ``keep_exited_s`` after both ended."""
+        a = next((x for x in job.attempts if x.attempt == c.attempt), None)
+        if a is None or a.end_s is None:
+            return False
+        ended = max(a.end_s, c.finished_s if c.finished_s is not None else a.end_s)
+        return now - ended >= self.settings.executor.keep_exited_s
+
+    def _remove_keeping_log(self, node: NodeView, c: ContainerState, job: JobView,
+                            now: float) -> bool:
+        """Store the end of the container's log with its attempt, then remove it; a log
+        that cannot be read keeps the container (tried again next tick)."""
+        a = next((x for x in job.attempts if x.attempt == c.attempt), None)
+        if a is not None:
+            try:
+                raw = b"".join(self.executor.logs(node_ref(node), c.container_id,
+                                                  tail=KEPT_LOG_LINES))
+            except ExecutorError as e:
+                log.warning("container %s on node %s: log not readable (%s); kept", c.name,
+                            node.name, e)
+                return False
+            with self.store.session() as s:
+                save_log_tail(s, a.id, kept_log(raw), now)
+        return self._safe_remove(node, c)
+
+    def _safe_remove(self, node: NodeView, c: ContainerState) -> bool:
         try:
             self.executor.remove(node_ref(node), c.container_id)
+            return True
         except ExecutorError as e:
             log.warning("could not remove container %s on node %s: %s", c.name, node.name, e)
+            return False
 
     # ------------------------------------------------------------------ apply
 
@@ -500,13 +536,17 @@ class Reconciler:
     def _fenced(self, job: JobView, now: float) -> bool:
         """A job whose node stopped answering while it ran may still be running there: an
         engine that shuts down stops its containers within their grace period (SIGTERM,
-        then SIGKILL), so the job starts elsewhere only once ``grace_s`` + a margin have
-        passed since. A node cut off for good needs the agent-side fence (issue 16)."""
+        then SIGKILL, the container's StopTimeout); a node cut off from the manager has
+        its agent's fence (agents/fence.py), which stops them within ``fence_after_s`` +
+        ``grace_s`` of its last answer from the store, and that answer came before the
+        attempt ended here. So the job starts elsewhere only once ``grace_s`` +
+        ``[manager] fence_after_s`` + a margin have passed since the attempt ended."""
         a = job.latest
         if (a is None or a.end_s is None or a.start_s is None
                 or a.reason != UNREACHABLE_REASON):
             return False
-        until = a.end_s + job.grace_s + UNREACHABLE_MARGIN_S
+        until = (a.end_s + job.grace_s + self.settings.manager.fence_after_s
+                 + UNREACHABLE_MARGIN_S)
         if now >= until:
             return False
         if self._fence_logged.get(job.id) != a.attempt:
@@ -662,6 +702,17 @@ class Reconciler:
         except ExecutorError:
             pass
         return None
+
+
+def kept_log(raw: bytes, limit: int = KEPT_LOG_BYTES) -> str:
+    """The end of a log as text: at most ``limit`` bytes of UTF-8, cut at a line start
+    when one is near (a kept log never begins with half a line or half a character)."""
+    if len(raw) > limit:
+        raw = raw[-limit:]
+        cut = raw.find(b"\n")
+        if 0 <= cut < 4096:
+            raw = raw[cut + 1:]
+    return raw.decode("utf-8", "replace")
 
 
 def _gpus(indexes) -> str:

@@ -29,6 +29,7 @@ from andreas.errors import InputError
 from andreas.executor.base import NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments
 from andreas.manager.snapshot import settings_prices
+from andreas.store.attempts import stored_log
 from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
 from andreas.store.epochs import ConfigEpochs, job_epochs
@@ -149,6 +150,10 @@ class LogSource:
     node: NodeRef
     container_id: str
     live: bool                          # the attempt has not ended
+    # The container was removed (retention): the end of its log, kept in the store, and
+    # when it was kept; None while the container still has the log.
+    kept: str | None = None
+    kept_s: float | None = None
 
 
 def queue(store: Store, settings: ManagerSettings, now_s: float, *,
@@ -284,12 +289,14 @@ def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSour
         node = None
         if row.node_id is not None:
             node = next((n for n in load_nodes(s).values() if n.id == row.node_id), None)
+        kept = stored_log(s, row.id)
     if row.container_id is None or node is None:
         why = f" ({row.reason})" if row.reason else ""
         raise InputError(f"job {job_id} attempt {row.attempt}: no container was created{why}")
     return LogSource(job_id=job_id, attempt=row.attempt,
                      node=NodeRef(name=node.name, docker_endpoint=node.endpoint),
-                     container_id=row.container_id, live=row.end_s is None)
+                     container_id=row.container_id, live=row.end_s is None,
+                     kept=kept[0] if kept else None, kept_s=kept[1] if kept else None)
 
 
 def latest_plan(db: Db) -> dict[str, PlanEntry]:

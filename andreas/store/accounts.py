@@ -5,8 +5,10 @@ agent      INSERT on power_samples, host_samples, their 1-minute aggregate table
            epoch_events, gpu_gaps and job_energy (the last three replayed with INSERT
            IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and
            on the key columns of the sample tables (which samples are stored, for spool
-           replays, not their values); UPDATE of nodes.last_heartbeat_s and nodes.state
-           only. Nothing on jobs, attempts, decisions, profiles; no DDL, no DELETE.
+           replays, not their values); SELECT on job_attempts' job_id, attempt, node_id
+           and end_s (the fence: is a container it runs still its job's current attempt
+           here, ``store/fence.py``); UPDATE of nodes.last_heartbeat_s and nodes.state
+           only. Nothing else on jobs, attempts, decisions, profiles; no DDL, no DELETE.
 manager    SELECT, INSERT, UPDATE, DELETE on every data table (jobs, decisions, retention);
            no DDL (CREATE, ALTER, DROP, INDEX).
 reporter   SELECT on every data table.
@@ -54,6 +56,7 @@ AGENT_INSERT = ("power_samples", "power_minutes", "host_samples", "host_minutes"
 AGENT_SELECT = ("nodes", "gpus")
 AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
 AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}
+AGENT_READ_ONLY_COLUMNS = {"job_attempts": ("job_id", "attempt", "node_id", "end_s")}
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _HOST = re.compile(r"^[A-Za-z0-9_.%:\-]{1,255}$")
 # A person's account: their OS user name as a rule (letters, digits, _ . -).
@@ -110,6 +113,8 @@ def grants(database: str, account: Account) -> list[str]:
             cols = AGENT_UPDATE.get(table)
             update = f", UPDATE ({', '.join(cols)})" if cols else ""
             out.append(f"GRANT SELECT{update} ON {on(table)} {to}")
+        for table, cols in AGENT_READ_ONLY_COLUMNS.items():
+            out.append(f"GRANT SELECT ({', '.join(cols)}) ON {on(table)} {to}")
     elif account.role == "manager":
         out += [f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t)} {to}" for t in data_tables()]
     elif account.role == "reporter":

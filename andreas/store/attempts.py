@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from andreas.store.errors import TransitionConflict
 from andreas.store.models import JobAttempt
 from andreas.store.nodes import Db
+from andreas.store.owners import attempts_table
 
 
 def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
@@ -65,3 +66,20 @@ def end_attempt(db: Db, attempt_id: int, end_s: float, *, exit_code: int | None,
                       .values(end_s=end_s, exit_code=exit_code, reason=reason)
                       .execution_options(synchronize_session=False))
     return done.rowcount == 1
+
+
+def save_log_tail(db: Db, attempt_id: int, text: str, now_s: float) -> None:
+    """Keep the end of the attempt's log (its container is about to be removed)."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+               .values(log_tail=text, log_saved_s=now_s)
+               .execution_options(synchronize_session=False))
+
+
+def stored_log(db: Db, attempt_id: int) -> tuple[str, float] | None:
+    """The kept end of the log and when it was kept, or None (the container still has it)."""
+    a = attempts_table(db)                # a submitter reads its own view
+    row = db.execute(select(a.c.log_tail, a.c.log_saved_s)
+                     .where(a.c.id == attempt_id)).first()
+    if row is None or row.log_saved_s is None:
+        return None
+    return row.log_tail or "", row.log_saved_s

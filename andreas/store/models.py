@@ -20,7 +20,9 @@ import enum
 from typing import Any
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Double, Enum, Float, ForeignKey, Index,
-                        Integer, MetaData, SmallInteger, String, UniqueConstraint, false, true)
+                        Integer, MetaData, SmallInteger, String, Text, UniqueConstraint, false,
+                        true)
+from sqlalchemy.dialects.mysql import MEDIUMTEXT
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from andreas.sources import EnergySource, PowerSource
@@ -180,7 +182,7 @@ class JobEnergy(Base):
     not here: it stays with the node (``power_samples``)."""
 
     __tablename__ = "job_energy"
-    __table_args__ = (MYSQL,)
+    __table_args__ = (Index("ix_job_energy_t", "t"), MYSQL)   # retention deletes by time
 
     job_id: Mapped[str] = mapped_column(String(64), ForeignKey("jobs.id"), primary_key=True)
     attempt: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
@@ -304,6 +306,10 @@ class JobAttempt(Base):
     # A run of the Job Manager's automatic profiling (a few epochs at one g on a profiling
     # node); its first epoch is warm-up and stays out of the production refits.
     profiling: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The end of the container's log, kept when the container is removed (retention,
+    # ``[executor] keep_exited_s``), so ``andreas logs`` still answers; and when.
+    log_tail: Mapped[str | None] = mapped_column(Text().with_variant(MEDIUMTEXT, "mysql"))
+    log_saved_s: Mapped[float | None]
 
     job: Mapped[Job] = relationship(back_populates="attempts")
 

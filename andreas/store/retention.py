@@ -1,5 +1,10 @@
 """Retention: raw samples are kept N days (default 7); the 1-minute aggregates stay.
 
+The GPU gaps (``gpu_gaps``, raw too) go with the raw samples. Per-job energy
+(``job_energy``, what reports and ``andreas show`` bill jobs by) has its own, longer
+retention (``[store] job_energy_retention_days``, default 400): a report over a window
+older than that shows the energy as unattributed (it stays in the node totals).
+
 Every batch of raw samples already wrote its 1-minute partial aggregates in the same
 transaction (``samples.insert_power_samples``), so the aggregates always hold every
 committed sample: deleting raw samples never changes an energy total or a mean power,
@@ -50,6 +55,9 @@ class RetentionResult:
     host_samples: int       # raw host samples deleted
     power_rows_merged: int  # partial aggregate rows folded into others by compaction
     host_rows_merged: int
+    gpu_gaps: int = 0       # gap rows deleted (with the raw samples)
+    job_energy: int = 0     # job energy windows deleted (their own retention)
+    job_energy_cutoff_s: float | None = None
 
 
 def cutoff_for(now_s: float, keep_days: float) -> float:
@@ -59,10 +67,14 @@ def cutoff_for(now_s: float, keep_days: float) -> float:
 
 def downsample(db: Store | Engine, *, keep_days: float = DEFAULT_RAW_RETENTION_DAYS,
                now_s: float | None = None,
-               compact_days: float = DEFAULT_COMPACT_DAYS) -> RetentionResult:
-    """Run the retention once; safe to repeat and to run while agents insert."""
+               compact_days: float = DEFAULT_COMPACT_DAYS,
+               job_energy_days: float | None = None) -> RetentionResult:
+    """Run the retention once; safe to repeat and to run while agents insert.
+    ``job_energy_days``: keep job energy windows this long (None: all)."""
     if not keep_days > 0:
         raise StoreError(f"retention: keep_days must be > 0, got {keep_days!r}")
+    if job_energy_days is not None and not job_energy_days > 0:
+        raise StoreError(f"retention: job_energy_days must be > 0, got {job_energy_days!r}")
     engine = db.engine if isinstance(db, Store) else db
     now = time.time() if now_s is None else now_s
     cutoff = cutoff_for(now, keep_days)
@@ -71,17 +83,24 @@ def downsample(db: Store | Engine, *, keep_days: float = DEFAULT_RAW_RETENTION_D
         gpus = conn.execute(select(Gpu.id).order_by(Gpu.id)).scalars().all()
         nodes = conn.execute(select(Node.id, Node.gpu_count).order_by(Node.id)).all()
     totals = [0, 0, 0, 0]
+    gaps = 0
     for gpu_id in gpus:
         totals[2] += _retry(functools.partial(_compact, engine, PowerMinute, PowerMinute.gpu_id,
                                               gpu_id, None, window, _merge_power))
         totals[0] += _delete_raw(engine, "power_samples", "gpu_id", gpu_id, cutoff)
+        gaps += _delete_raw(engine, "gpu_gaps", "gpu_id", gpu_id, cutoff)
     for node_id, gpu_count in nodes:
         totals[3] += _retry(functools.partial(_compact, engine, HostMinute, HostMinute.node_id,
                                               node_id, range(gpu_count + 1), window,
                                               _merge_host))
         totals[1] += _delete_raw(engine, "host_samples", "node_id", node_id, cutoff)
+    energy, energy_cutoff = 0, None
+    if job_energy_days is not None:
+        energy_cutoff = cutoff_for(now, job_energy_days)
+        energy = _delete_raw(engine, "job_energy", None, None, energy_cutoff)  # ix_job_energy_t
     return RetentionResult(cutoff_s=cutoff, power_samples=totals[0], host_samples=totals[1],
-                           power_rows_merged=totals[2], host_rows_merged=totals[3])
+                           power_rows_merged=totals[2], host_rows_merged=totals[3],
+                           gpu_gaps=gaps, job_energy=energy, job_energy_cutoff_s=energy_cutoff)
 
 
 def _retry(step: Callable[[], T], tries: int = 5) -> T:
@@ -158,14 +177,17 @@ def _merge_host(parts: list) -> tuple:
             sum(p.energy_mj for p in parts), sum(p.energy_samples for p in parts))
 
 
-def _delete_raw(engine: Engine, table: str, key_col: str, key: int, cutoff: float) -> int:
+def _delete_raw(engine: Engine, table: str, key_col: str | None, key: int | None,
+                cutoff: float) -> int:
+    """Rows of ``table`` with ``t`` before the cut-off (of one key, unless ``key_col`` is
+    None); on MariaDB in chunks."""
     params = {"key": key, "cutoff": cutoff}
+    where = f"{key_col} = :key AND t < :cutoff" if key_col else "t < :cutoff"
     if engine.dialect.name == "sqlite":
-        sql = text(f"DELETE FROM {table} WHERE {key_col} = :key AND t < :cutoff")
+        sql = text(f"DELETE FROM {table} WHERE {where}")
         with engine.begin() as conn:
             return conn.execute(sql, params).rowcount
-    sql = text(f"DELETE FROM {table} WHERE {key_col} = :key AND t < :cutoff "
-               f"ORDER BY t LIMIT {DELETE_CHUNK}")
+    sql = text(f"DELETE FROM {table} WHERE {where} ORDER BY t LIMIT {DELETE_CHUNK}")
     deleted = 0
     while True:
         def chunk() -> int:

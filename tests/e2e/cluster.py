@@ -213,7 +213,8 @@ def _base_env(tmp: Path) -> dict[str, str]:
 
 def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, int]], *,
                   manager_toml: str, extra_volumes: tuple[str, ...],
-                  app_profiles: list[dict[str, Any]], executor_toml: str = "") -> Cluster:
+                  app_profiles: list[dict[str, Any]], executor_toml: str = "",
+                  agent_toml: str = "") -> Cluster:
     """Database + accounts, engines with the example image, registered agents (started),
     the application's profile rows. The manager is started by the test."""
     cleanup: list[Callable[[], None]] = []
@@ -268,7 +269,7 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
                 f"[agent]\nnode_name = \"{name}\"\ninterval_s = 0.5\n"
                 f"docker_url = \"{engine.url}\"\ndocker_endpoint = \"{engine.url}\"\n"
                 f"heartbeat_s = 2.0\njob_energy_window_s = 5.0\nfake_gpus = \"{fake}\"\n"
-                f"[spool]\npath = \"{tmp / ('spool-' + name)}\"\n")
+                f"{agent_toml}[spool]\npath = \"{tmp / ('spool-' + name)}\"\n")
             _run([str(BIN / "andreas-agent"), "--config", str(tmp / f"agent-{name}.toml"),
                   "--register"], manager_env)
             log = (tmp / f"agent-{name}.log").open("w")

@@ -35,7 +35,9 @@ poll_s = 0.5
 seed = 7
 restart_overhead_s = 2
 min_power_samples = 20
+fence_after_s = 10
 """
+AGENT_TOML = "fence_check_s = 1.0\nfence_after_s = 8.0\n"   # at most the manager's
 # What a profiling run of the example would have stored (the fake GPUs make every
 # configuration as fast as the program's own epoch length).
 PROFILES = [{"application": APP, "gpu_type": t, "gpus": 1, "epoch_time_s": EPOCH_S}
@@ -94,7 +96,8 @@ def cluster(tmp_path_factory) -> Cluster:
     volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
                              capture_output=True, text=True, check=True, cwd=ROOT).stdout
     c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
-                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES)
+                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES,
+                      agent_toml=AGENT_TOML)
     try:
         yield c
     finally:

@@ -43,7 +43,8 @@ def test_options_follow_the_job_contract_and_the_settings():
     opts = run_options(request(), SETTINGS)
     assert opts["name"] == "andreas-j1-3" and opts["image"] == "reg.example/train:1"
     assert opts["detach"] is True and opts["command"] == ["python", "train.py"]
-    assert opts["labels"] == container_labels("j1", 3, ("GPU-aaa", "GPU-bbb"))
+    assert opts["labels"] == container_labels("j1", 3, ("GPU-aaa", "GPU-bbb"), grace_s=120.0)
+    assert opts["labels"]["andreas.grace_s"] == "120"      # the agent's fence kills after it
     # the job's own variables, and the contract's (which win over a job's copy)
     assert opts["environment"] == {"LR": "0.1", "ANDREAS_JOB_ID": "j1",
                                    "ANDREAS_CHECKPOINT_DIR": "/ckpt", "ANDREAS_EPOCHS": "20",

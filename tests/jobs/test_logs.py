@@ -94,3 +94,32 @@ def test_log_source_library(store, job):
         job_id, 1, node, "c-1", False)
     with pytest.raises(InputError, match="no such job"):
         log_source(store, "nope")
+
+
+def test_removed_container_prints_the_kept_log_from_the_store(db_url, store):
+    """Retention removed the container: the end of its log comes from the store, with a
+    note on stderr; the engine is not asked."""
+    from andreas.store.attempts import save_log_tail
+
+    name, node_id, _ = add_node(store, gpus=1)
+    job_id = add_job(store, id=unique("kept"), state=JobState.COMPLETED)
+    with store.session() as s:
+        row = JobAttempt(job_id=job_id, attempt=1, node_id=node_id, gpu_ids=[0],
+                         container_id="c-gone", start_s=1.0, end_s=2.0, exit_code=0)
+        s.add(row)
+        s.flush()
+        save_log_tail(s, row.id, "epoch 1\nepoch 2\ndone\n", 1_790_000_000.0)
+    fake = FakeExecutor()
+    r = run_cli(db_url, "logs", job_id, executor_factory=lambda settings: fake)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "epoch 1\nepoch 2\ndone\n"
+    assert r.stderr == (f"andreas: job {job_id} attempt 1: its container was removed on "
+                        "2026-09-21 14:13Z (retention); the end of its log, kept in the "
+                        "store:\n")
+    assert fake.log_calls == []
+    r = run_cli(db_url, "logs", job_id, "--tail", "2", executor_factory=lambda settings: fake)
+    assert r.stdout == "epoch 2\ndone\n"
+    r = run_cli(db_url, "logs", job_id, "--tail", "0", executor_factory=lambda settings: fake)
+    assert r.exit_code == 0 and r.stdout == ""
+    src = log_source(store, job_id)
+    assert (src.kept, src.kept_s) == ("epoch 1\nepoch 2\ndone\n", 1_790_000_000.0)

@@ -205,7 +205,7 @@ def test_a_profiling_node_that_stops_answering_ends_the_profiling_with_the_reaso
     ex.unreachable.add("p1")
     m.tick()
     assert attempts(mstore, "a")[0].reason == "node unreachable"
-    clock.advance(30)                     # past the job's grace period (the fence)
+    clock.advance(5.0 + m.settings.manager.fence_after_s + 10)   # past the fence hold
     _ticks(m, 3)
     assert "profiling on p1 failed (node unreachable)" in (job(mstore, "a").reason or "")
     assert state_of(mstore, "a") is JobState.RUNNING

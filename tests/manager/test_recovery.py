@@ -104,10 +104,12 @@ def test_unreachable_node_preempts_its_jobs_which_are_replanned_elsewhere(mstore
     (a1, *rest) = attempts(mstore, "j")
     assert a1.reason == "node unreachable" and a1.end_s is not None
     assert m.target.assignments["j"].node == "b"           # the new decision
-    # Fenced: its copy on "a" may still be stopping; it starts on "b" after its grace.
-    grace_s = job(mstore, "j").grace_s
+    # Fenced: its copy on "a" may still be stopping (the engine's shutdown, or the agent's
+    # fence); it starts on "b" after its grace + the agents' fence_after_s + 5 s.
+    hold_s = job(mstore, "j").grace_s + m.reconciler.settings.manager.fence_after_s
+    assert m.reconciler.settings.manager.fence_after_s == 60.0
     assert state_of(mstore, "j") is JobState.PREEMPTED and rest == []
-    clock.advance(grace_s + 4.0)
+    clock.advance(hold_s + 4.0)
     m.tick()
     assert state_of(mstore, "j") is JobState.PREEMPTED and attempts(mstore, "j")[1:] == []
     clock.advance(1.5)
@@ -210,6 +212,46 @@ def test_orphans_are_stopped_and_old_attempts_removed(mstore):
     clock.advance(31)                                             # executor stop_grace_s
     m.tick()
     assert unknown.signals == ["SIGTERM", "SIGKILL"]
+
+
+def test_exited_containers_go_after_keep_exited_s_and_their_log_stays_in_the_store(mstore):
+    """Retention on the nodes: the latest attempt's container stays keep_exited_s (3600 s
+    by default) after it ended, then the end of its log goes to the store and it is
+    removed; a superseded attempt's container goes at once, its log kept too."""
+    from andreas.manager.reconcile import kept_log
+    from andreas.store.attempts import stored_log
+
+    add_node(mstore, "a", gpus=2)
+    add_job(mstore, "done")
+    m, ex, clock = make(mstore)
+    assert m.reconciler.settings.executor.keep_exited_s == 3600.0
+    set_target(m, {"done": ("a", 1)})
+    m.tick()
+    ex.exit("done", 1, log="epoch 1\nTraceback\nValueError: bad")   # a failure: retried
+    m.tick()
+    m.tick()                                             # the next observation sees it
+    first, second = attempts(mstore, "done")
+    assert ex.find("done", 1) is None                    # superseded: removed at once ...
+    with mstore.session() as s:                          # ... its log kept
+        assert stored_log(s, first.id) == ("epoch 1\nTraceback\nValueError: bad\n", clock())
+        assert stored_log(s, second.id) is None
+    ex.exit("done", 0, log="epoch 10 done")
+    m.tick()
+    assert state_of(mstore, "done") is JobState.COMPLETED
+    kept = ex.find("done", 2)
+    clock.advance(3599.0)
+    m.tick()
+    assert ex.find("done", 2) is kept                    # not yet
+    clock.advance(1.0)
+    m.tick()
+    assert ex.find("done", 2) is None and ("remove", "a", kept.id) in ex.calls
+    with mstore.session() as s:
+        assert stored_log(s, second.id) == ("epoch 10 done\n", clock())
+    # a log over 64 KiB keeps its end, cut at a line start
+    big = b"".join(b"line %06d\n" % i for i in range(10_000))
+    text = kept_log(big)
+    assert len(text.encode()) <= 64 * 1024 and text.startswith("line ")
+    assert text.endswith("line 009999\n") and len(text) == 64 * 1024 - 64 * 1024 % 12
 
 
 def test_profiling_node_containers_are_left_alone(mstore):

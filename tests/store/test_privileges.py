@@ -127,6 +127,9 @@ def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
                   "epoch_events", "power_minutes", "host_minutes", "gpu_gaps", "job_energy"):
         denied(agent, f"SELECT * FROM {table}")
     denied(agent, "SELECT power_w FROM power_samples")
+    denied(agent, "SELECT container_id, log_tail FROM job_attempts")
+    denied(agent, "UPDATE job_attempts SET end_s = 1")
+    denied(agent, "DELETE FROM job_attempts")
     denied(agent, "SELECT host_power_w FROM host_samples")
     denied(agent, "UPDATE power_minutes SET energy_mj = 0")
     denied(agent, "DELETE FROM power_minutes")
@@ -145,6 +148,25 @@ def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
     with stores["admin"].session() as s:
         from andreas.store import Job
         assert s.get(Job, job).state is JobState.QUEUED
+
+
+def test_agent_reads_the_fence_columns_of_attempts(stores):
+    """The fence's read (store/fence.py) works through the agent's column grant."""
+    from andreas.store.attempts import end_attempt, open_attempt
+    from andreas.store.fence import verdicts
+
+    name, node_id, _ = add_node(stores["admin"], gpus=1)
+    job = add_job(stores["admin"])
+    with stores["admin"].session() as s:
+        first = open_attempt(s, job_id=job, attempt=1, node_id=node_id, gpu_ids=[0],
+                             decision_id=None)
+    with stores["agent"].session() as s:
+        assert verdicts(s, name, [(job, 1)])[job, 1].stale is False
+    with stores["admin"].session() as s:
+        end_attempt(s, first, 5.0, exit_code=None, reason="node unreachable")
+    with stores["agent"].session() as s:
+        found = verdicts(s, name, [(job, 1)])[job, 1]
+    assert found.stale and found.why == "attempt ended in the store"
 
 
 def test_reporter_reads_everything_and_writes_nothing(stores):

@@ -201,3 +201,48 @@ def test_cli_retention_runs_once(store, db_url):
                          {"g": gpu_ids[0]}).scalar() == 4
     bad = CliRunner().invoke(main, ["db", "retention", "--keep-days", "0"], env=env)
     assert bad.exit_code == 2 and "--keep-days" in bad.output
+
+
+def test_gaps_go_with_the_raw_samples_and_job_energy_after_its_own_retention(store):
+    """gpu_gaps: the raw retention; job_energy: job_energy_days (None keeps it all);
+    rows at or after a cut-off stay, on both backends (MariaDB deletes in chunks)."""
+    from andreas.store import GapRow, GpuGap, JobEnergy, JobEnergyRow, insert_gpu_gaps
+    from andreas.store import insert_job_energy
+    from .helpers import add_job
+
+    now = 1.7e9 + 17.5
+    _, node_id, gpu_ids = add_node(store, gpus=2)
+    job = add_job(store)
+    gaps = [GapRow(g, now - d * DAY, "GPU is lost") for g in gpu_ids for d in (0.5, 6.9, 7.1, 30)]
+    energy = [JobEnergyRow(job, 1, now - d * DAY, node_id, 60.0, 1, 1000, 10)
+              for d in (1, 7.1, 89, 91, 400)]
+    with store.session() as s:
+        insert_gpu_gaps(s, gaps)
+        insert_job_energy(s, energy)
+
+    def left():
+        with store.session() as s:
+            return (sorted(round((now - t) / DAY, 1) for t in s.scalars(
+                        select(GpuGap.t).where(GpuGap.gpu_id == gpu_ids[0]))),
+                    sorted(round((now - t) / DAY, 1) for t in s.scalars(
+                        select(JobEnergy.t).where(JobEnergy.job_id == job))))
+
+    r = downsample(store, keep_days=7, now_s=now)
+    assert (r.gpu_gaps, r.job_energy, r.job_energy_cutoff_s) == (4, 0, None)
+    assert left() == ([0.5, 6.9], [1.0, 7.1, 89.0, 91.0, 400.0])
+    r = downsample(store, keep_days=7, now_s=now, job_energy_days=90)
+    assert (r.gpu_gaps, r.job_energy) == (0, 2)
+    assert r.job_energy_cutoff_s == cutoff_for(now, 90)
+    assert left() == ([0.5, 6.9], [1.0, 7.1, 89.0])
+    with pytest.raises(StoreError, match="job_energy_days must be > 0"):
+        downsample(store, keep_days=7, now_s=now, job_energy_days=0)
+
+
+def test_job_energy_has_its_time_index(store):
+    """The retention deletes job_energy by time: ix_job_energy_t (migration 0006)."""
+    from sqlalchemy import inspect
+
+    with store.engine.connect() as conn:
+        indexes = {ix["name"]: ix["column_names"] for ix in inspect(conn).get_indexes(
+            "job_energy")}
+    assert indexes["ix_job_energy_t"] == ["t"]
