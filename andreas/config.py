@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
 from andreas.optimizer import MANAGER_POLICIES
 
@@ -60,6 +61,14 @@ ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
 _SECTIONS = ("store", "manager", "executor", "report")
 LOCK_CHOICES = ("wait", "exit")
+# Upper bounds of the settings (issue 16): a value past them is a typo, and would hang a
+# loop, overflow a column or make a job impossible to stop.
+MAX_DAYS = 3650.0
+MAX_CONFIG_BYTES = 1 << 20
+MAX_GRACE_S = 86400.0               # a stop grace, a restart overhead: at most a day
+MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
+MAX_PERIOD_S = 30 * 86400.0
+MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,8 +78,9 @@ class StoreSettings:
 
     url: str | None = field(default=None, metadata=rule(secret=True))
     password_file: str | None = None
-    raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS, metadata=rule(gt=0))
-    connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0))
+    raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS,
+                                      metadata=rule(gt=0, le=MAX_DAYS))
+    connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0, le=1000))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,8 +103,10 @@ class ExecutorSettings:
     tls_ca_cert: str | None = None
     tls_client_cert: str | None = None
     tls_client_key: str | None = None
-    stop_grace_s: float = field(default=120.0, metadata=rule(gt=0))   # when a job has none
-    docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0))  # API calls, not stops
+    # when a job has none
+    stop_grace_s: float = field(default=120.0, metadata=rule(gt=0, le=MAX_GRACE_S))
+    # API calls, not stops
+    docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0, le=3600))
     # GPU sharing: the host directory of the CUDA MPS control daemon's pipes. Set, a job with
     # a GPU share gets it at MPS_PIPE_MOUNT and its compute capped by MPS; unset, shares
     # time-slice the GPU (the percentage variable is still passed; without MPS it does nothing).
@@ -110,28 +122,30 @@ class ManagerSettings:
     """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
 
     policy: str = field(default="rg", metadata=rule(choices=MANAGER_POLICIES))
-    period_s: float = field(default=3600.0, metadata=rule(gt=0))
-    poll_s: float = field(default=1.0, metadata=rule(gt=0))   # store and container polling
-    max_retries: int = field(default=3, metadata=rule(ge=0))  # non-zero exits, then failed
-    seed: int | None = None                     # rg / pr randomness; None: from the clock
-    energy_pue: float = field(default=1.33, metadata=rule(gt=0))
-    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0))
-    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0))
+    period_s: float = field(default=3600.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
+    # store and container polling
+    poll_s: float = field(default=1.0, metadata=rule(ge=0.001, le=3600))
+    max_retries: int = field(default=3, metadata=rule(ge=0, le=1000))  # non-zero exits, then failed
+    # rg / pr randomness; None: from the clock
+    seed: int | None = field(default=None, metadata=rule(ge=0, le=MAX_SEED))
+    energy_pue: float = field(default=1.33, metadata=rule(gt=0, le=10))
+    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=1e6))
+    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0, le=MAX_GRACE_S))
     # A second manager waits for the lock, or exits (2).
     lock: str = field(default="wait", metadata=rule(choices=LOCK_CHOICES))
     # Measured c_ng replaces profiles/ after this many samples.
-    min_power_samples: int = field(default=60, metadata=rule(ge=0))
+    min_power_samples: int = field(default=60, metadata=rule(ge=0, le=10**9))
     # Epoch time guessed for an application nobody measured.
-    unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0))
+    unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0, le=MAX_GRACE_S * 30))
     # A job whose image pull keeps failing waits this long, then fails.
-    image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0))
+    image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0, le=MAX_GRACE_S * 7))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReportSettings:
     """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
 
-    grid_co2_g_per_kwh: float | None = field(default=None, metadata=rule(ge=0))
+    grid_co2_g_per_kwh: float | None = field(default=None, metadata=rule(ge=0, le=1e5))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,13 +236,13 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
 def read_toml(path: Path, sections: Collection[str]) -> dict[str, Any]:
     """A config file's tables; an unknown section, or a section that is not a table, is a
     one-line error (the keys are checked by :func:`andreas.infra.fields.build`)."""
+    text = read_text_capped(path, what="config file", limit=MAX_CONFIG_BYTES)
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read config file: {e.strerror}") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: nested too deeply") from None
     for section, value in data.items():
         if section not in sections:
             raise InputError(f"{path}: unknown section [{section}] "

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
+
+import click
 
 from andreas.store.faults import database_errors
 
@@ -18,3 +21,23 @@ def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+class Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and inf (click's lets nan through: every
+    comparison with it is false), so ``--period-s nan`` is a usage error, never a hang."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        rv = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(rv, param, ctx)
+
+
+# Seeds of numpy's generators are non-negative; iterations and workers bounded so a typo
+# (10**7) is an error, not gigabytes of arrays.
+SEED = click.IntRange(min=0, max=2**63 - 1)
+ITERATIONS = click.IntRange(min=1, max=1_000_000)

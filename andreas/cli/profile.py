@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from andreas.cli.common import db_errors
+from andreas.cli.common import Finite, db_errors
 from andreas.config import Settings, load_settings
 from andreas.errors import InputError, options
 
@@ -81,7 +81,7 @@ def _prior_serial() -> dict[str, float]:
                    "restored afterwards. Default: the nodes already marked, one per GPU type.")
 @click.option("--gpus", default=None, metavar="1,2,4",
               help="GPU counts to run (default: every count from 1 to the node's usable GPUs).")
-@click.option("--timeout-s", type=float, default=3600.0, show_default=True,
+@click.option("--timeout-s", type=Finite(), default=3600.0, show_default=True,
               help="Per run: the container is killed after this long (epochs so far count).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 @click.pass_context
@@ -232,7 +232,7 @@ def _print(app: str, results) -> None:
 
 
 @click.command("profile-refresh")
-@click.option("--half-life-h", type=float, default=168.0, show_default=True,
+@click.option("--half-life-h", type=Finite(), default=168.0, show_default=True,
               help="Recency: an epoch this many hours old weighs half as much as a new one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context

@@ -16,6 +16,8 @@ import time
 from typing import Any
 
 import click
+
+from andreas.cli.common import Finite, SEED, ITERATIONS
 import numpy as np
 
 from andreas import optimizer
@@ -95,18 +97,18 @@ def policies_cmd() -> None:
                 type=click.Path(dir_okay=False, path_type=str))
 @click.option("--policy", type=PolicyName(), default="rg", show_default=True,
               help="Scheduling policy (see `andreas policies`).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the random generator, so a run can be repeated exactly.")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=ITERATIONS, default=None,
               help="Iterations of a randomized policy (e.g. constructions of rg); "
                    "left out: the policy's own default.")
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
                    "over remaining time) or pressure (the papers' order).")
-@click.option("--time-limit-s", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time-limit-s", type=Finite(min=0, min_open=True), default=None,
               help="Solver time limit of milp (whole solve, default 60) and hierarchical "
                    "(per controller, default 1); past it the best plan found. Others ignore it.")
-@click.option("--mip-gap", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+@click.option("--mip-gap", type=Finite(min=0, max=1, max_open=True), default=None,
               help="Relative MIP gap at which milp (default 0: prove optimality) and "
                    "hierarchical (default 0.05) stop. Others ignore it.")
 @click.option("--floor", is_flag=True,
@@ -169,9 +171,9 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
 @click.argument("snapshot_path", metavar="SNAPSHOT.json", type=click.Path(dir_okay=False))
 @click.option("--policies", default=",".join(DEFAULT_COMPARE), show_default=True,
               help="Comma-separated policies to run on the same snapshot.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of every policy's random generator.")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=ITERATIONS, default=None,
               help="Iterations of the randomized policies (rg, pr); others ignore it.")
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from andreas.cli.common import Finite, SEED
+
 from andreas.simulator.generate import ARRIVALS, SCENARIOS
 
 
@@ -29,13 +31,13 @@ def trace_group() -> None:
               help="1: nodes with 2 V100 or 1 T4; 2: 4 V100 or 2 T4 (ignored with --cloud).")
 @click.option("--arrival", type=click.Choice(ARRIVALS), default="exponential",
               show_default=True, help="Inter-arrival law (path-relinking paper, section 4.1).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed: the same options and seed give the same trace, bit for bit.")
 @click.option("--cloud", is_flag=True,
               help="Cloud mode: bare nodes and the paper's VM catalog (K80/M60, Table 2).")
 @click.option("--jobs-per-node", type=click.IntRange(min=1), default=10, show_default=True,
               help="Jobs per node (the papers use 10).")
-@click.option("--mu", type=click.FloatRange(min=0, max=1e6), default=None,
+@click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a per idle GPU of a node that runs jobs, "
                    "written to the trace's params [default: 1 with --cloud, as the "
                    "path-relinking paper's experiments; 0 on premise, as ANDREAS eq. 1].")
@@ -69,20 +71,20 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
 @click.option("--sample", type=int, default=None,
               help="Keep N of the pods that fit a kept node, uniformly at random (seeded) "
                    "[default: all].")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of node and pod sampling and of the synthetic GPU memory.")
 @click.option("--max-nodes", type=int, default=None,
               help="Keep K GPU nodes, stratified by GPU type (the type mix stays) "
                    "[default: all].")
-@click.option("--slack", type=float, default=2.0, show_default=True,
+@click.option("--slack", type=Finite(), default=2.0, show_default=True,
               help="Due date = submit + slack x duration.")
-@click.option("--epoch-s", type=float, default=600.0, show_default=True,
+@click.option("--epoch-s", type=Finite(), default=600.0, show_default=True,
               help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
-@click.option("--load", type=float, default=None,
+@click.option("--load", type=Finite(), default=None,
               help="Scale submission times to this GPU load: the mean share of GPUs busy "
                    "while tasks are submitted, each run from its submission [default: the "
                    "full trace's, kept per GPU].")
-@click.option("--since", type=float, default=0.0, show_default=True,
+@click.option("--since", type=Finite(), default=0.0, show_default=True,
               help="Replay from this trace time (s) on: pods created before are submitted "
                    "then with the run time they had left (the openb default trace's first "
                    "24 pods are months-long survivors; arrivals are steady from ~9.9e6 s).")

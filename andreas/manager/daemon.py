@@ -45,7 +45,11 @@ def with_overrides(settings: Settings, *, policy: str | None = None,
     if policy is not None:
         manager = replace(manager, policy=policy)
     if period_s is not None:
-        manager = replace(manager, period_s=period_s)
+        from andreas.config import ManagerSettings
+        from andreas.infra.fields import check_field
+
+        manager = replace(manager, period_s=check_field(ManagerSettings, "period_s", period_s,
+                                                        "--period-s"))
     return replace(settings, manager=manager)
 
 
