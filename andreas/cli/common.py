@@ -40,4 +40,4 @@ class Finite(click.FloatRange):
 # Seeds of numpy's generators are non-negative; iterations and workers bounded so a typo
 # (10**7) is an error, not gigabytes of arrays.
 SEED = click.IntRange(min=0, max=2**63 - 1)
-ITERATIONS = click.IntRange(min=1, max=1_000_000)
+ITERATIONS = click.IntRange(min=1, max=100_000)

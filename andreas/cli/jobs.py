@@ -26,7 +26,7 @@ import click
 from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
-from andreas.console import console
+from andreas.console import console, printable
 from andreas.errors import InputError, options
 from andreas.executor.base import Executor
 from andreas.executor.errors import ExecutorError
@@ -294,7 +294,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
                             f"tardiness {_money(c.tardiness_cost)})"),
             ("cost to go", _money(c.to_go)),
             ("predicted at submit", _money(d.predicted_cost_at_submit))):
-        info.add_row(key, Text(value))
+        info.add_row(key, Text(printable(value)))
     out.print(info)
     if d.attempts:
         t = Table(title="attempts")
@@ -315,7 +315,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             t.add_row(*map(Text, (
                 str(a.attempt), a.node or "-", ",".join(map(str, a.gpus)) or "-",
                 (a.container_id or "-")[:12], stamp(a.start_s), end,
-                "-" if a.exit_code is None else str(a.exit_code), a.reason or "-",
+                "-" if a.exit_code is None else str(a.exit_code), printable(a.reason or "-"),
                 "-" if a.energy_kwh is None else f"{a.energy_kwh:.3f}",
                 f"{_decision(a.started_by)} -> {_decision(a.stopped_by)}")))
         out.print(t)

@@ -146,7 +146,7 @@ class _Display:
 
             from andreas.console import console
 
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+            self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(),
                                      console=console(), transient=False)
             self.progress.__enter__()

@@ -21,9 +21,9 @@ from andreas.cli.common import Finite, SEED, ITERATIONS
 import numpy as np
 
 from andreas import optimizer
-from andreas.console import console
+from andreas.console import console, printable
 from andreas.costs import evaluate
-from andreas.errors import AndreasError, InfeasiblePlan, InputError, one_line
+from andreas.errors import AndreasError, InfeasiblePlan, InputError, error_line, one_line
 from andreas.feasibility import check_plan
 from andreas.model import Action, ActionKind, Plan, Snapshot
 from andreas.formats.snapshot import load_snapshot
@@ -40,7 +40,15 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except AndreasError as e:
-            click.echo(f"andreas: error: {one_line(str(e)) or type(e).__name__}", err=True)
+            click.echo(f"andreas: error: {printable(one_line(str(e))) or type(e).__name__}",
+                       err=True)
+            ctx.exit(EXIT_ERROR)
+        except OSError as e:
+            # A file the user named that cannot be written or read (--out under /proc, a
+            # full disk): the file and the reason, not a traceback.
+            where = f"{e.filename}: " if e.filename else ""
+            click.echo(f"andreas: error: {printable(where)}{e.strerror or error_line(e)}",
+                       err=True)
             ctx.exit(EXIT_ERROR)
 
 

@@ -71,20 +71,20 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
 @click.option("--sample", type=int, default=None,
               help="Keep N of the pods that fit a kept node, uniformly at random (seeded) "
                    "[default: all].")
-@click.option("--seed", type=SEED, default=0, show_default=True,
+@click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of node and pod sampling and of the synthetic GPU memory.")
 @click.option("--max-nodes", type=int, default=None,
               help="Keep K GPU nodes, stratified by GPU type (the type mix stays) "
                    "[default: all].")
-@click.option("--slack", type=Finite(), default=2.0, show_default=True,
+@click.option("--slack", type=float, default=2.0, show_default=True,
               help="Due date = submit + slack x duration.")
-@click.option("--epoch-s", type=Finite(), default=600.0, show_default=True,
+@click.option("--epoch-s", type=float, default=600.0, show_default=True,
               help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
-@click.option("--load", type=Finite(), default=None,
+@click.option("--load", type=float, default=None,
               help="Scale submission times to this GPU load: the mean share of GPUs busy "
                    "while tasks are submitted, each run from its submission [default: the "
                    "full trace's, kept per GPU].")
-@click.option("--since", type=Finite(), default=0.0, show_default=True,
+@click.option("--since", type=float, default=0.0, show_default=True,
               help="Replay from this trace time (s) on: pods created before are submitted "
                    "then with the run time they had left (the openb default trace's first "
                    "24 pods are months-long survivors; arrivals are steady from ~9.9e6 s).")

@@ -55,6 +55,7 @@ MIN_PERIOD_S = 1.0              # the rescheduling period H
 MAX_PERIOD_S = 30 * 86400.0
 MAX_POWER_W = 1e6
 MAX_PENALTY = 1e6               # rho, mu
+MAX_RUN_S = 366 * 86400.0       # a job's run time on its fastest configuration
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
 _RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown")
@@ -342,8 +343,14 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
         check_name(f.label, "epoch_time_s", gpu_type)
         field = f"epoch_time_s.{gpu_type}"
         check_list(f.label, field, seq, nonempty=True)
-        times[gpu_type] = tuple(check_number(f.label, f"{field}[{k}]", t, gt=0, le=MAX_DURATION_S)
-                                for k, t in enumerate(seq))
+        times[gpu_type] = tuple(check_number(f.label, f"{field}[{k}]", t, gt=0,
+                                             le=MAX_DURATION_S) for k, t in enumerate(seq))
+    fastest_s = epochs * min(min(seq) for seq in times.values())
+    if fastest_s > MAX_RUN_S:
+        # A simulation reschedules every period until the job ends: a job of 10**9 epochs
+        # would keep it busy for ever.
+        _fail(f.label, "epochs", f"x the fastest epoch time is {fastest_s / 86400:.0f} days, "
+              f"more than {MAX_RUN_S / 86400:.0f}", epochs)
     running = None
     if progress and f.has("running"):
         r = Fields(f.get("running"), f.label, _RUNNING_KEYS, prefix="running.")
