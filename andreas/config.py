@@ -41,6 +41,7 @@ Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -69,6 +70,12 @@ MAX_GRACE_S = 86400.0               # a stop grace, a restart overhead: at most 
 MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
 MAX_PERIOD_S = 30 * 86400.0
 MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
+DEFAULT_CONTAINER_USER = "65534:65534"      # nobody:nogroup
+_NAME = r"(?:[0-9]{1,10}|[a-z_][a-z0-9_-]{0,31})"
+_USER = re.compile(rf"root|{_NAME}(?::{_NAME})?")
+# Host paths a job must never see: the Docker socket is root on the node.
+_FORBIDDEN_HOST = ("/", "/var/run/docker.sock", "/run/docker.sock", "/var/run", "/run",
+                   "/proc", "/sys", "/dev", "/etc", "/root", "/boot")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,8 +105,15 @@ class ExecutorSettings:
     checkpoint_mount: str = field(default="/andreas/checkpoint", metadata=rule(absolute_path=True))
     network: str = "bridge"
     allow_host_network: bool = False
-    image_allowlist: tuple[str, ...] = ()       # fnmatch patterns; empty: every image
-    extra_volumes: tuple[str, ...] = ()
+    # patterns ('*' and '?' never cross '/'; the registry host is literal); empty: every image
+    image_allowlist: tuple[str, ...] = ()
+    extra_volumes: tuple[str, ...] = ()         # "host:container[:ro|rw]", checked at load
+    # The container's security profile: every capability dropped, no new privileges, a
+    # non-root user ("uid:gid"; "root" only when set so), and memory / process limits
+    # (0: none). The job's checkpoint directory is made writable for that user.
+    user: str = DEFAULT_CONTAINER_USER
+    memory_limit_mib: int = field(default=0, metadata=rule(ge=0, le=1 << 24))
+    pids_limit: int = field(default=4096, metadata=rule(ge=0, le=1 << 22))
     tls_ca_cert: str | None = None
     tls_client_cert: str | None = None
     tls_client_key: str | None = None
@@ -230,7 +244,49 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
     if settings.network == "host" and not settings.allow_host_network:
         raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
                          "true (containers get no host network by default)")
+    for spec in settings.extra_volumes:
+        parse_extra_volume(spec, settings.checkpoint_mount, label=f"{path}: [executor] "
+                                                                  "extra_volumes")
+    for pattern in settings.image_allowlist:
+        check_image_pattern(pattern, label=f"{path}: [executor] image_allowlist")
+    if not _USER.fullmatch(settings.user):
+        raise InputError(f"{path}: [executor] user {settings.user!r}: must be uid[:gid], "
+                         "name[:group] or root")
     return settings
+
+
+def parse_extra_volume(spec: str, checkpoint_mount: str,
+                       label: str = "[executor] extra_volumes") -> tuple[str, str, str]:
+    """``host:container[:ro|rw]`` as (host, container, mode), checked when the config is
+    loaded: both paths absolute and plain (no ``..``), the container path not the
+    checkpoint mount, and no host path that hands a job the node (the Docker socket,
+    /proc, /etc, ...)."""
+    parts = spec.split(":")
+    if len(parts) == 2:
+        parts.append("rw")
+    if len(parts) != 3 or parts[2] not in ("ro", "rw"):
+        raise InputError(f"{label} {spec!r}: not host:container[:ro|rw]")
+    host, container, mode = parts
+    for side, value in (("host", host), ("container", container)):
+        if not value.startswith("/") or "/../" in value + "/" or "\x00" in value:
+            raise InputError(f"{label} {spec!r}: the {side} path must be absolute, "
+                             "without '..'")
+    if host.rstrip("/") in _FORBIDDEN_HOST or host.rstrip("/") == "":
+        raise InputError(f"{label} {spec!r}: {host} must not be given to jobs (it is root "
+                         "on the node)")
+    if container.rstrip("/") == checkpoint_mount.rstrip("/"):
+        raise InputError(f"{label} {spec!r}: {container} is the checkpoint mount")
+    return host, container, mode
+
+
+def check_image_pattern(pattern: str, label: str = "[executor] image_allowlist") -> None:
+    """An allow-list pattern names its registry host literally: ``*`` in the host
+    (``registry.*/ml/*``, ``reg*/x``) could match a registry someone else runs. (``*``
+    never crosses ``/`` when matched, so ``train:*`` cannot match ``train:5000/x``.)"""
+    first, slash, _ = pattern.partition("/")
+    if slash and any(c in first for c in "*?["):
+        raise InputError(f"{label} {pattern!r}: the registry host {first!r} must be written "
+                         "out (no '*', '?' or '[' before the first '/')")
 
 
 def read_toml(path: Path, sections: Collection[str]) -> dict[str, Any]:
