@@ -312,13 +312,16 @@ def mask_url(url: Any) -> str:
     """The URL with its password replaced by ``***``; safe to print or log.
 
     Works on strings that are not valid URLs too: whatever stands between the first ':'
-    after the scheme and the last '@' is treated as the password.
+    after the scheme and the last '@' is treated as the password. A password given as a
+    query parameter (``?password=``, ``passwd``, ``pwd``, as PyMySQL accepts) is masked
+    too.
     """
     if not isinstance(url, str):
         try:
-            return url.render_as_string(hide_password=True)
+            url = url.render_as_string(hide_password=True)
         except AttributeError:
             url = str(url)
+    url = _QUERY_SECRET.sub(r"\1***", url)
     if "@" not in url:
         return url
     userinfo, rest = url.rsplit("@", 1)
@@ -328,3 +331,6 @@ def mask_url(url: Any) -> str:
     if colon < 0:
         return url
     return f"{userinfo[:colon]}:***@{rest}"
+
+
+_QUERY_SECRET = re.compile(r"([?&;](?:password|passwd|pwd|secret|token)=)[^&;#]*", re.I)

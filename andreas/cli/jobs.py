@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 
 import click
 
+from andreas.infra import jsontext
 from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
@@ -58,7 +58,7 @@ def _open(settings: Settings) -> Store:
 
 
 def _json(data: Any) -> None:
-    click.echo(json.dumps(data, default=str, indent=None))
+    click.echo(jsontext.dumps(data, default=str, indent=None))
 
 
 def _money(x: float | None) -> str:

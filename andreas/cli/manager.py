@@ -6,18 +6,17 @@ settings; see ``andreas.config``.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 
 import click
 
+from andreas.infra import jsontext
 from andreas.cli.common import Finite
 
 from andreas.config import load_settings
 from andreas.optimizer import MANAGER_POLICIES
-from andreas.errors import InputError
 
 
 @click.group("manager")
@@ -83,8 +82,12 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
     finally:
         store.dispose()
     if not nodes:
-        raise InputError("costs: no node is registered in the store (start an agent, or "
-                         "`andreas-agent --register`)")
+        # As `nodes`, `queue` and `report` do on an empty store: say so, exit 0.
+        if as_json:
+            click.echo("[]")
+        else:
+            click.echo("no nodes registered (run `andreas-agent --register` on each node)")
+        return
     rows = []
     for n in nodes:
         curve = curves[n.name]
@@ -93,7 +96,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
                          "power_w": watts, "cost_per_hour": c_ng_per_hour(watts, energy),
                          "source": curve.sources[g], "samples": curve.samples_per_g[g]})
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(jsontext.dumps(rows))
         return
     from rich.table import Table
 

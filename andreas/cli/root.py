@@ -8,7 +8,6 @@ anything else is a bug and propagates with its traceback.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import math
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 
 import click
 
+from andreas.infra import jsontext
 from andreas.cli.common import Finite, SEED, ITERATIONS
 import numpy as np
 
@@ -143,7 +143,7 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
                                time_limit_s=time_limit_s, mip_gap=mip_gap, floor=floor)
     actions = plan.actions(snapshot)
     if as_json:
-        click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
+        click.echo(jsontext.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
                               default=_json_default))
     else:
         _print_table(snapshot, plan, actions, policy, seconds, all_actions)
@@ -215,7 +215,7 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
                                                for k in kinds),
                      "seconds": seconds})
     if as_json:
-        click.echo(json.dumps(rows, default=_json_default))
+        click.echo(jsontext.dumps(rows, default=_json_default))
         return
     from rich.table import Table
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from pathlib import Path
 
 import click
 
+from andreas.infra import jsontext
 from andreas.cli.common import Finite, SEED, ITERATIONS
 
 from andreas.errors import InputError
@@ -176,7 +176,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
     written = write_outputs(results, target, plots=not no_plots)
     if as_json:
-        click.echo(json.dumps([r.summary() for r in results], indent=1))
+        click.echo(jsontext.dumps([r.summary() for r in results], indent=1))
         return
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
                          f"policy seed {seed}")
@@ -216,10 +216,10 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
         w.writeheader()
         w.writerows(data)
         (target / name).write_text(buf.getvalue())
-    (target / "sweep.json").write_text(json.dumps({"runs": rows, "summary": summary,
+    (target / "sweep.json").write_text(jsontext.dumps({"runs": rows, "summary": summary,
                                                    "headline": heads}, indent=1))
     if as_json:
-        click.echo(json.dumps({"summary": summary, "headline": heads}, indent=1))
+        click.echo(jsontext.dumps({"summary": summary, "headline": heads}, indent=1))
         return
     _print_sweep(summary, heads)
     click.echo(f"wrote sweep-runs.csv, sweep-summary.csv, sweep.json to {target}/")

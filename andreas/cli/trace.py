@@ -7,12 +7,12 @@ through the main group.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from typing import Any
 
 import click
 
+from andreas.infra import jsontext
 from andreas.cli.common import Finite, SEED
 
 from andreas.simulator.generate import ARRIVALS, SCENARIOS
@@ -111,7 +111,7 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
     parse_trace(trace_to_dict(trace))      # what is written loads: a failure here is a bug
     dump_trace(trace, out_path)
     if as_json:
-        click.echo(json.dumps({"out": out_path, "name": trace.name, **report.as_dict()}))
+        click.echo(jsontext.dumps({"out": out_path, "name": trace.name, **report.as_dict()}))
         return
     r = report
     dropped = ", ".join(f"{k} {v}" for k, v in r.dropped.items()) or "none"
@@ -144,7 +144,7 @@ def show_cmd(trace_path: str, as_json: bool) -> None:
     trace = load_trace(trace_path)
     s = summary(trace)
     if as_json:
-        click.echo(json.dumps({**s, "nodes_by_type": _nodes_by_type(trace),
+        click.echo(jsontext.dumps({**s, "nodes_by_type": _nodes_by_type(trace),
                                "jobs_by_app": _jobs_by_app(trace)}))
         return
     _print_show(trace, s)
