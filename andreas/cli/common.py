@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,9 @@ def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 class Finite(click.FloatRange):
     """A FloatRange that also refuses nan and inf (click's lets nan through: every
     comparison with it is false), so ``--period-s nan`` is a usage error, never a hang."""
@@ -31,6 +35,9 @@ class Finite(click.FloatRange):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _DECIMAL.fullmatch(value.strip()):
+            # float() also reads '1_0', '١٢', 'nan' and 'infinity': plain decimals only
+            self.fail(f"{value!r} is not a finite decimal number.", param, ctx)
         rv = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)

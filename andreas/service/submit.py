@@ -62,7 +62,8 @@ _DOMAIN = re.compile(r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
                      r"(?::[0-9]{1,5})?")
 _TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_NUMBER = re.compile(r"[+]?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"[+]?[0-9]+(?:\.[0-9]+)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 
 
@@ -379,9 +380,9 @@ def _int(value: Any, label: str, *, minimum: int, maximum: int) -> int:
     shown = _shown_short(value)
     if isinstance(value, int) and not isinstance(value, bool):
         n = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,30}\s*", value):
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", value):
         n = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
         n = maximum + 1                      # thousands of digits: int() would refuse them
     else:
         raise InputError(f"{label} {shown}: must be a whole number >= {minimum}")
@@ -398,11 +399,8 @@ def _number(value: Any, label: str, *, minimum: float, maximum: float,
     x: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         x = float(value) if abs(value) < 1e300 else math.inf
-    elif isinstance(value, str):
-        try:
-            x = float(value)
-        except ValueError:
-            x = None
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        x = float(value)                  # ASCII only: float() also takes '1_0' and '١٢'
     op = ">" if open_min else ">="
     if x is None or not math.isfinite(x):
         raise InputError(f"{label} {shown}: must be a finite number {op} {minimum:g}")
