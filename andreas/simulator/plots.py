@@ -7,12 +7,13 @@ import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from andreas.infra.fileio import replace_atomic
 from andreas.simulator.results import Attempt, SimResult
 
 HOUR = 3600.0
-PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 def write_plots(results: Sequence[SimResult], out_dir: Path) -> list[Path]:
