@@ -381,6 +381,22 @@ def test_optimize_refuses_negative_seeds_and_huge_iterations(db, args, message):
                    *args), message)
 
 
+@settings(FUZZ, max_examples=10)
+@given(option=st.sampled_from(["--nodes", "--jobs-per-node", "--seed", "--mu"]),
+       value=st.one_of(BAD_NUMBERS, st.sampled_from(["1000000", "0"])))
+def test_trace_generate_refuses_what_it_cannot_or_should_not_build(db, tmp_path, option,
+                                                                   value):
+    out = tmp_path / f"t{next(_NAMES)}.json"
+    args = {"--nodes": "2", "--jobs-per-node": "2", option: value}
+    r = invoke(db, "trace", "generate", "--out", str(out), *flat(args))
+    if r.exit_code == 0:            # in range: click's int() reads '1_0' and '١٢' too
+        assert 0 <= (float(value) if option == "--mu" else int(value)) <= 1e6, (option, value)
+        return
+    last = refused(r)
+    assert option.strip("-").replace("-", " ").split()[0] in last, last
+    assert not out.exists()
+
+
 def test_a_node_with_a_million_gpus_is_refused(db, tmp_path):
     doc = _set(SNAPSHOT, ("nodes", 0, "gpus"), 10**6)
     doc["nodes"][0]["power_w"] = [1.0] * (10**6 + 1)
