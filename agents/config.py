@@ -53,6 +53,7 @@ from typing import Any, get_type_hints
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
 from andreas.config import mask_url, read_toml
 from andreas.errors import InputError
+from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import Rule, check, rule
 
 DEFAULT_CONFIG = Path("/etc/andreas/agent.toml")
@@ -124,10 +125,8 @@ def read_env_file(path: str | Path) -> dict[str, str]:
     so ``andreas-agent --check --env-file /etc/andreas/agent.env`` sees what the service
     sees."""
     out: dict[str, str] = {}
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError(f"environment file {path}: cannot read ({e.strerror})") from None
+    text = read_text_capped(path, what="environment file", limit=1 << 20,
+                            label=f"environment file {path}")
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith(("#", ";")):

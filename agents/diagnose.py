@@ -13,7 +13,7 @@ read-only, and reads the spool without locking it.
 
 from __future__ import annotations
 
-import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,13 +154,27 @@ def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
         engine.dispose()
 
 
+def _not_writable(directory: Path) -> str | None:
+    """Why the agent could not write its spool there, found by writing: os.access says
+    yes to root on a read-only file system, and to a path that is not a directory."""
+    if not directory.is_dir():
+        return "not a directory"
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".andreas-check-"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
 def _spool(cfg: AgentConfig, report: CheckReport) -> None:
     path = Path(cfg.spool_dir)
     state = inspect_spool(path, cfg.spool_max_bytes)
     line = "Spool: " + state.describe()
     probe = path if path.exists() else next((p for p in path.parents if p.exists()), path)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        report.fail(f"{line}; NOT writable by this user ({probe})")
+    problem = _not_writable(probe)
+    if problem:
+        report.fail(f"{line}; NOT writable by this user ({probe}: {problem})")
     elif state.full:
         report.fail(line)
     else:

@@ -125,6 +125,9 @@ class FakeGpuSpec:
     instant_field: bool = True
 
 
+MAX_FAKE_GPUS = 64         # a node; 10**6 fake GPUs would make the agent sample for ever
+
+
 def parse_spec(spec: str, profiles: Profiles | None = None) -> list[FakeGpuSpec]:
     """``"2xV100"``, ``"8xT4,2xV100"`` or ``"V100"`` -> one :class:`FakeGpuSpec` per GPU."""
     profiles = profiles or load_profiles()
@@ -133,7 +136,7 @@ def parse_spec(spec: str, profiles: Profiles | None = None) -> list[FakeGpuSpec]
         raise InputError(f"fake_gpus: expected COUNTxTYPE[,COUNTxTYPE...] such as 2xV100, "
                          f"got {spec!r}", field="fake_gpus")
     for part in spec.split(","):
-        m = re.fullmatch(r"\s*(?:(\d+)\s*[xX*]\s*)?([A-Za-z0-9_.-]+)\s*", part)
+        m = re.fullmatch(r"\s*(?:(\d{1,9})\s*[xX*]\s*)?([A-Za-z0-9_.-]+)\s*", part)
         if m is None:
             raise InputError(f"fake_gpus: part {part.strip()!r} of {spec!r} is not "
                              "COUNTxTYPE (such as 2xV100)", field="fake_gpus")
@@ -142,6 +145,9 @@ def parse_spec(spec: str, profiles: Profiles | None = None) -> list[FakeGpuSpec]
         if count < 1:
             raise InputError(f"fake_gpus: count in {part.strip()!r} must be >= 1, got {count}",
                              field="fake_gpus")
+        if count + len(out) > MAX_FAKE_GPUS:
+            raise InputError(f"fake_gpus: {spec!r} makes more than {MAX_FAKE_GPUS} GPUs on one "
+                             "node", field="fake_gpus")
         power = profiles.gpus.get(gpu_type)
         if power is None:
             raise InputError(f"fake_gpus: unknown GPU type {gpu_type!r} in {spec!r} "

@@ -62,6 +62,7 @@ Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Collection, Mapping
@@ -71,6 +72,7 @@ from typing import Any
 
 from andreas.errors import InputError
 from andreas.formats.tariff import TariffFile, load_tariff
+from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
 from andreas.optimizer import MANAGER_POLICIES
 
@@ -84,6 +86,20 @@ ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
 _SECTIONS = ("store", "manager", "executor", "report", "profiler", "power")
 LOCK_CHOICES = ("wait", "exit")
+# Upper bounds of the settings (issue 16): a value past them is a typo, and would hang a
+# loop, overflow a column or make a job impossible to stop.
+MAX_DAYS = 3650.0
+MAX_CONFIG_BYTES = 1 << 20
+MAX_GRACE_S = 86400.0               # a stop grace, a restart overhead: at most a day
+MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
+MAX_PERIOD_S = 30 * 86400.0
+MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
+DEFAULT_CONTAINER_USER = "65534:65534"      # nobody:nogroup
+_NAME = r"(?:[0-9]{1,10}|[a-z_][a-z0-9_-]{0,31})"
+_USER = re.compile(rf"root|{_NAME}(?::{_NAME})?")
+# Host paths a job must never see: the Docker socket is root on the node.
+_FORBIDDEN_HOST = ("/", "/var/run/docker.sock", "/run/docker.sock", "/var/run", "/run",
+                   "/proc", "/sys", "/dev", "/etc", "/root", "/boot")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,10 +109,11 @@ class StoreSettings:
 
     url: str | None = field(default=None, metadata=rule(secret=True))
     password_file: str | None = None
-    raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS, metadata=rule(gt=0))
+    raw_retention_days: float = field(default=DEFAULT_RAW_RETENTION_DAYS,
+                                      metadata=rule(gt=0, le=MAX_DAYS))
     job_energy_retention_days: float = field(default=DEFAULT_JOB_ENERGY_RETENTION_DAYS,
-                                             metadata=rule(gt=0))
-    connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0))
+                                             metadata=rule(gt=0, le=MAX_DAYS))
+    connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0, le=1000))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,16 +131,25 @@ class ExecutorSettings:
     checkpoint_mount: str = field(default="/andreas/checkpoint", metadata=rule(absolute_path=True))
     network: str = "bridge"
     allow_host_network: bool = False
-    image_allowlist: tuple[str, ...] = ()       # fnmatch patterns; empty: every image
-    extra_volumes: tuple[str, ...] = ()
+    # patterns ('*' and '?' never cross '/'; the registry host is literal); empty: every image
+    image_allowlist: tuple[str, ...] = ()
+    extra_volumes: tuple[str, ...] = ()         # "host:container[:ro|rw]", checked at load
+    # The container's security profile: every capability dropped, no new privileges, a
+    # non-root user ("uid:gid"; "root" only when set so), and memory / process limits
+    # (0: none). The job's checkpoint directory is made writable for that user.
+    user: str = DEFAULT_CONTAINER_USER
+    memory_limit_mib: int = field(default=0, metadata=rule(ge=0, le=1 << 24))
+    pids_limit: int = field(default=4096, metadata=rule(ge=0, le=1 << 22))
     tls_ca_cert: str | None = None
     tls_client_cert: str | None = None
     tls_client_key: str | None = None
-    stop_grace_s: float = field(default=120.0, metadata=rule(gt=0))   # when a job has none
-    docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0))  # API calls, not stops
+    # when a job has none
+    stop_grace_s: float = field(default=120.0, metadata=rule(gt=0, le=MAX_GRACE_S))
+    # API calls, not stops
+    docker_timeout_s: float = field(default=30.0, metadata=rule(gt=0, le=3600))
     # Exited containers of finished attempts are removed this long after their exit (the
     # end of the log is kept in the store first, so `andreas logs` still answers).
-    keep_exited_s: float = field(default=3600.0, metadata=rule(ge=0))
+    keep_exited_s: float = field(default=3600.0, metadata=rule(ge=0, le=MAX_DAYS * 86400))
     # GPU sharing: the host directory of the CUDA MPS control daemon's pipes. Set, a job with
     # a GPU share gets it at MPS_PIPE_MOUNT and its compute capped by MPS; unset, shares
     # time-slice the GPU (the percentage variable is still passed; without MPS it does nothing).
@@ -139,25 +165,27 @@ class ManagerSettings:
     """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
 
     policy: str = field(default="rg", metadata=rule(choices=MANAGER_POLICIES))
-    period_s: float = field(default=3600.0, metadata=rule(gt=0))
-    poll_s: float = field(default=1.0, metadata=rule(gt=0))   # store and container polling
-    max_retries: int = field(default=3, metadata=rule(ge=0))  # non-zero exits, then failed
-    seed: int | None = None                     # rg / pr randomness; None: from the clock
-    energy_pue: float = field(default=1.33, metadata=rule(gt=0))
-    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0))
-    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0))
+    period_s: float = field(default=3600.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
+    # store and container polling
+    poll_s: float = field(default=1.0, metadata=rule(ge=0.001, le=3600))
+    max_retries: int = field(default=3, metadata=rule(ge=0, le=1000))  # non-zero exits, then failed
+    # rg / pr randomness; None: from the clock
+    seed: int | None = field(default=None, metadata=rule(ge=0, le=MAX_SEED))
+    energy_pue: float = field(default=1.33, metadata=rule(gt=0, le=10))
+    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=1e6))
+    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0, le=MAX_GRACE_S))
     # A second manager waits for the lock, or exits (2).
     lock: str = field(default="wait", metadata=rule(choices=LOCK_CHOICES))
     # Measured c_ng replaces profiles/ after this many samples.
-    min_power_samples: int = field(default=60, metadata=rule(ge=0))
+    min_power_samples: int = field(default=60, metadata=rule(ge=0, le=10**9))
     # Epoch time guessed for an application nobody measured.
-    unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0))
+    unprofiled_epoch_s: float = field(default=3600.0, metadata=rule(gt=0, le=MAX_GRACE_S * 30))
     # A job whose image pull keeps failing waits this long, then fails.
-    image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0))
+    image_pull_grace_s: float = field(default=900.0, metadata=rule(ge=0, le=MAX_GRACE_S * 7))
     # The agents' self-fence ([agent] fence_after_s; this must be at least the largest):
     # a job whose node stopped answering while it ran starts elsewhere only after its
     # grace_s + fence_after_s + a margin, when any copy on the cut-off node has stopped.
-    fence_after_s: float = field(default=60.0, metadata=rule(ge=0))
+    fence_after_s: float = field(default=60.0, metadata=rule(ge=0, le=MAX_GRACE_S))
     # Prometheus /metrics of `andreas manager run` (docs/METRICS.md); None: no exporter.
     metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
     metrics_address: str = "127.0.0.1"
@@ -177,8 +205,8 @@ class ProfilerSettings:
     per count, before the optimizer plans it (``andreas.manager.profiling``)."""
 
     nodes: tuple[str, ...] = ()
-    epochs: int = field(default=3, metadata=rule(ge=1))
-    timeout_s: float = field(default=3600.0, metadata=rule(gt=0))
+    epochs: int = field(default=3, metadata=rule(ge=1, le=1000))
+    timeout_s: float = field(default=3600.0, metadata=rule(gt=0, le=7 * 86400.0))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,12 +218,12 @@ class PowerSettings:
     and the command also gets ``ANDREAS_NODE``. Logs name the program and the node only."""
 
     enabled: bool = False
-    idle_s: float = field(default=1800.0, metadata=rule(gt=0))
+    idle_s: float = field(default=1800.0, metadata=rule(gt=0, le=MAX_DAYS * 86400))
     off_command: tuple[str, ...] | str = ()
     on_command: tuple[str, ...] | str = ()
     # Boot until the node's container engine answers; not answering by 3x this: off again.
-    wake_lead_s: float = field(default=300.0, metadata=rule(ge=0))
-    command_timeout_s: float = field(default=60.0, metadata=rule(gt=0))
+    wake_lead_s: float = field(default=300.0, metadata=rule(ge=0, le=MAX_GRACE_S))
+    command_timeout_s: float = field(default=60.0, metadata=rule(gt=0, le=3600))
     # Only these nodes are ever switched off; empty: every node.
     nodes: tuple[str, ...] = ()
 
@@ -214,7 +242,7 @@ def command_argv(command: tuple[str, ...] | str) -> tuple[str, ...]:
 class ReportSettings:
     """``andreas report`` (``[report]``): the grid's carbon intensity, None: no CO2 figure."""
 
-    grid_co2_g_per_kwh: float | None = field(default=None, metadata=rule(ge=0))
+    grid_co2_g_per_kwh: float | None = field(default=None, metadata=rule(ge=0, le=1e5))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,6 +348,14 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
     if settings.network == "host" and not settings.allow_host_network:
         raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
                          "true (containers get no host network by default)")
+    for spec in settings.extra_volumes:
+        parse_extra_volume(spec, settings.checkpoint_mount, label=f"{path}: [executor] "
+                                                                  "extra_volumes")
+    for pattern in settings.image_allowlist:
+        check_image_pattern(pattern, label=f"{path}: [executor] image_allowlist")
+    if not _USER.fullmatch(settings.user):
+        raise InputError(f"{path}: [executor] user {settings.user!r}: must be uid[:gid], "
+                         "name[:group] or root")
     return settings
 
 
@@ -340,16 +376,50 @@ def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
     return settings
 
 
+def parse_extra_volume(spec: str, checkpoint_mount: str,
+                       label: str = "[executor] extra_volumes") -> tuple[str, str, str]:
+    """``host:container[:ro|rw]`` as (host, container, mode), checked when the config is
+    loaded: both paths absolute and plain (no ``..``), the container path not the
+    checkpoint mount, and no host path that hands a job the node (the Docker socket,
+    /proc, /etc, ...)."""
+    parts = spec.split(":")
+    if len(parts) == 2:
+        parts.append("rw")
+    if len(parts) != 3 or parts[2] not in ("ro", "rw"):
+        raise InputError(f"{label} {spec!r}: not host:container[:ro|rw]")
+    host, container, mode = parts
+    for side, value in (("host", host), ("container", container)):
+        if not value.startswith("/") or "/../" in value + "/" or "\x00" in value:
+            raise InputError(f"{label} {spec!r}: the {side} path must be absolute, "
+                             "without '..'")
+    if host.rstrip("/") in _FORBIDDEN_HOST or host.rstrip("/") == "":
+        raise InputError(f"{label} {spec!r}: {host} must not be given to jobs (it is root "
+                         "on the node)")
+    if container.rstrip("/") == checkpoint_mount.rstrip("/"):
+        raise InputError(f"{label} {spec!r}: {container} is the checkpoint mount")
+    return host, container, mode
+
+
+def check_image_pattern(pattern: str, label: str = "[executor] image_allowlist") -> None:
+    """An allow-list pattern names its registry host literally: ``*`` in the host
+    (``registry.*/ml/*``, ``reg*/x``) could match a registry someone else runs. (``*``
+    never crosses ``/`` when matched, so ``train:*`` cannot match ``train:5000/x``.)"""
+    first, slash, _ = pattern.partition("/")
+    if slash and any(c in first for c in "*?["):
+        raise InputError(f"{label} {pattern!r}: the registry host {first!r} must be written "
+                         "out (no '*', '?' or '[' before the first '/')")
+
+
 def read_toml(path: Path, sections: Collection[str]) -> dict[str, Any]:
     """A config file's tables; an unknown section, or a section that is not a table, is a
     one-line error (the keys are checked by :func:`andreas.infra.fields.build`)."""
+    text = read_text_capped(path, what="config file", limit=MAX_CONFIG_BYTES)
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read config file: {e.strerror}") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: nested too deeply") from None
     for section, value in data.items():
         if section not in sections:
             raise InputError(f"{path}: unknown section [{section}] "
@@ -363,13 +433,16 @@ def mask_url(url: Any) -> str:
     """The URL with its password replaced by ``***``; safe to print or log.
 
     Works on strings that are not valid URLs too: whatever stands between the first ':'
-    after the scheme and the last '@' is treated as the password.
+    after the scheme and the last '@' is treated as the password. A password given as a
+    query parameter (``?password=``, ``passwd``, ``pwd``, as PyMySQL accepts) is masked
+    too.
     """
     if not isinstance(url, str):
         try:
-            return url.render_as_string(hide_password=True)
+            url = url.render_as_string(hide_password=True)
         except AttributeError:
             url = str(url)
+    url = _QUERY_SECRET.sub(r"\1***", url)
     if "@" not in url:
         return url
     userinfo, rest = url.rsplit("@", 1)
@@ -379,3 +452,6 @@ def mask_url(url: Any) -> str:
     if colon < 0:
         return url
     return f"{userinfo[:colon]}:***@{rest}"
+
+
+_QUERY_SECRET = re.compile(r"([?&;](?:password|passwd|pwd|secret|token)=)[^&;#]*", re.I)

@@ -32,3 +32,13 @@ def test_the_agent_names_where_a_fake_gpu_spec_came_from(tmp_path):
         load_config(toml, environ=env)
     with pytest.raises(InputError, match="^ANDREAS_FAKE_GPUS: unknown GPU type 'Foo'"):
         load_config(toml, environ={**env, "ANDREAS_FAKE_GPUS": "1xFoo"})
+
+
+def test_a_million_fake_gpus_is_refused_not_sampled_for_ever(tmp_path):
+    """Issue 16: `andreas-agent --fake-gpus 1000000xV100` hung building a million GPUs."""
+    from agents.config import load_config
+
+    env = {"ANDREAS_DB_URL": "sqlite:///" + str(tmp_path / "a.db")}
+    for spec in ("1000000xV100", "60xV100,10xT4", "9" * 40 + "xV100"):
+        with pytest.raises(InputError, match="^ANDREAS_FAKE_GPUS: "):
+            load_config(None, environ={**env, "ANDREAS_FAKE_GPUS": spec})

@@ -16,9 +16,11 @@ from andreas.infra.fileio import replace_atomic, write_text_atomic
 from andreas.infra.timefmt import duration, parse_duration
 
 
-def test_replace_atomic_writes_text_and_bytes_with_the_umask_mode(tmp_path: Path) -> None:
+def test_replace_atomic_writes_new_files_with_the_umask_mode_and_keeps_a_replaced_ones(
+        tmp_path: Path) -> None:
     target = tmp_path / "out.txt"
     target.write_text("old")
+    target.chmod(0o600)                 # a private report stays private when rewritten
     old_mask = os.umask(0o027)
     try:
         assert replace_atomic(target, "né\n") == target
@@ -27,7 +29,8 @@ def test_replace_atomic_writes_text_and_bytes_with_the_umask_mode(tmp_path: Path
         os.umask(old_mask)
     assert target.read_text(encoding="utf-8") == "né\n"
     assert (tmp_path / "raw.bin").read_bytes() == b"\x00\x01"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "raw.bin").stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "raw.bin"]
 
 

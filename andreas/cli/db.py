@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import click
 
-from andreas.cli.common import db_errors
+from andreas.cli.common import Finite, db_errors
 from andreas.config import load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
@@ -224,7 +224,7 @@ def remove_user_cmd(name: str, account_host: str) -> None:
 
 
 @db_group.command("retention")
-@click.option("--keep-days", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--keep-days", type=Finite(min=0, min_open=True), default=None,
               help="Raw samples younger than this are kept (default: [store] "
                    "raw_retention_days, 7).")
 @db_errors

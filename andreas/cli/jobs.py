@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -23,10 +22,11 @@ from typing import Any
 
 import click
 
+from andreas.infra import jsontext
 from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
-from andreas.console import console
+from andreas.console import console, printable
 from andreas.errors import InputError, options
 from andreas.executor.base import Executor
 from andreas.executor.errors import ExecutorError
@@ -59,7 +59,7 @@ def _open(settings: Settings) -> Store:
 
 
 def _json(data: Any) -> None:
-    click.echo(json.dumps(data, default=str, indent=None))
+    click.echo(jsontext.dumps(data, default=str, indent=None))
 
 
 def _money(x: float | None) -> str:
@@ -316,7 +316,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
                             f"tardiness {_money(c.tardiness_cost)})"),
             ("cost to go", _money(c.to_go)),
             ("predicted at submit", _money(d.predicted_cost_at_submit))):
-        info.add_row(key, Text(value))
+        info.add_row(key, Text(printable(value)))
     out.print(info)
     if d.attempts:
         t = Table(title="attempts")
@@ -337,7 +337,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             t.add_row(*map(Text, (
                 str(a.attempt), a.node or "-", ",".join(map(str, a.gpus)) or "-",
                 (a.container_id or "-")[:12], stamp(a.start_s), end,
-                "-" if a.exit_code is None else str(a.exit_code), a.reason or "-",
+                "-" if a.exit_code is None else str(a.exit_code), printable(a.reason or "-"),
                 "-" if a.energy_kwh is None else f"{a.energy_kwh:.3f}",
                 f"{_decision(a.started_by)} -> {_decision(a.stopped_by)}")))
         out.print(t)

@@ -6,16 +6,17 @@ settings; see ``andreas.config``.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 
 import click
 
+from andreas.infra import jsontext
+from andreas.cli.common import Finite
+
 from andreas.config import load_settings
 from andreas.optimizer import MANAGER_POLICIES
-from andreas.errors import InputError
 
 
 @click.group("manager")
@@ -32,7 +33,7 @@ def manager_group() -> None:
                    "later finds those attempts without containers and requeues their jobs.")
 @click.option("--policy", type=click.Choice(MANAGER_POLICIES), default=None,
               help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
-@click.option("--period-s", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--period-s", type=Finite(min=0, min_open=True), default=None,
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
 @click.option("--once", is_flag=True,
               help="Reconcile, reschedule and apply once, then exit.")
@@ -60,7 +61,7 @@ def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: flo
 
 @click.command("costs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
-@click.option("--window-h", type=click.FloatRange(min=0, min_open=True), default=24.0,
+@click.option("--window-h", type=Finite(min=0, min_open=True), default=24.0,
               show_default=True, help="Hours of measured power to average.")
 def costs_cmd(as_json: bool, window_h: float) -> None:
     """Energy cost per hour c_ng of every node with g GPUs busy, and where the power comes
@@ -86,8 +87,12 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
     finally:
         store.dispose()
     if not nodes:
-        raise InputError("costs: no node is registered in the store (start an agent, or "
-                         "`andreas-agent --register`)")
+        # As `nodes`, `queue` and `report` do on an empty store: say so, exit 0.
+        if as_json:
+            click.echo("[]")
+        else:
+            click.echo("no nodes registered (run `andreas-agent --register` on each node)")
+        return
     rows = []
     for n in nodes:
         curve = curves[n.name]
@@ -98,7 +103,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
             if energy.tariff is not None:       # an hour at this instant's price x PUE
                 rows[-1]["cost_per_hour_now"] = kwh_cost(watts / 1000.0, energy, now, now)
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(jsontext.dumps(rows))
         return
     from rich.table import Table
 

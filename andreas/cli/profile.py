@@ -7,7 +7,6 @@ context, as for the job commands: ``executor_factory(settings) -> Executor``.
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +15,8 @@ from typing import Any
 
 import click
 
-from andreas.cli.common import db_errors
+from andreas.infra import jsontext
+from andreas.cli.common import Finite, db_errors
 from andreas.config import Settings, load_settings
 from andreas.errors import InputError, options
 
@@ -74,14 +74,15 @@ def _prior_serial() -> dict[str, float]:
 @click.option("--app", "app", required=True, metavar="NAME",
               help="Application name the jobs of this image are submitted with (--app of "
                    "`andreas submit`); the profile is stored under it.")
-@click.option("--epochs", type=int, default=3, show_default=True,
+@click.option("--epochs", type=click.IntRange(max=10_000), default=3, show_default=True,
               help="Epochs per run (with 3 or more, the first is dropped as warm-up).")
 @click.option("--node", "nodes", multiple=True, metavar="NODE",
               help="Profile on this node (repeatable); marked profiling for the run and "
                    "restored afterwards. Default: the nodes already marked, one per GPU type.")
 @click.option("--gpus", default=None, metavar="1,2,4",
               help="GPU counts to run (default: every count from 1 to the node's usable GPUs).")
-@click.option("--timeout-s", type=float, default=3600.0, show_default=True,
+@click.option("--timeout-s", type=Finite(min=0, min_open=True, max=7 * 86400.0), default=3600.0,
+              show_default=True,
               help="Per run: the container is killed after this long (epochs so far count).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 @click.pass_context
@@ -98,10 +99,11 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
     """
     from andreas.profiler.run import ProfileRequest, check_request, profile_application
     from andreas.store.engine import open_store
-    from andreas.service.submit import check_image_allowed
+    from andreas.service.submit import check_image_allowed, parse_image
 
     with options(app="--app", node="--node", gpus="--gpus", epochs="--epochs",
                  timeout_s="--timeout-s", image="IMAGE"):
+        parse_image(image, "IMAGE")          # a reference Docker accepts, before any node
         request = ProfileRequest(image=image, app=app, epochs=epochs, nodes=nodes,
                                  gpus=parse_gpus(gpus), timeout_s=timeout_s, command=command)
         check_request(request)
@@ -124,7 +126,7 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
         executor.close()
         store.dispose()
     if as_json:
-        click.echo(json.dumps([_node_json(r) for r in results]))
+        click.echo(jsontext.dumps([_node_json(r) for r in results]))
     else:
         _print(app, results)
 
@@ -146,7 +148,7 @@ class _Display:
 
             from andreas.console import console
 
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+            self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(),
                                      console=console(), transient=False)
             self.progress.__enter__()
@@ -232,7 +234,7 @@ def _print(app: str, results) -> None:
 
 
 @click.command("profile-refresh")
-@click.option("--half-life-h", type=float, default=168.0, show_default=True,
+@click.option("--half-life-h", type=Finite(), default=168.0, show_default=True,
               help="Recency: an epoch this many hours old weighs half as much as a new one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
@@ -258,7 +260,7 @@ def refresh_cmd(ctx: click.Context, half_life_h: float, as_json: bool) -> None:
              "gpu_counts": list(r.fit.gpu_counts), "measured_gpus": list(r.measured_gpus),
              "epochs": r.epochs} for r in done]
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(jsontext.dumps(rows))
         return
     for r in rows:
         mape = "-" if r["mape"] is None else f"{100 * r['mape']:.1f} %"

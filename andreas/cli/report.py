@@ -45,7 +45,8 @@ def _tables_text(tables: tuple[Any, ...], lines: tuple[str, ...]) -> str:
     from rich.console import Console
 
     buf = io.StringIO()
-    out = Console(file=buf, width=200, color_system=None, force_terminal=False)
+    out = Console(file=buf, width=200, color_system=None, force_terminal=False, markup=False,
+                  emoji=False)
     for t in tables:
         out.print(t)
     for line in lines:

@@ -8,7 +8,6 @@ anything else is a bug and propagates with its traceback.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import math
 import sys
@@ -16,12 +15,15 @@ import time
 from typing import Any
 
 import click
+
+from andreas.infra import jsontext
+from andreas.cli.common import Finite, SEED, ITERATIONS
 import numpy as np
 
 from andreas import optimizer
-from andreas.console import console
+from andreas.console import console, printable
 from andreas.costs import evaluate
-from andreas.errors import AndreasError, InfeasiblePlan, InputError, one_line
+from andreas.errors import AndreasError, InfeasiblePlan, InputError, error_line, one_line
 from andreas.errors import options as option_names
 from andreas.feasibility import check_plan
 from andreas.model import Action, ActionKind, Plan, Snapshot
@@ -39,7 +41,15 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except AndreasError as e:
-            click.echo(f"andreas: error: {one_line(str(e)) or type(e).__name__}", err=True)
+            click.echo(f"andreas: error: {printable(one_line(str(e))) or type(e).__name__}",
+                       err=True)
+            ctx.exit(EXIT_ERROR)
+        except OSError as e:
+            # A file the user named that cannot be written or read (--out under /proc, a
+            # full disk): the file and the reason, not a traceback.
+            where = f"{e.filename}: " if e.filename else ""
+            click.echo(f"andreas: error: {printable(where)}{e.strerror or error_line(e)}",
+                       err=True)
             ctx.exit(EXIT_ERROR)
 
 
@@ -96,18 +106,18 @@ def policies_cmd() -> None:
                 type=click.Path(dir_okay=False, path_type=str))
 @click.option("--policy", type=PolicyName(), default="rg", show_default=True,
               help="Scheduling policy (see `andreas policies`).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the random generator, so a run can be repeated exactly.")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=ITERATIONS, default=None,
               help="Iterations of a randomized policy (e.g. constructions of rg); "
                    "left out: the policy's own default.")
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
                    "over remaining time) or pressure (the papers' order).")
-@click.option("--time-limit-s", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--time-limit-s", type=Finite(min=0, min_open=True), default=None,
               help="Solver time limit of milp (whole solve, default 60) and hierarchical "
                    "(per controller, default 1); past it the best plan found. Others ignore it.")
-@click.option("--mip-gap", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+@click.option("--mip-gap", type=Finite(min=0, max=1, max_open=True), default=None,
               help="Relative MIP gap at which milp (default 0: prove optimality) and "
                    "hierarchical (default 0.05) stop. Others ignore it.")
 @click.option("--floor", is_flag=True,
@@ -138,7 +148,7 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
                                time_limit_s=time_limit_s, mip_gap=mip_gap, floor=floor)
     actions = plan.actions(snapshot)
     if as_json:
-        click.echo(json.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
+        click.echo(jsontext.dumps(plan_to_json(snapshot, plan, actions, policy, seconds),
                               default=_json_default))
     else:
         _print_table(snapshot, plan, actions, policy, seconds, all_actions)
@@ -187,9 +197,9 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
 @click.argument("snapshot_path", metavar="SNAPSHOT.json", type=click.Path(dir_okay=False))
 @click.option("--policies", default=",".join(DEFAULT_COMPARE), show_default=True,
               help="Comma-separated policies to run on the same snapshot.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of every policy's random generator.")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=ITERATIONS, default=None,
               help="Iterations of the randomized policies (rg, pr); others ignore it.")
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
@@ -227,7 +237,7 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
                                                for k in kinds),
                      "seconds": seconds})
     if as_json:
-        click.echo(json.dumps(rows, default=_json_default))
+        click.echo(jsontext.dumps(rows, default=_json_default))
         return
     from rich.table import Table
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from pathlib import Path
 
 import click
+
+from andreas.infra import jsontext
+from andreas.cli.common import Finite, SEED, ITERATIONS
 
 from andreas.errors import InputError
 from andreas.errors import options as option_names
@@ -44,23 +46,23 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "trace import-alibaba`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Directory for CSV/JSON results and PNG plots [default: out/simulate/NAME].")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the policies' random generator (the simulation is reproducible).")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=ITERATIONS, default=None,
               help="MaxIt of rg and pr (default 1000).")
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight over "
                    "remaining time) or pressure (the papers' order, most late first).")
-@click.option("--period-s", type=click.FloatRange(min=0), default=None,
+@click.option("--period-s", type=Finite(min=0), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
 @click.option("--progress", "progress_mode", type=click.Choice(PROGRESS_MODES),
               default="epoch", show_default=True,
               help="epoch: a job stopped mid-epoch redoes that epoch from its checkpoint; "
                    "exact: fractional progress carries over (the papers' simulator).")
-@click.option("--restart-overhead-s", type=click.FloatRange(min=0), default=0.0,
+@click.option("--restart-overhead-s", type=Finite(min=0), default=0.0,
               show_default=True, help="Extra seconds each restart from a checkpoint costs.")
-@click.option("--mu", type=click.FloatRange(min=0, max=1e6), default=None,
+@click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
                    "policies plan with [default: the trace's params.mu; generated traces: 1 "
                    "with --cloud, as the path-relinking paper, else 0].")
@@ -68,30 +70,30 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="rg and pr also consider the FIFO / EDF / priority plans at every decision "
                    "(never worse than a work-conserving baseline on f_obj; off by default: "
                    "it costs more in the long run, see ARCHITECTURE.md).")
-@click.option("--tau-bar", type=click.FloatRange(min=0, max=1), default=Sharing.tau_bar,
+@click.option("--tau-bar", type=Finite(min=0, max=1), default=Sharing.tau_bar,
               show_default=True,
               help="GPU sharing: bound on the probability that residents' memory peaks "
                    "collide on a GPU (interference-aware placement eq. 5).")
-@click.option("--theta-bar", type=click.FloatRange(min=0, max=100), default=Sharing.theta_bar,
+@click.option("--theta-bar", type=Finite(min=0, max=100), default=Sharing.theta_bar,
               show_default=True,
               help="GPU sharing: bound on any worker's predicted slowdown on a shared GPU "
                    "(eq. 7; 0.1 = 10 %% slower than alone).")
-@click.option("--theta-balance", type=click.FloatRange(min=0, max=100),
+@click.option("--theta-balance", type=Finite(min=0, max=100),
               default=Sharing.theta_balance, show_default=True,
               help="GPU sharing: bound on the spread of slowdowns of one job's workers (eq. 8).")
-@click.option("--contention", type=click.FloatRange(min=0, max=100),
+@click.option("--contention", type=Finite(min=0, max=100),
               default=Sharing.contention, show_default=True,
               help="Interference model: slowdown per whole GPU of compute a worker shares its "
                    "GPU with (what the simulator charges every policy; ARCHITECTURE.md).")
-@click.option("--interference-error", type=click.FloatRange(min=0, max=5), default=0.0,
+@click.option("--interference-error", type=Finite(min=0, max=5), default=0.0,
               show_default=True,
               help="How wrong the interference model is in the simulation: each job suffers "
                    "exp(N(0, e)) times the predicted slowdown and every measurement of it is "
                    "off by N(0, e) more (what ojpap's online adjustment corrects).")
-@click.option("--migration-budget-s", type=click.FloatRange(min=0, max=1e9),
+@click.option("--migration-budget-s", type=Finite(min=0, max=1e9),
               default=Sharing.migration_budget_s, show_default=True,
               help="ojpap: seconds of work one round of moves may throw away (c_bar, eq. 19).")
-@click.option("--ewma", "ewma_a", type=click.FloatRange(min=0, max=1), default=Sharing.ewma_a,
+@click.option("--ewma", "ewma_a", type=Finite(min=0, max=1), default=Sharing.ewma_a,
               show_default=True,
               help="ojpap: weight of the past in the interference average that triggers an "
                    "adjustment (a of eq. 18).")
@@ -172,7 +174,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
-    with option_names(ga_population="--ga-population", ga_generations="--ga-generations"):
+    with option_names(ga_population="--ga-population", ga_generations="--ga-generations",
+                      period_s="--period-s", restart_overhead_s="--restart-overhead-s"):
         options = SimOptions(
             period_s=period_s, progress=progress_mode, mu=mu,
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
@@ -206,7 +209,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
     written = write_outputs(results, target, plots=not no_plots)
     if as_json:
-        click.echo(json.dumps([r.summary() for r in results], indent=1))
+        click.echo(jsontext.dumps([r.summary() for r in results], indent=1))
         return
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
                          f"policy seed {seed}")
@@ -248,10 +251,12 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
         (target / name).write_text(buf.getvalue())
     recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
         if options.tariff else {}
-    (target / "sweep.json").write_text(json.dumps({"runs": rows, "summary": summary,
-                                                   "headline": heads, **recorded}, indent=1))
+    (target / "sweep.json").write_text(jsontext.dumps({"runs": rows, "summary": summary,
+                                                       "headline": heads, **recorded},
+                                                      indent=1))
     if as_json:
-        click.echo(json.dumps({"summary": summary, "headline": heads, **recorded}, indent=1))
+        click.echo(jsontext.dumps({"summary": summary, "headline": heads, **recorded},
+                                  indent=1))
         return
     _print_sweep(summary, heads)
     click.echo(f"wrote sweep-runs.csv, sweep-summary.csv, sweep.json to {target}/")

@@ -7,11 +7,13 @@ through the main group.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from typing import Any
 
 import click
+
+from andreas.infra import jsontext
+from andreas.cli.common import Finite, SEED
 
 from andreas.simulator.generate import ARRIVALS, SCENARIOS
 
@@ -29,13 +31,13 @@ def trace_group() -> None:
               help="1: nodes with 2 V100 or 1 T4; 2: 4 V100 or 2 T4 (ignored with --cloud).")
 @click.option("--arrival", type=click.Choice(ARRIVALS), default="exponential",
               show_default=True, help="Inter-arrival law (path-relinking paper, section 4.1).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed: the same options and seed give the same trace, bit for bit.")
 @click.option("--cloud", is_flag=True,
               help="Cloud mode: bare nodes and the paper's VM catalog (K80/M60, Table 2).")
 @click.option("--jobs-per-node", type=click.IntRange(min=1), default=10, show_default=True,
               help="Jobs per node (the papers use 10).")
-@click.option("--mu", type=click.FloatRange(min=0, max=1e6), default=None,
+@click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a per idle GPU of a node that runs jobs, "
                    "written to the trace's params [default: 1 with --cloud, as the "
                    "path-relinking paper's experiments; 0 on premise, as ANDREAS eq. 1].")
@@ -109,7 +111,7 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
     parse_trace(trace_to_dict(trace))      # what is written loads: a failure here is a bug
     dump_trace(trace, out_path)
     if as_json:
-        click.echo(json.dumps({"out": out_path, "name": trace.name, **report.as_dict()}))
+        click.echo(jsontext.dumps({"out": out_path, "name": trace.name, **report.as_dict()}))
         return
     r = report
     dropped = ", ".join(f"{k} {v}" for k, v in r.dropped.items()) or "none"
@@ -142,7 +144,7 @@ def show_cmd(trace_path: str, as_json: bool) -> None:
     trace = load_trace(trace_path)
     s = summary(trace)
     if as_json:
-        click.echo(json.dumps({**s, "nodes_by_type": _nodes_by_type(trace),
+        click.echo(jsontext.dumps({**s, "nodes_by_type": _nodes_by_type(trace),
                                "jobs_by_app": _jobs_by_app(trace)}))
         return
     _print_show(trace, s)

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from andreas.config import ExecutorSettings
+from andreas.config import ExecutorSettings, parse_extra_volume
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
                                    container_name, image_allowed)
-from andreas.errors import error_line
+from andreas.errors import InputError, error_line
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
 from andreas.executor.events import WATCH_JOIN_S, EventWatch, docker_time
@@ -68,13 +70,10 @@ def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]
     root = settings.checkpoint_root.rstrip("/")
     binds = [f"{root}/{request.job_id}:{settings.checkpoint_mount}:rw"]
     for spec in settings.extra_volumes:
-        parts = spec.split(":")
-        if len(parts) == 2:
-            parts.append("rw")
-        if len(parts) != 3 or not parts[0] or not parts[1] or parts[2] not in ("ro", "rw"):
-            raise ExecutorError(f"[executor] extra_volumes: {spec!r} is not "
-                                "host:container[:ro|rw]")
-        binds.append(":".join(parts))
+        try:
+            binds.append(":".join(parse_extra_volume(spec, settings.checkpoint_mount)))
+        except InputError as e:             # settings built in code, not from a file
+            raise ExecutorError(str(e)) from None
     return binds
 
 
@@ -91,6 +90,33 @@ def share_environment(gpu_milli: int, settings: ExecutorSettings) -> dict[str, s
     if settings.mps_pipe_dir:
         env["CUDA_MPS_PIPE_DIRECTORY"] = MPS_PIPE_MOUNT
     return env
+
+
+def prepare_checkpoint_dir(job_id: str, settings: ExecutorSettings) -> Path | None:
+    """Make the job's checkpoint directory writable for the container's user, where the
+    manager sees ``checkpoint_root`` (the shared directory mounted at the same path, or
+    engines on the manager's host): created if missing, owned by the user's numeric
+    uid:gid when the manager runs as root, else opened to everyone (0o777; the root
+    directory itself should be 0o711 or tighter). Where the manager does not see the root,
+    the operator creates the directories (Docker would create them owned by root, which
+    a non-root job cannot write); returns None then."""
+    root = Path(settings.checkpoint_root)
+    if not root.is_dir():
+        return None
+    path = root / job_id
+    try:
+        path.mkdir(exist_ok=True)
+        if settings.user == "root":
+            return path
+        uid, _, gid = settings.user.partition(":")
+        if os.geteuid() == 0 and uid.isdigit():
+            os.chown(path, int(uid), int(gid) if gid.isdigit() else -1)
+        else:
+            os.chmod(path, 0o777)
+    except OSError as e:
+        log.warning("checkpoint directory %s: cannot make it writable for user %s: %s",
+                    path, settings.user, e.strerror or e)
+    return path
 
 
 def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, Any]:
@@ -114,8 +140,18 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         "network_mode": settings.network,
         "privileged": False,
         "auto_remove": False,                            # the log must outlive the exit
+        # The security profile: no capability at all (a training job needs none: it
+        # reads data, computes and writes its checkpoint directory, which is made
+        # writable for its user), no new privileges, a non-root user unless configured.
+        "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
+        "pids_limit": settings.pids_limit or -1,
     }
+    if settings.user != "root":
+        options["user"] = settings.user
+    if settings.memory_limit_mib:
+        options["mem_limit"] = f"{settings.memory_limit_mib}m"
+        options["memswap_limit"] = f"{settings.memory_limit_mib}m"      # no swap on top
     if request.command:
         options["command"] = list(request.command)
     if request.gpu_milli is not None:
@@ -292,6 +328,7 @@ class DockerExecutor(Executor):
         name = container_name(request.job_id, request.attempt)
         self.ensure_image(node, request.image)          # allow-list first, then the image
         options = run_options(request, self.settings)
+        prepare_checkpoint_dir(request.job_id, self.settings)
         _, client = self._client(node)
         try:
             container = client.containers.run(**options)

@@ -9,7 +9,6 @@ laptop demo sees jobs complete.
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import logging
 import threading
@@ -19,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from andreas.config import ExecutorSettings
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
-                                   container_name)
+                                   container_name, image_allowed)
 from andreas.executor.errors import ContainerConflict, ImageNotAllowed
 
 log = logging.getLogger("andreas.executor")
@@ -85,7 +84,7 @@ class DryRunExecutor(Executor):
 
     def start(self, node: NodeRef, request: StartRequest) -> str:
         patterns = self.settings.image_allowlist if self.settings is not None else ()
-        if patterns and not any(fnmatch.fnmatchcase(request.image, p) for p in patterns):
+        if not image_allowed(request.image, patterns):
             raise ImageNotAllowed(f"image {request.image}: not in the image allowlist "
                                   f"({', '.join(patterns)})")
         name = container_name(request.job_id, request.attempt)

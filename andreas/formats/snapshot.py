@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from andreas.errors import InputError
+from andreas.infra.fileio import read_text_capped
 from andreas.model import (GPU_MILLI, POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config,
                            Demand, Energy, Job, Node, Params, Snapshot)
 from andreas.formats.strict import RepeatedKey, json_loads
@@ -42,6 +43,19 @@ _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_
 _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
                 "gpu_memory_peak_mib", "peak_probability")
 MAX_GPUS_PER_JOB = 1024
+# Bounds of every number in a document (issue 16): finite is not enough, a 10**9-epoch job
+# or a node with 10**6 GPUs hangs the simulator or allocates gigabytes, and sums of
+# 1e308 overflow to inf and turn the objective into NaN.
+MAX_GPUS_PER_NODE = 1024
+MAX_EPOCHS = 1_000_000
+MAX_WEIGHT = 1e6                # currency per second late
+MAX_TIME_S = 1e11               # |unix seconds|: about year 5138
+MAX_DURATION_S = 1e7            # an epoch, a restart overhead: about 4 months
+MIN_PERIOD_S = 1.0              # the rescheduling period H
+MAX_PERIOD_S = 30 * 86400.0
+MAX_POWER_W = 1e6
+MAX_PENALTY = 1e6               # rho, mu
+MAX_RUN_S = 366 * 86400.0       # a job's run time on its fastest configuration
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
 _RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown")
@@ -80,7 +94,7 @@ def _fail(label: str, field: str, problem: str, value: Any = _MISSING) -> NoRetu
 
 
 def check_number(label: str, field: str, value: Any, *, gt: float | None = None,
-                 ge: float | None = None) -> float:
+                 ge: float | None = None, le: float | None = None) -> float:
     """A finite JSON number (never a boolean) as float, with an optional lower bound."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         _fail(label, field, "must be a number", value)
@@ -94,6 +108,8 @@ def check_number(label: str, field: str, value: Any, *, gt: float | None = None,
         _fail(label, field, f"must be > {gt:g}", value)
     if ge is not None and not number >= ge:
         _fail(label, field, f"must be >= {ge:g}", value)
+    if le is not None and not number <= le:
+        _fail(label, field, f"must be <= {le:g}", value)
     return number
 
 
@@ -162,10 +178,10 @@ class Fields:
         return self.prefix + key
 
     def number(self, key: str, *, gt: float | None = None, ge: float | None = None,
-               default: Any = _MISSING) -> float:
+               le: float | None = None, default: Any = _MISSING) -> float:
         if default is not _MISSING and key not in self.raw:
             return default
-        return check_number(self.label, self.field(key), self.get(key), gt=gt, ge=ge)
+        return check_number(self.label, self.field(key), self.get(key), gt=gt, ge=ge, le=le)
 
     def integer(self, key: str, *, ge: int | None = None, le: int | None = None,
                 le_what: str = "", default: Any = _MISSING) -> int:
@@ -192,8 +208,9 @@ def parse_energy(raw: Any, label: str = "snapshot") -> Energy:
         return Energy()
     f = Fields(raw, label, _ENERGY_KEYS, prefix="energy.")
     d = Energy()
-    return Energy(pue=f.number("pue", gt=0, default=d.pue),
-                  price_per_kwh=f.number("price_per_kwh", gt=0, default=d.price_per_kwh))
+    return Energy(pue=f.number("pue", gt=0, le=10, default=d.pue),
+                  price_per_kwh=f.number("price_per_kwh", gt=0, le=MAX_PENALTY,
+                                         default=d.price_per_kwh))
 
 
 def parse_params(raw: Any, label: str = "snapshot") -> Params:
@@ -209,10 +226,11 @@ def parse_params(raw: Any, label: str = "snapshot") -> Params:
     if postponement not in POSTPONEMENT_KINDS:
         _fail(label, "params.postponement",
               f"must be one of {', '.join(POSTPONEMENT_KINDS)}", postponement)
-    return Params(rho=f.number("rho", gt=0, default=d.rho),
-                  period_s=f.number("period_s", gt=0, default=d.period_s),
-                  mu=f.number("mu", ge=0, default=d.mu), progress=progress,
-                  restart_overhead_s=f.number("restart_overhead_s", ge=0,
+    return Params(rho=f.number("rho", gt=0, le=MAX_PENALTY, default=d.rho),
+                  period_s=f.number("period_s", ge=MIN_PERIOD_S, le=MAX_PERIOD_S,
+                                    default=d.period_s),
+                  mu=f.number("mu", ge=0, le=MAX_PENALTY, default=d.mu), progress=progress,
+                  restart_overhead_s=f.number("restart_overhead_s", ge=0, le=MAX_DURATION_S,
                                               default=d.restart_overhead_s),
                   postponement=postponement)
 
@@ -243,8 +261,9 @@ def parse_catalog(raw: Any, label: str = "snapshot") -> tuple[CatalogEntry, ...]
         _no_duplicates(f.label, "name", name, seen)
         seen[name] = f"catalog[{i}]"
         out.append(CatalogEntry(name=name, gpu_type=f.name("gpu_type"),
-                                gpus=f.integer("gpus", ge=1),
-                                cost_per_hour=f.number("cost_per_hour", gt=0)))
+                                gpus=f.integer("gpus", ge=1, le=MAX_GPUS_PER_NODE),
+                                cost_per_hour=f.number("cost_per_hour", gt=0,
+                                                       le=MAX_POWER_W)))
     return tuple(out)
 
 
@@ -270,13 +289,14 @@ def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
                           f"(known: {', '.join(sorted(entries))})", config)
             out.append(Node(name=name, config=config))
             continue
-        gpus = f.integer("gpus", ge=1)
+        gpus = f.integer("gpus", ge=1, le=MAX_GPUS_PER_NODE)
         power = check_list(f.label, "power_w", f.get("power_w"))
         if len(power) != gpus + 1:
             _fail(f.label, "power_w", f"must have gpus+1 = {gpus + 1} entries "
                   "(power with 0..gpus GPUs busy)", power)
         # Busy power must be positive: c_ng = 0 would make f_bar's per-job term divide by zero.
         watts = tuple(check_number(f.label, f"power_w[{g}]", p, ge=0 if g == 0 else None,
+                                   le=MAX_POWER_W,
                                    gt=None if g == 0 else 0) for g, p in enumerate(power))
         cpu, mem, gpu_mem = (f.integer(key, ge=0, le=MAX_CAPACITY, default=0)
                              for key in _CAPACITY_KEYS)
@@ -311,7 +331,7 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
     f = Fields(raw, _label("job", "jobs", index, raw, "id"),
                _SNAPSHOT_JOB_KEYS if progress else _TRACE_JOB_KEYS)
     job_id = f.name("id")
-    epochs = f.integer("epochs", ge=1)
+    epochs = f.integer("epochs", ge=1, le=MAX_EPOCHS)
     times_raw = f.get("epoch_time_s")
     if not isinstance(times_raw, Mapping):
         _fail(f.label, "epoch_time_s",
@@ -323,8 +343,14 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
         check_name(f.label, "epoch_time_s", gpu_type)
         field = f"epoch_time_s.{gpu_type}"
         check_list(f.label, field, seq, nonempty=True)
-        times[gpu_type] = tuple(check_number(f.label, f"{field}[{k}]", t, gt=0)
-                                for k, t in enumerate(seq))
+        times[gpu_type] = tuple(check_number(f.label, f"{field}[{k}]", t, gt=0,
+                                             le=MAX_DURATION_S) for k, t in enumerate(seq))
+    fastest_s = epochs * min(min(seq) for seq in times.values())
+    if fastest_s > MAX_RUN_S:
+        # A simulation reschedules every period until the job ends: a job of 10**9 epochs
+        # would keep it busy for ever.
+        _fail(f.label, "epochs", f"x the fastest epoch time is {fastest_s / 86400:.0f} days, "
+              f"more than {MAX_RUN_S / 86400:.0f}", epochs)
     running = None
     if progress and f.has("running"):
         r = Fields(f.get("running"), f.label, _RUNNING_KEYS, prefix="running.")
@@ -351,8 +377,10 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
             if len(seq) < demand.gpus:
                 _fail(f.label, f"epoch_time_s.{gpu_type}", f"must have an entry for "
                       f"demand.gpus = {demand.gpus} GPUs", list(seq))
-    return Job(id=job_id, app=f.text("app"), submit_s=f.number("submit_s"),
-               due_s=f.number("due_s"), weight=f.number("weight", ge=0), epochs=epochs,
+    return Job(id=job_id, app=f.text("app"),
+               submit_s=f.number("submit_s", ge=-MAX_TIME_S, le=MAX_TIME_S),
+               due_s=f.number("due_s", ge=-MAX_TIME_S, le=MAX_TIME_S),
+               weight=f.number("weight", ge=0, le=MAX_WEIGHT), epochs=epochs,
                epoch_time_s=times, epochs_done=int(done) if float(done).is_integer() else done,
                running=running, demand=demand)
 
@@ -458,12 +486,7 @@ def check_capacity(jobs: Iterable[Job], nodes: Sequence[Node],
 
 def read_json(path: str | Path) -> Any:
     """The JSON value in a file; a read or syntax problem becomes an InputError naming the path."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    text = read_text_capped(path, what="JSON document")
     try:
         return json_loads(text)
     except json.JSONDecodeError as e:
@@ -499,7 +522,7 @@ def parse_snapshot(doc: Any) -> Snapshot:
     fmt = top.get("format")
     if fmt != SNAPSHOT_FORMAT:
         _fail("snapshot", "format", f"must be {show(SNAPSHOT_FORMAT)}", fmt)
-    now = top.number("now_s")
+    now = top.number("now_s", ge=-MAX_TIME_S, le=MAX_TIME_S)
     name = top.text("name")
     energy = parse_energy(top.get("energy", None))
     params = parse_params(top.get("params", None))

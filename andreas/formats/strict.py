@@ -70,5 +70,14 @@ def _strict_loader() -> type:
                 raise RepeatedKey(key, line)
         return loader.construct_mapping(node, deep=deep)
 
+    def timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        # A time Python cannot hold (an offset of +99:00, year 0) stays the text it was,
+        # so the field's own checker names the field and the value.
+        try:
+            return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+        except (ValueError, OverflowError):
+            return loader.construct_scalar(node)
+
     StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
     return StrictLoader

@@ -29,7 +29,7 @@ from andreas.errors import InputError
 class Rule:
     gt: float | None = None
     ge: float | None = None
-    le: float | None = None
+    le: float | None = None     # an upper bound: a value past it would hang or overflow a loop
     choices: tuple[str, ...] | None = None
     absolute_path: bool = False
     secret: bool = False        # a URL or password: messages name its type, never its value
@@ -94,6 +94,14 @@ def check(label: str, value: Any, hint: Any, limits: Rule = Rule()) -> Any:
     if limits.absolute_path and isinstance(value, str) and not value.startswith("/"):
         raise InputError(f"{label} must be an absolute path, got {value!r}", field=label)
     return value
+
+
+def check_field(cls: type, name: str, value: Any, label: str) -> Any:
+    """One field of a settings dataclass checked on its own, against the same hint and
+    rule as in a file: a command's option that overrides it (``--period-s``) gets the
+    same limits as ``[manager] period_s``."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return check(label, value, get_type_hints(cls)[name], f.metadata.get("rule", Rule()))
 
 
 def _typed(label: str, value: Any, hint: Any, limits: Rule) -> Any:

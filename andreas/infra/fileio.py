@@ -10,6 +10,7 @@ agent's spool turns them off in tests to stay fast.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from andreas.errors import InputError
@@ -18,14 +19,22 @@ from andreas.errors import InputError
 def replace_atomic(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; raises OSError.
 
-    The file gets the mode a plain open() would give (0o666 less the umask: the temporary
-    is created with it, so the process-wide umask is never changed under other threads).
+    A new file gets the mode a plain open() would give (0o666 less the umask: the
+    temporary is created with it, so the process-wide umask is never changed under other
+    threads); a file replaced keeps its permission bits, so a report written over a 0600
+    file stays private, as it would with open(path, "w").
     """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        keep: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        keep = None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if keep is not None else 0o666)
+    try:
+        if keep is not None:
+            os.fchmod(fd, keep)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
@@ -56,3 +65,36 @@ def fsync_dir(directory: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+MAX_DOCUMENT_BYTES = 256 << 20       # a snapshot, a trace, a job file, a config file
+
+
+def read_capped(path: str | Path, *, what: str, limit: int = MAX_DOCUMENT_BYTES,
+                label: str | None = None) -> bytes:
+    """The bytes of a document a user named, refusing what would hang or exhaust memory:
+    a file that is not a regular file (``/dev/zero``, a FIFO) or larger than ``limit``.
+    Every problem is one InputError line naming ``label`` (default: the path)."""
+    shown = label or str(path)
+    try:
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(f"{shown}: not a regular file (a {what} must be a file)")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(f"{shown}: cannot read {what} ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise InputError(f"{shown}: larger than {limit >> 20} MiB (too large for a {what})")
+    return data
+
+
+def read_text_capped(path: str | Path, *, what: str, limit: int = MAX_DOCUMENT_BYTES,
+                     label: str | None = None) -> str:
+    """:func:`read_capped` as UTF-8 text; other bytes are one InputError line."""
+    data = read_capped(path, what=what, limit=limit, label=label)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{label or path}: not UTF-8 text (byte {e.start}: "
+                         f"{data[e.start:e.start + 1]!r})") from None

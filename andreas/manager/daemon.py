@@ -48,7 +48,8 @@ def with_overrides(settings: Settings, *, policy: str | None = None,
     if policy is not None:
         manager = replace(manager, policy=policy)
     if period_s is not None:
-        manager = replace(manager, period_s=period_s)
+        manager = replace(manager, period_s=check_field(ManagerSettings, "period_s", period_s,
+                                                        "--period-s"))
     if metrics_port is not None:
         manager = replace(manager, metrics_port=check_field(
             ManagerSettings, "metrics_port", metrics_port, "--metrics-port"))

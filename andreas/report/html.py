@@ -167,6 +167,12 @@ def _figure(caption: str, draw: Callable[[Any], None]) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # Node and job names are data: "$x^$" is printed, never parsed as mathtext.
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        return _draw(caption, draw, plt)
+
+
+def _draw(caption: str, draw: Callable[[Any], None], plt: Any) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     try:
         draw(ax)

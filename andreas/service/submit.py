@@ -23,7 +23,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from andreas.errors import InputError
+from andreas.config import MAX_GRACE_S
+from andreas.errors import InputError, one_line
+from andreas.infra.fileio import read_text_capped
 from andreas.executor.base import image_allowed
 from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
@@ -44,6 +46,13 @@ MAX_REASON = 255
 FILE_KEYS = ("image", "epochs", "due", "weight", "app", "cmd", "env", "max_gpus", "grace_s",
              "name", "gpu_share", "gpu_memory_mib")
 MAX_GPU_MEMORY_MIB = 1 << 20            # 1 TiB: far above any GPU's memory
+# Upper bounds (issue 16): past them a value is a typo that would plan a job first for
+# ever (epochs), turn the objective into NaN (weight), make a job impossible to stop
+# (grace) or overflow a database column.
+MAX_EPOCHS = 1_000_000
+MAX_WEIGHT = 1e6                        # currency per second late
+MAX_GPUS = 4096
+MAX_JOB_FILE_BYTES = 1 << 20
 REQUIRED = ("image", "epochs", "due", "weight")
 
 # Docker image references (distribution/reference grammar, sha256 digests only).
@@ -53,7 +62,8 @@ _DOMAIN = re.compile(r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
                      r"(?::[0-9]{1,5})?")
 _TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_NUMBER = re.compile(r"[+]?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"[+]?[0-9]+(?:\.[0-9]+)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 
 
@@ -106,28 +116,27 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
     job_id = (parse_job_id(name, label("name")) if name is not None
               else generate_id(now_s, token_hex))
     milli = None if gpu_share is None else parse_gpu_share(gpu_share, label("gpu_share"))
-    cap = None if max_gpus is None else _int(max_gpus, label("max_gpus"), minimum=1)
+    cap = (None if max_gpus is None
+           else _int(max_gpus, label("max_gpus"), minimum=1, maximum=MAX_GPUS))
     if milli is not None and cap is not None and cap > 1:
         raise InputError(f"{label('max_gpus')} {_shown(max_gpus)}: a job with a GPU share "
                          "runs on one GPU; leave max_gpus out or set it to 1")
     memory = None
     if gpu_memory_mib is not None:
-        memory = _int(gpu_memory_mib, label("gpu_memory_mib"), minimum=1)
-        if memory > MAX_GPU_MEMORY_MIB:
-            raise InputError(f"{label('gpu_memory_mib')} {_shown(gpu_memory_mib)}: at most "
-                             f"{MAX_GPU_MEMORY_MIB} MiB")
+        memory = _int(gpu_memory_mib, label("gpu_memory_mib"), minimum=1,
+                      maximum=MAX_GPU_MEMORY_MIB)
     return JobSpec(
         id=job_id, image=ref,
-        epochs=_int(epochs, label("epochs"), minimum=1),
+        epochs=_int(epochs, label("epochs"), minimum=1, maximum=MAX_EPOCHS),
         due_s=parse_due(due, now_s, label("due")),
-        weight=_number(weight, label("weight"), minimum=0.0),
+        weight=_number(weight, label("weight"), minimum=0.0, maximum=MAX_WEIGHT),
         application=(_application(app, label("app")) if app is not None
                      else default_application(ref)),
         command=_command(cmd, label("cmd")),
         env=_env(env, label("env")),
         max_gpus=cap,
         grace_s=None if grace_s is None else _number(grace_s, label("grace_s"), minimum=0.0,
-                                                     open_min=True),
+                                                     maximum=MAX_GRACE_S, open_min=True),
         gpu_milli=milli, gpu_memory_mib=memory)
 
 
@@ -157,14 +166,13 @@ def load_job_file(path: str | Path, *, now_s: float,
     import yaml
 
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{shown}: cannot read job file ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{shown}: not UTF-8 text") from None
+    text = read_text_capped(path, what="job file", limit=MAX_JOB_FILE_BYTES, label=shown)
     try:
         data = yaml_loads(text)
+    except RecursionError:
+        raise InputError(f"{shown}: not valid YAML: nested too deeply") from None
+    except (ValueError, OverflowError) as e:         # a timestamp YAML cannot represent
+        raise InputError(f"{shown}: not valid YAML: {one_line(str(e))}") from None
     except RepeatedKey as e:
         raise InputError(f"{shown}: {e}") from None
     except yaml.YAMLError as e:
@@ -297,12 +305,12 @@ def parse_due(value: Any, now_s: float, label: str = "--due") -> float:
         raise InputError(f"{label} {_shown(value)}: give +12h, an ISO date-time or unix "
                          "seconds")
     if isinstance(value, datetime):
-        due = _aware(value).timestamp()
+        due = _timestamp(value, label)
     elif isinstance(value, date):
         raise InputError(f"{label} {value.isoformat()!r}: a date alone is ambiguous; add a "
                          "time, e.g. 2026-11-23T18:00Z")
     elif isinstance(value, (int, float)):
-        due = float(value)
+        due = float(value) if abs(value) < 1e300 else math.inf
     elif isinstance(value, str):
         due = _due_text(value.strip(), now_s, label)
     else:
@@ -336,11 +344,17 @@ def _due_text(text: str, now_s: float, label: str) -> float:
     except ValueError:
         raise InputError(f"{label} {text!r}: not +<n><s|m|h|d>, an ISO 8601 date-time "
                          "(e.g. 2026-11-23T18:00Z) or unix seconds") from None
-    return _aware(parsed).timestamp()
+    return _timestamp(parsed, label)
 
 
-def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+def _timestamp(value: datetime, label: str) -> float:
+    """Unix seconds; UTC unless the value names an offset (a time outside what the platform
+    represents, e.g. year 9999 with an offset, is an InputError, not an OverflowError)."""
+    aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    try:
+        return aware.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise InputError(f"{label} {value.isoformat()!r}: not a representable time") from None
 
 
 def check_image_allowed(image: str, patterns: Iterable[str]) -> None:
@@ -356,32 +370,44 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-def _int(value: Any, label: str, *, minimum: int) -> int:
+def _shown_short(value: Any, limit: int = 60) -> str:
+    """A value as the user gave it, cut short: a 5 000-digit number stays one line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _int(value: Any, label: str, *, minimum: int, maximum: int) -> int:
+    shown = _shown_short(value)
     if isinstance(value, int) and not isinstance(value, bool):
         n = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", value):
         n = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        n = maximum + 1                      # thousands of digits: int() would refuse them
     else:
-        raise InputError(f"{label} {_shown(value)}: must be a whole number >= {minimum}")
+        raise InputError(f"{label} {shown}: must be a whole number >= {minimum}")
     if n < minimum:
-        raise InputError(f"{label} {_shown(value)}: must be >= {minimum}")
+        raise InputError(f"{label} {shown}: must be >= {minimum}")
+    if n > maximum:
+        raise InputError(f"{label} {shown}: must be <= {maximum}")
     return n
 
 
-def _number(value: Any, label: str, *, minimum: float, open_min: bool = False) -> float:
+def _number(value: Any, label: str, *, minimum: float, maximum: float,
+            open_min: bool = False) -> float:
+    shown = _shown_short(value)
     x: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        x = float(value)
-    elif isinstance(value, str):
-        try:
-            x = float(value)
-        except ValueError:
-            x = None
+        x = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        x = float(value)                  # ASCII only: float() also takes '1_0' and '١٢'
     op = ">" if open_min else ">="
     if x is None or not math.isfinite(x):
-        raise InputError(f"{label} {_shown(value)}: must be a finite number {op} {minimum:g}")
+        raise InputError(f"{label} {shown}: must be a finite number {op} {minimum:g}")
     if x < minimum or (open_min and x == minimum):
-        raise InputError(f"{label} {_shown(value)}: must be {op} {minimum:g}")
+        raise InputError(f"{label} {shown}: must be {op} {minimum:g}")
+    if x > maximum:
+        raise InputError(f"{label} {shown}: must be <= {maximum:g}")
     return x
 
 

@@ -204,14 +204,23 @@ def inter_arrivals(rng: np.random.Generator, n: int, arrival: str, n_nodes: int,
     return rng.exponential(1.0, size=n) / np.where(phases, high, low)
 
 
+# A trace of 10**6 nodes or 10**6 jobs per node would take minutes and gigabytes to write
+# and could never be simulated; the papers use up to 100 nodes and 10 jobs per node.
+MAX_NODES = 10_000
+MAX_JOBS_PER_NODE = 1_000
+
+
 def _check(n_nodes: int, scenario: int, arrival: str, jobs_per_node: int) -> None:
-    if isinstance(n_nodes, bool) or not isinstance(n_nodes, int) or n_nodes < 1:
-        raise InputError(f"generate: nodes must be an integer >= 1, got {n_nodes!r}")
+    if (isinstance(n_nodes, bool) or not isinstance(n_nodes, int)
+            or not 1 <= n_nodes <= MAX_NODES):
+        raise InputError(f"generate: nodes must be an integer 1-{MAX_NODES}, got {n_nodes!r}")
     if scenario not in SCENARIOS:
         raise InputError(f"generate: scenario must be one of {', '.join(map(str, SCENARIOS))}, "
                          f"got {scenario!r}")
     if arrival not in ARRIVALS:
         raise InputError(f"generate: arrival must be one of {', '.join(ARRIVALS)}, "
                          f"got {arrival!r}")
-    if isinstance(jobs_per_node, bool) or not isinstance(jobs_per_node, int) or jobs_per_node < 1:
-        raise InputError(f"generate: jobs per node must be an integer >= 1, got {jobs_per_node!r}")
+    if (isinstance(jobs_per_node, bool) or not isinstance(jobs_per_node, int)
+            or not 1 <= jobs_per_node <= MAX_JOBS_PER_NODE):
+        raise InputError(f"generate: jobs per node must be an integer 1-{MAX_JOBS_PER_NODE}, "
+                         f"got {jobs_per_node!r}")

@@ -7,20 +7,24 @@ import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from andreas.infra.fileio import replace_atomic
 from andreas.simulator.results import Attempt, SimResult
 
 HOUR = 3600.0
+PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 def write_plots(results: Sequence[SimResult], out_dir: Path) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
-    paths = [_cost_bars(results, out_dir / "cost.png"),
-             _cumulative(results, out_dir / "cumulative-cost.png")]
-    for r in results:
-        paths.append(_gantt(r, out_dir / f"occupancy-{r.policy}.png"))
+    # Names are data: a node or trace called "$x^$" is printed, not parsed as mathtext.
+    with matplotlib.rc_context(PLAIN_TEXT):
+        paths = [_cost_bars(results, out_dir / "cost.png"),
+                 _cumulative(results, out_dir / "cumulative-cost.png")]
+        for r in results:
+            paths.append(_gantt(r, out_dir / f"occupancy-{r.policy}.png"))
     return paths
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from andreas.infra import jsontext
 from andreas.infra.fileio import replace_atomic
 from andreas.simulator.compare import reduction_matrix
 from andreas.simulator.results import SimResult
@@ -103,7 +103,7 @@ def write_outputs(results: Sequence[SimResult], out_dir: Path, *, plots: bool = 
     written.append(replace_atomic(out_dir / "reduction.csv", buf.getvalue()))
     doc = {"results": [r.summary() for r in results], "reduction_pct": pct,
            "jobs": {r.policy: [asdict(j) for j in r.jobs] for r in results}}
-    written.append(replace_atomic(out_dir / "results.json", json.dumps(doc, indent=1)))
+    written.append(replace_atomic(out_dir / "results.json", jsontext.dumps(doc, indent=1)))
     if plots:
         from andreas.simulator.plots import write_plots
         written.extend(write_plots(results, out_dir))

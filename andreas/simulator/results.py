@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
 from andreas.interference import Sharing
 
 PROGRESS_MODES = ("epoch", "exact")
@@ -62,6 +63,17 @@ class SimOptions:
                                       or value < 1):
                 raise InputError(f"{name}: must be a positive integer, got {value!r}",
                                  field=name)
+        # The documents' bounds (formats/snapshot.py): a period of 1e-300 s or a nan
+        # overhead would make the event loop spin for ever.
+        p = self.period_s
+        if p is not None and p != 0 and not (isinstance(p, (int, float)) and math.isfinite(p)
+                                             and MIN_PERIOD_S <= p <= MAX_PERIOD_S):
+            raise InputError(f"period_s: must be 0 (off) or {MIN_PERIOD_S:g}-{MAX_PERIOD_S:g} "
+                             f"seconds, got {p!r}", field="period_s")
+        r = self.restart_overhead_s
+        if not (isinstance(r, (int, float)) and math.isfinite(r) and 0 <= r <= MAX_DURATION_S):
+            raise InputError(f"restart_overhead_s: must be 0-{MAX_DURATION_S:g} seconds, got "
+                             f"{r!r}", field="restart_overhead_s")
 
 
 @dataclass(frozen=True, kw_only=True)

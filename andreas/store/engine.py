@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from andreas.infra.backoff import Backoff
+from andreas.infra.fileio import read_text_capped
 from andreas.config import Settings, mask_url
 from andreas.errors import InputError
 from andreas.store.errors import StoreUnavailable
@@ -67,15 +70,25 @@ def parse_url(url: str | URL, password_file: str | None = None) -> URL:
     if not parsed.host and "unix_socket" not in parsed.query:
         raise InputError(f"database URL {shown!r}: names no host (or ?unix_socket=PATH)")
     if password_file:
-        try:
-            secret = Path(password_file).read_text().rstrip("\r\n")
-        except OSError as e:
-            raise InputError(f"database password file {password_file}: cannot read "
-                             f"({e.strerror})") from None
-        parsed = parsed.set(password=secret)
+        parsed = parsed.set(password=read_password_file(password_file))
     if "charset" not in parsed.query:
         parsed = parsed.update_query_dict({"charset": "utf8mb4"})
     return parsed
+
+
+def read_password_file(path: str) -> str:
+    """The password in a file (one line); a warning when the group or others may read it,
+    since the password is then everyone's on that machine."""
+    label = f"database password file {path}"
+    secret = read_text_capped(path, what="password file", limit=4096, label=label)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if mode & 0o077:
+        log.warning("%s is readable or writable by its group or others (mode %04o); "
+                    "chmod 600 it", label, stat.S_IMODE(mode))
+    return secret.rstrip("\r\n")
 
 
 def is_sqlite(url: URL | Engine) -> bool:

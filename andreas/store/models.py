@@ -249,8 +249,12 @@ class Job(Base):
     """A training job's spec and state. ``state`` changes only via ``jobs.transition``."""
 
     __tablename__ = "jobs"
+    # Ids are unique ignoring case in the database (migration 0009): on SQLite this index
+    # is created on ``id COLLATE NOCASE`` (reflection does not show the collation), on
+    # MariaDB the table's _ci collation folds case.
     __table_args__ = (Index("ix_jobs_state", "state", "due_s"),
-                      Index("ix_jobs_owner", "owner", "state"), MYSQL)
+                      Index("ix_jobs_owner", "owner", "state"),
+                      Index("ux_jobs_id_nocase", "id", unique=True), MYSQL)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     image: Mapped[str] = mapped_column(String(512))

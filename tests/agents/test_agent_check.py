@@ -45,3 +45,21 @@ def test_host_report_rapl_and_model(tmp_path: Path) -> None:
     assert "idle 200 W, busy 240 W (ESTIMATED" in model[1]
     bare = host_report(HostSampler(tmp_path / "none", psutil=FakePsutil()))
     assert "not recorded" in bare[1]
+
+
+def test_check_writes_to_find_out_whether_the_spool_is_writable(tmp_path: Path) -> None:
+    """Issue 16: os.access says yes to root on a read-only file system and to a path that
+    is not a directory; --check now writes a probe file and calls such a spool unusable."""
+    from types import SimpleNamespace
+
+    from agents.diagnose import CheckReport, _spool
+
+    good = CheckReport()
+    _spool(SimpleNamespace(spool_dir=str(tmp_path / "spool"), spool_max_bytes=1 << 20), good)
+    assert good.usable and list(tmp_path.iterdir()) == []      # the probe is gone
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    bad = CheckReport()
+    _spool(SimpleNamespace(spool_dir=str(a_file), spool_max_bytes=1 << 20), bad)
+    assert not bad.usable
+    assert bad.failures[0].endswith(f"NOT writable by this user ({a_file}: not a directory)")

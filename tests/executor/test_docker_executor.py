@@ -68,6 +68,32 @@ def test_start_follows_the_contract(executor, node, new_job, request_for, settin
     assert wait_for(lambda: hello.read_text().strip() == f"{job} 7", what="its content")
 
 
+def test_the_container_runs_with_the_security_profile(settings, node, new_job, request_for,
+                                                     docker_client):
+    """Issue 16: every capability dropped, no new privileges, a non-root user, memory and
+    process limits, as `docker inspect` shows them; the checkpoint directory stays
+    writable for that user."""
+    from dataclasses import replace
+
+    ex = DockerExecutor(replace(settings, user="65534:65534", memory_limit_mib=256,
+                                pids_limit=64))
+    job = new_job()
+    try:
+        cid = ex.start(node, request_for(job, 'id -u > "$ANDREAS_CHECKPOINT_DIR/uid"; ' + LOOP))
+        host = docker_client.api.inspect_container(cid)["HostConfig"]
+        info = docker_client.api.inspect_container(cid)
+    finally:
+        ex.close()
+    assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
+    assert info["Config"]["User"] == "65534:65534"
+    assert host["Memory"] == 256 << 20 and host["MemorySwap"] == 256 << 20
+    assert host["PidsLimit"] == 64
+    assert any("no-new-privileges" in o for o in host["SecurityOpt"])
+    uid = Path(settings.checkpoint_root) / job / "uid"
+    assert wait_for(lambda: uid.exists() and uid.read_text().strip() == "65534",
+                    what="the job writing its checkpoint directory as uid 65534")
+
+
 def test_containers_reports_running_then_exit_code_and_times(executor, node, new_job,
                                                             request_for, settings):
     job = new_job()

@@ -53,7 +53,39 @@ def test_options_follow_the_job_contract_and_the_settings():
     assert opts["network_mode"] == "jobs"
     assert opts["privileged"] is False and opts["auto_remove"] is False
     assert opts["security_opt"] == ["no-new-privileges"]
+    # the security profile (issue 16): no capabilities, a non-root user, a process limit
+    assert opts["cap_drop"] == ["ALL"] and "cap_add" not in opts
+    assert opts["user"] == "65534:65534" and opts["pids_limit"] == 4096
+    assert "mem_limit" not in opts                      # 0: no memory limit configured
     assert "restart_policy" not in opts     # one container per attempt
+
+
+def test_limits_and_the_user_come_from_the_settings():
+    opts = run_options(request(), ExecutorSettings(user="1000:1000", memory_limit_mib=2048,
+                                                   pids_limit=0))
+    assert opts["user"] == "1000:1000" and opts["pids_limit"] == -1
+    assert opts["mem_limit"] == opts["memswap_limit"] == "2048m"
+    assert "user" not in run_options(request(), ExecutorSettings(user="root"))
+
+
+def test_a_star_never_crosses_a_slash_in_the_allow_list():
+    assert image_allowed("reg.io/ml/train:1", ("reg.io/ml/*",))
+    assert not image_allowed("reg.io/ml/team/train:1", ("reg.io/ml/*",))
+    assert image_allowed("train:1", ("train:*",))
+    assert not image_allowed("train:5000/evil/x:1", ("train:*",))      # another registry
+    assert not image_allowed("reg.io.evil.com/ml/x", ("reg.io/*",))
+
+
+def test_the_checkpoint_directory_is_made_writable_for_the_containers_user(tmp_path):
+    from andreas.executor.docker import prepare_checkpoint_dir
+
+    settings = ExecutorSettings(checkpoint_root=str(tmp_path), user="65534:65534")
+    path = prepare_checkpoint_dir("j1", settings)
+    assert path == tmp_path / "j1" and path.is_dir()
+    st = path.stat()
+    assert (st.st_uid, st.st_gid) == (65534, 65534) or st.st_mode & 0o777 == 0o777
+    assert prepare_checkpoint_dir("j1", ExecutorSettings(
+        checkpoint_root=str(tmp_path / "not-here"))) is None
 
 
 def test_no_command_keeps_the_image_default():
@@ -61,7 +93,7 @@ def test_no_command_keeps_the_image_default():
 
 
 def test_bad_settings_and_requests_are_one_line_executor_errors():
-    with pytest.raises(ExecutorError, match="extra_volumes: '/a:/b:rx'"):
+    with pytest.raises(ExecutorError, match="extra_volumes '/a:/b:rx'"):
         run_options(request(), ExecutorSettings(extra_volumes=("/a:/b:rx",)))
     with pytest.raises(ExecutorError, match="allow_host_network"):
         run_options(request(), ExecutorSettings(network="host"))

@@ -218,7 +218,7 @@ def test_gpu_share_as_a_fraction_or_a_percentage(share, milli):
     ({"gpu_share": True}, "--gpu-share True: a share of one GPU"),
     ({"gpu_share": "0.5", "max_gpus": "2"}, "--max-gpus '2': a job with a GPU share runs on one"),
     ({"gpu_memory_mib": "0"}, "--gpu-memory-mib '0': must be >= 1"),
-    ({"gpu_memory_mib": str(1 << 21)}, "--gpu-memory-mib '2097152': at most"),
+    ({"gpu_memory_mib": str(1 << 21)}, "--gpu-memory-mib '2097152': must be <= 1048576"),
 ])
 def test_bad_gpu_share_names_the_field(fields, message):
     with pytest.raises(InputError) as e:

@@ -211,13 +211,17 @@ def test_cli_profiles_and_prints_the_table(pstore, db_url):
     (["--app", "x", "--gpus", "1,,2"], "--gpus '1,,2'"),
     (["--app", "x", "--gpus", "0"], "--gpus '0'"),
     (["--app", "x", "--epochs", "0"], "--epochs 0"),
+    (["--app", "x", "--node", "p", "--image-is-bad"], "IMAGE 'bad image'"),
     (["--app", "x"], "--node: no profiling node"),
     (["--app", "x", "--node", "p", "--gpus", "8"], "--gpus 8: node p has 2 usable GPUs"),
 ])
 def test_cli_bad_input_exit_2(pstore, db_url, args, message):
     add_node(pstore, "p", gpus=2)
     fake = ScriptedExecutor(amdahl)
-    result = cli(db_url, "profile", "img:1", *args, executor=fake)
+    image = "img:1"
+    if "--image-is-bad" in args:          # issue 16: a bad reference exited 0
+        image, args = "bad image", [a for a in args if a != "--image-is-bad"]
+    result = cli(db_url, "profile", image, *args, executor=fake)
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"andreas: error: {message}")

@@ -158,3 +158,22 @@ def test_html_escapes_store_strings(db_url, world, tmp_path, store):
         with store.session() as s:
             s.execute(update(Decision).where(Decision.t == T0 + 3 * HOUR)
                       .values(trigger="period"))
+
+
+def test_html_plots_a_node_named_like_mathtext_as_text(db_url, world, tmp_path, store):
+    """Issue 16: `$…$` in a node name was parsed as matplotlib mathtext and crashed the
+    HTML report; names are data."""
+    from sqlalchemy import update
+
+    from andreas.store.models import Node
+    name = "$x^{$"
+    with store.session() as s:
+        s.execute(update(Node).where(Node.name == world.a).values(name=name))
+    try:
+        page = tmp_path / "r.html"
+        r = run_cli(db_url, "report", *WINDOW, "--format", "html", "-o", str(page), now=NOW)
+        assert r.exit_code == 0, r.output
+        assert name in page.read_text() and "data:image/png;base64," in page.read_text()
+    finally:
+        with store.session() as s:
+            s.execute(update(Node).where(Node.name == name).values(name=world.a))

@@ -128,3 +128,56 @@ def test_every_key_is_checked_against_its_dataclass(tmp_path, text, message):
 def test_environment_values_are_named_by_their_variable(tmp_path):
     with pytest.raises(InputError, match="^ANDREAS_POLICY must be one of rg"):
         load_settings({"ANDREAS_POLICY": "fastest", "ANDREAS_CONFIG": ""})
+
+
+@pytest.mark.parametrize("table, message", [
+    ("extra_volumes = ['/var/run/docker.sock:/s']", "it is root on the node"),
+    ("extra_volumes = ['/data:/andreas/checkpoint']", "is the checkpoint mount"),
+    ("extra_volumes = ['data:/data']", "the host path must be absolute"),
+    ("extra_volumes = ['/a:/b:rx']", "not host:container[:ro|rw]"),
+    ("image_allowlist = ['reg*/ml/*']", "the registry host 'reg*' must be written out"),
+    ("image_allowlist = ['registry.*/x']", "must be written out"),
+    ("user = 'bad user'", "must be uid[:gid]"),
+    ("memory_limit_mib = -1", "memory_limit_mib must be >= 0"),
+    ("pids_limit = 1e9", "pids_limit has the wrong type"),
+])
+def test_container_settings_are_checked_when_the_config_is_loaded(tmp_path, table, message):
+    """Issue 16: a bad volume or a pattern that could match another registry is refused
+    at load, naming the file, the key and the value, not at a job's start."""
+    config = tmp_path / "andreas.toml"
+    config.write_text(f"[executor]\n{table}\n")
+    with pytest.raises(InputError) as err:
+        load_settings({"ANDREAS_CONFIG": str(config)})
+    assert message in str(err.value) and str(config) in str(err.value)
+
+
+@pytest.mark.parametrize("url", [
+    "mysql+pymysql://andreas@db/andreas?password=s3cret",
+    "mysql+pymysql://andreas@db/andreas?charset=utf8mb4&passwd=s3cret",
+    "mysql+pymysql://andreas:s3cret@db/andreas?PWD=s3cret",
+])
+def test_a_password_in_the_query_is_masked_too(url):
+    """Issue 16: the ?password= form was printed as it was."""
+    from sqlalchemy.engine import make_url
+
+    assert "s3cret" not in mask_url(url) and "***" in mask_url(url)
+    assert "s3cret" not in mask_url(make_url(url))
+
+
+def test_a_password_file_others_may_read_gets_a_warning(tmp_path, caplog):
+    from andreas.store.engine import read_password_file
+
+    path = tmp_path / "pw"
+    path.write_text("s3cret\n")
+    path.chmod(0o600)
+    with caplog.at_level("WARNING", logger="andreas.store.engine"):
+        assert read_password_file(str(path)) == "s3cret"
+    assert caplog.records == []
+    path.chmod(0o644)
+    with caplog.at_level("WARNING", logger="andreas.store.engine"):
+        assert read_password_file(str(path)) == "s3cret"
+    (record,) = caplog.records
+    assert "mode 0644" in record.getMessage() and "chmod 600" in record.getMessage()
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_password_file(str(path))

@@ -3,14 +3,17 @@ from any live state, lookup exact first."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from andreas.errors import InputError
 from andreas.store import Job, JobState
 from andreas.store.lookup import find_job_id, resolve_job_id
-from andreas.store.submissions import (JobIdTaken, NewJob, add_job, cancel_job, job_exists,
-                                       record_run_end)
+from andreas.store.submissions import (JobIdTaken, NewJob, add_job, cancel_job, insert_job,
+                                       job_exists, record_run_end)
 
 from .helpers import unique
 
@@ -35,6 +38,38 @@ def test_a_job_is_stored_queued_and_its_id_is_unique_ignoring_case(store):
     with pytest.raises(JobIdTaken) as err:
         add_job(store, new(job_id.lower()))
     assert err.value.existing == job_id
+
+
+def test_the_database_itself_refuses_an_id_that_differs_only_in_case(store):
+    """The unique key decides, not the read before the insert (issue 16: on SQLite two
+    racing submissions of RACE2 and race2 were both stored)."""
+    job_id = unique("Race")
+    with store.session() as s:
+        insert_job(s, new(job_id))
+    with pytest.raises(IntegrityError), store.session() as s:
+        insert_job(s, new(job_id.swapcase()))          # no read first: only the index
+    with store.session() as s:
+        assert s.execute(select(func.count()).select_from(Job)
+                         .where(func.lower(Job.id) == job_id.lower())).scalar_one() == 1
+
+
+def test_parallel_submissions_differing_in_case_store_one_job(store):
+    job_id = unique("RACE")
+    names = [job_id.upper() if i % 2 else job_id.lower() for i in range(20)]
+
+    def submit(name: str) -> str:
+        try:
+            add_job(store, new(name))
+            return "stored"
+        except JobIdTaken:
+            return "taken"
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        outcomes = list(pool.map(submit, names))
+    assert outcomes.count("stored") == 1 and outcomes.count("taken") == 19
+    with store.session() as s:
+        assert s.execute(select(func.count()).select_from(Job)
+                         .where(func.lower(Job.id) == job_id.lower())).scalar_one() == 1
 
 
 def test_resolve_names_a_missing_job(store):
