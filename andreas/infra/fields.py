@@ -96,14 +96,6 @@ def check(label: str, value: Any, hint: Any, limits: Rule = Rule()) -> Any:
     return value
 
 
-def check_field(cls: type, name: str, value: Any, label: str) -> Any:
-    """One field of a settings dataclass checked on its own, against the same hint and
-    rule as in a file: a command's option that overrides it (``--period-s``) gets the
-    same limits as ``[manager] period_s``."""
-    f = next(f for f in dataclasses.fields(cls) if f.name == name)
-    return check(label, value, get_type_hints(cls)[name], f.metadata.get("rule", Rule()))
-
-
 def _typed(label: str, value: Any, hint: Any, limits: Rule) -> Any:
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):

@@ -8,8 +8,8 @@ second insert fail. On MariaDB the jobs table's collation (``utf8mb4_unicode_ci`
 makes the primary key case-insensitive; the same index is created there (redundant, but
 the models describe one schema for both backends).
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-25
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
