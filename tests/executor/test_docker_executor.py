@@ -47,8 +47,8 @@ def test_start_follows_the_contract(executor, node, new_job, request_for, settin
         + LOOP, restart_count=4))
     info = docker_client.api.inspect_container(cid)
     assert info["Name"] == f"/andreas-{job}-1"
-    assert info["Config"]["Labels"] == container_labels(job, 1, ("GPU-fake-local-0",
-                                                                 "GPU-fake-local-1"))
+    assert info["Config"]["Labels"] == container_labels(
+        job, 1, ("GPU-fake-local-0", "GPU-fake-local-1"), grace_s=120.0)
     env = dict(e.split("=", 1) for e in info["Config"]["Env"])
     assert env["LR"] == "0.1" and env["ANDREAS_JOB_ID"] == job
     assert env["ANDREAS_CHECKPOINT_DIR"] == settings.checkpoint_mount
