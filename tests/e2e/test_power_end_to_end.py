@@ -140,7 +140,9 @@ class NodeWatch:
         return [s for n, s, _ in self.seen if n == node]
 
     def times(self, node: str, state: str) -> list[float]:
-        return [float(t) for n, s, t in self.seen if n == node and s == state]
+        """The store's times of the node's moves to ``state`` (registration: none)."""
+        return [float(t) for n, s, t in self.seen
+                if n == node and s == state and t is not None]
 
     def now(self, node: str) -> str | None:
         states = self.states(node)
