@@ -252,9 +252,9 @@ def test_idle_nodes_go_off_and_one_is_woken_for_a_job(cluster: Cluster):
         assert answered_s - 3.0 <= up_s <= answered_s + 3 * WAKE_LEAD_S, (answered_s, up_s)
         assert up_s <= float(attempt.start_s), (up_s, attempt.start_s)
         # the plan in force when the node was switched on: the job on that node
-        [(decided_s, plan)] = [(r.t, r.plan) for r in db.rows(
-            "SELECT t, plan FROM decisions WHERE t <= :s ORDER BY id DESC LIMIT 1",
-            s=on_call_s)]
+        [(decided_s, plan)] = [(r.decided_s, r.plan) for r in db.rows(
+            "SELECT t AS decided_s, plan FROM decisions WHERE t <= :s "
+            "ORDER BY id DESC LIMIT 1", s=on_call_s)]
         plan = json.loads(plan) if isinstance(plan, str) else plan
         assert decided_s >= submitted
         assert [(a["job"], a["node"]) for a in plan["assignments"]] == [(job, woken)], plan
