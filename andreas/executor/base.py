@@ -155,5 +155,11 @@ class Executor(abc.ABC):
         """
         return None
 
+    def rewatch(self) -> None:  # noqa: B027 - optional hook
+        """Re-read the ``nodes()`` of :meth:`watch` now, not at its next look: the
+        streams of nodes no longer in it are closed before this returns (the manager
+        stops watching a node before it switches it off, so its engine going away is no
+        outage). Never raises. This default does nothing (no watch)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

@@ -492,6 +492,12 @@ class DockerExecutor(Executor):
             self._watches.append(w)
         w.thread.start()
 
+    def rewatch(self) -> None:
+        with self._lock:
+            watches = [x for x in self._watches if x.thread.is_alive()]
+        for w in watches:
+            w.sync()
+
     def watching(self) -> list[str]:
         """The nodes whose event stream is open now (for operators and tests)."""
         with self._lock:

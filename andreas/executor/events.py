@@ -266,8 +266,9 @@ class EventFollower:
 
 class EventWatch:
     """The followers of one :meth:`DockerExecutor.watch` call (one per node, each with
-    its own client) and the supervisor thread that follows ``nodes()`` and stops them
-    all on ``stop`` (or the executor's close)."""
+    its own client) and the supervisor thread that follows ``nodes()`` (every
+    ``WATCH_NODES_S``, or at once by :meth:`sync`) and stops them all on ``stop`` (or
+    the executor's close)."""
 
     def __init__(self, connect: Callable[[NodeRef], Any], nodes: Callable[[], list[NodeRef]],
                  wake: Callable[[str], None], stop: threading.Event) -> None:
@@ -277,6 +278,7 @@ class EventWatch:
         self._stop = stop
         self.closed = threading.Event()
         self.watchers: dict[NodeRef, EventFollower] = {}
+        self._lock = threading.Lock()      # nodes() and watchers: the supervisor or sync()
         self.thread = threading.Thread(target=self._run, daemon=True, name="andreas-events")
 
     def _follower(self, ref: NodeRef) -> EventFollower:
@@ -286,21 +288,27 @@ class EventWatch:
                              release=close_client, replay_s=WATCH_REPLAY_S,
                              backoff_s=WATCH_BACKOFF_S, healthy_s=WATCH_HEALTHY_S)
 
-    def _sync(self) -> None:
-        try:
-            wanted = set(self._nodes())
-        except Exception:
-            log.debug("event watch: nodes() failed", exc_info=True)
-            return
-        for ref in [r for r in self.watchers if r not in wanted]:
-            self.watchers.pop(ref).stop()
-        for ref in wanted - self.watchers.keys():
+    def sync(self) -> None:
+        """Follow ``nodes()`` now: the followers of nodes no longer in it are stopped
+        before this returns (their streams ending is no outage, no warning), new ones
+        started. Never raises."""
+        with self._lock:
             if self._done():
                 return
-            self.watchers[ref] = self._follower(ref).start()
-        for w in self.watchers.values():
-            if w.age() >= WATCH_REFRESH_S:
-                w.interrupt(refresh=True)
+            try:
+                wanted = set(self._nodes())
+            except Exception:
+                log.debug("event watch: nodes() failed", exc_info=True)
+                return
+            for ref in [r for r in self.watchers if r not in wanted]:
+                self.watchers.pop(ref).stop()
+            for ref in wanted - self.watchers.keys():
+                if self._done():
+                    return
+                self.watchers[ref] = self._follower(ref).start()
+            for w in self.watchers.values():
+                if w.age() >= WATCH_REFRESH_S:
+                    w.interrupt(refresh=True)
 
     def _done(self) -> bool:
         return self._stop.is_set() or self.closed.is_set()
@@ -308,7 +316,7 @@ class EventWatch:
     def _run(self) -> None:
         try:
             while not self._done():
-                self._sync()
+                self.sync()
                 deadline = time.monotonic() + (WATCH_NODES_S if self.watchers else 1.0)
                 while not self._done() and time.monotonic() < deadline:
                     self._stop.wait(_WATCH_SLICE_S)
@@ -320,7 +328,8 @@ class EventWatch:
     def shutdown(self) -> None:
         """Stop every follower and wait (a little) for their threads."""
         self.closed.set()
-        watchers = list(self.watchers.values())
+        with self._lock:
+            watchers = list(self.watchers.values())
         for w in watchers:
             w.stop()
         deadline = time.monotonic() + WATCH_JOIN_S

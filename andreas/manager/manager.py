@@ -106,8 +106,10 @@ class Manager:
         self.wakeup.set()
 
     def watched_nodes(self) -> list[NodeRef]:
-        """The nodes whose containers the last tick read (for the executor's watch)."""
-        return list(self.reconciler.polled)
+        """The nodes whose containers the last tick read (for the executor's watch), but
+        those the power-down is switching off."""
+        off = self.power.unwatched
+        return [ref for ref in self.reconciler.polled if ref.name not in off]
 
     def _defer(self, *triggers: str) -> None:
         """A rescheduling at the next tick, without waking the loop (from inside a tick:

@@ -9,9 +9,11 @@ nodes off saves. Here the manager does it, once per tick, after the reconciliati
   the latest of: the end of the last attempt on it and its last move by the manager or an
   operator (both in the store, so a restarted manager goes on counting), and when this
   manager saw it come up (memory). The node moves ``up -> off`` *first* (so neither the
-  plan nor the agent's clean shutdown can take it meanwhile), then ``off_command`` runs;
-  if the command fails or outlives ``command_timeout_s`` (killed), the node moves back to
-  ``up``, one warning line says why, and the node is not tried again for ``idle_s``.
+  plan nor the agent's clean shutdown can take it meanwhile), the manager stops watching
+  its container events (:meth:`Executor.rewatch`: its engine going away is no outage),
+  then ``off_command`` runs; if the command fails or outlives ``command_timeout_s``
+  (killed), the node moves back to ``up``, one warning line says why, and the node is not
+  tried again for ``idle_s``.
 - **On**: a node that is ``off`` and that the target places a job on is switched on:
   ``off -> waking``, then ``on_command``; a failure moves it back to ``off`` (one line;
   not tried again for ``idle_s``). Which plans place jobs on ``off`` nodes is the
@@ -116,6 +118,9 @@ class Power:
         self.runner = runner
         self.probe_every_s = probe_every_s
         self.trouble: dict[str, str] = {}          # node -> its last failed command
+        # nodes this tick switches off: no longer watched for container events (the
+        # reconciler's next poll leaves them out anyway)
+        self.unwatched: frozenset[str] = frozenset()
         self._retry_after: dict[str, float] = {}   # node -> no command before this
         self._up_since: dict[str, float] = {}      # node -> when this manager saw it come up
         self._seen: dict[str, NodeState] | None = None
@@ -170,6 +175,9 @@ class Power:
             with self.store.session() as s:
                 if move_if(s, node.id, old, new, at_s=now):
                     moved.append((node, which, old, new))
+        self.unwatched = frozenset(n.name for n, _, _, new in moved if new is NodeState.OFF)
+        if self.unwatched:      # its engine going away is no outage: stop watching first
+            self.executor.rewatch()
         futures = {self.pool.submit(self.runner, self.settings.argv(which, node.name),
                                     node=node.name,
                                     timeout_s=self.settings.command_timeout_s):

@@ -85,6 +85,27 @@ class Cluster:
                                         env=self.manager_env, stdout=log,
                                         stderr=subprocess.STDOUT, cwd=ROOT)
 
+    def start_agent(self, name: str, env: dict[str, str] | None = None) -> None:
+        """The node's ``andreas-agent`` (its log appended to agent-NAME.log); ``env``:
+        other than ``agent_env`` (e.g. its own database account)."""
+        log = (self.tmp / f"agent-{name}.log").open("a")
+        self.nodes[name].agent = subprocess.Popen(
+            [str(BIN / "andreas-agent"), "--config", str(self.tmp / f"agent-{name}.toml")],
+            env=self.agent_env if env is None else env, stdout=log,
+            stderr=subprocess.STDOUT, cwd=ROOT)
+
+    def stop_agent(self, name: str, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM (a clean shutdown: delivery flushed, ``up -> down``); its exit code."""
+        agent = self.nodes[name].agent
+        if agent is None or agent.poll() is not None:
+            return agent.returncode if agent is not None else None
+        agent.terminate()
+        try:
+            return agent.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            return agent.wait(timeout=10)
+
     def kill_manager(self) -> None:
         """SIGKILL: no clean-up of any kind (the lock dies with the connection)."""
         assert self.manager is not None and self.manager.poll() is None, self.manager_log()
@@ -110,13 +131,8 @@ class Cluster:
         if self.manager is not None and self.manager.poll() is None:
             self.manager.kill()
             self.manager.wait(timeout=10)
-        for node in self.nodes.values():
-            if node.agent is not None and node.agent.poll() is None:
-                node.agent.terminate()
-                try:
-                    node.agent.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    node.agent.kill()
+        for name in self.nodes:
+            self.stop_agent(name)
         for node in self.nodes.values():
             node.engine.destroy()
         for fn in reversed(self.cleanup):
@@ -272,10 +288,7 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
                 f"{agent_toml}[spool]\npath = \"{tmp / ('spool-' + name)}\"\n")
             _run([str(BIN / "andreas-agent"), "--config", str(tmp / f"agent-{name}.toml"),
                   "--register"], manager_env)
-            log = (tmp / f"agent-{name}.log").open("w")
-            nodes[name].agent = subprocess.Popen(
-                [str(BIN / "andreas-agent"), "--config", str(tmp / f"agent-{name}.toml")],
-                env=agent_env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+            cluster.start_agent(name)
         e = cluster.engine_db()
         try:
             with e.begin() as conn:

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from andreas.store import accounts
-from tests.e2e.cluster import BIN, IMAGE, ROOT, Cluster, Monitor, start_cluster
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, start_cluster
 from tests.e2e.test_end_to_end import Store, wait_until
 from tests.store.conftest import mariadb_admin_url
 
@@ -83,14 +83,9 @@ def _own_agent_accounts(cluster: Cluster) -> dict[str, str]:
     cluster.cleanup.append(drop)
     for name, node in cluster.nodes.items():
         assert node.agent is not None
-        node.agent.terminate()
-        node.agent.wait(timeout=30)
-        env = {**cluster.agent_env, "ANDREAS_DB_URL": url.set(username=users[name])
-               .render_as_string(hide_password=False)}
-        log = (cluster.tmp / f"agent-{name}.log").open("a")
-        node.agent = subprocess.Popen(
-            [str(BIN / "andreas-agent"), "--config", str(cluster.tmp / f"agent-{name}.toml")],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        cluster.stop_agent(name)
+        cluster.start_agent(name, {**cluster.agent_env, "ANDREAS_DB_URL": url.set(
+            username=users[name]).render_as_string(hide_password=False)})
     return users
 
 

@@ -150,3 +150,35 @@ def test_an_unreachable_engine_is_retried_with_back_off_and_one_warning(settings
         ex.close()
         real.close()
     assert thread_errors == []
+
+
+def test_rewatch_follows_the_nodes_at_once_and_a_dropped_node_is_no_outage(
+        settings, node, caplog, thread_errors):
+    """The manager stops watching a node before it switches it off: ``rewatch`` ends its
+    stream before the supervisor's next look (WATCH_NODES_S), with no warning, and
+    watches a node added back at once."""
+    ex = DockerExecutor(settings)
+    n1 = NodeRef(name="n1", docker_endpoint=node.docker_endpoint)
+    nodes = [n1]
+    stop = threading.Event()
+    caplog.set_level(logging.INFO, logger="andreas.executor")
+    try:
+        ex.watch(lambda: list(nodes), lambda name: None, stop)
+        assert wait_for(lambda: ex.watching() == ["n1"])
+        time.sleep(0.5)                   # the supervisor has looked; next in WATCH_NODES_S
+        nodes.clear()
+        t0 = time.monotonic()
+        ex.rewatch()
+        assert ex.watching() == []
+        assert wait_for(lambda: "andreas-events-n1" not in {t.name for t in watch_threads()},
+                        3)
+        nodes.append(n1)
+        ex.rewatch()
+        assert wait_for(lambda: ex.watching() == ["n1"], 3)
+        assert time.monotonic() - t0 < docker_executor.WATCH_NODES_S / 2
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    finally:
+        stop.set()
+        assert wait_for(lambda: not watch_threads(), 3)
+        ex.close()
+    assert thread_errors == []

@@ -98,6 +98,9 @@ class FakeExecutor(Executor):
 
     # -------------------------------------------------------------- Executor
 
+    def rewatch(self) -> None:
+        self.calls.append(("rewatch",))
+
     def ping(self, node: NodeRef) -> None:
         self.calls.append(("ping", node.name))
         self._node(node)

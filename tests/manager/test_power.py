@@ -113,6 +113,33 @@ def test_idle_empty_nodes_go_off_and_one_wakes_for_a_job(mstore, ok, calls, capl
     assert sum(ln.startswith("off ") for ln in lines(calls)) == 2
 
 
+def test_a_node_is_no_longer_watched_when_its_off_command_runs(mstore, ok, calls):
+    """Its engine going away is no outage: before the command runs, the manager's event
+    watch leaves the node out and has re-read its nodes (found by the end-to-end test:
+    each switch-off logged "no container events" for the node)."""
+    add_node(mstore, "n1")
+    add_node(mstore, "n2")
+    m, ex, clock = manager(mstore, [ok, "off", "{node}"], [ok, "on", "{node}"],
+                           nodes=("n1",))
+    seen: list[tuple[set[str], int]] = []
+    runner = m.power.runner
+
+    def watching_runner(argv, **kw):
+        seen.append(({r.name for r in m.watched_nodes()}, len(ex.calls_of("rewatch"))))
+        return runner(argv, **kw)
+
+    m.power.runner = watching_runner
+    m.start()
+    assert {r.name for r in m.watched_nodes()} == {"n1", "n2"}
+    clock.advance(IDLE_S + 1)
+    m.tick()
+    assert lines(calls) == ["off n1 env=n1"]
+    assert seen == [({"n2"}, 1)]                  # n1 left out, and the watch re-read
+    m.tick()
+    assert {r.name for r in m.watched_nodes()} == {"n2"}      # off: neither polled nor watched
+    assert len(ex.calls_of("rewatch")) == 1       # only when a node is switched off
+
+
 def test_a_failing_command_leaves_the_node_up_with_one_line_and_no_secret(
         mstore, tmp_path, caplog):
     add_node(mstore, "n1", gpus=1)
