@@ -42,7 +42,7 @@ from andreas.config import mask_url
 from andreas.errors import InputError
 from andreas.store.engine import Engine
 from andreas.store.faults import describe, error_kind
-from andreas.store.models import NodeState
+from andreas.store.tables import NodeState
 from andreas.store.nodes import move_if, touch_heartbeat
 from andreas.store.registry import NodeSpec, Registration, RegistrationRefused, register
 from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, PowerRow, insert_epoch_events,

@@ -14,21 +14,32 @@ state machines with their only writers (``jobs``, ``nodes``), the manager's writ
 (``epochs``, ``profiles``, ``readings``, ``window``), people's writes (``submissions``,
 ``lookup``), the agent's side (``registry``, ``faults``, ``samples``), ``retention`` and
 ``accounts`` (MariaDB privileges).
+
+The names below are imported on first use (PEP 562): ``import andreas.store.samples``
+runs this file first, and the node agent, which writes through the Core tables
+(``tables``), must not load the ORM (``models``, ``jobs``, ``retention``) that it never
+uses (issue 17).
 """
 
-from andreas.store.engine import Store, make_engine, open_store, parse_url
-from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
-                                  StoreUnavailable, TransitionConflict)
-from andreas.store.jobs import ALLOWED, TERMINAL, transition
-from andreas.store.models import (AppModel, AppProfile, Base, Decision, EnergySource,
-                                  EpochEvent, Gpu, GpuGap, HostMinute, HostSample, Job,
-                                  JobAttempt, JobEnergy, JobState, Node, NodeState,
-                                  PowerMinute, PowerSample, PowerSource)
-from andreas.store.retention import RetentionResult, downsample, rebuild_minutes
-from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, NodePower, PowerRow,
-                                   gpu_energy_mj, insert_epoch_events,
-                                   insert_gpu_gaps, insert_host_samples, insert_job_energy,
-                                   insert_power_samples, mean_node_power, mean_power_table)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from andreas.store.engine import Store, make_engine, open_store, parse_url
+    from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
+                                      StoreUnavailable, TransitionConflict)
+    from andreas.store.jobs import ALLOWED, TERMINAL, transition
+    from andreas.store.models import (AppModel, AppProfile, Base, Decision, EnergySource,
+                                      EpochEvent, Gpu, GpuGap, HostMinute, HostSample, Job,
+                                      JobAttempt, JobEnergy, JobState, Node, NodeState,
+                                      PowerMinute, PowerSample, PowerSource)
+    from andreas.store.retention import RetentionResult, downsample, rebuild_minutes
+    from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, NodePower, PowerRow,
+                                       gpu_energy_mj, insert_epoch_events,
+                                       insert_gpu_gaps, insert_host_samples, insert_job_energy,
+                                       insert_power_samples, mean_node_power, mean_power_table)
 
 __all__ = [
     "ALLOWED", "TERMINAL", "AppModel", "AppProfile", "Base", "Decision", "EnergySource",
@@ -42,3 +53,33 @@ __all__ = [
     "mean_node_power", "mean_power_table", "open_store", "parse_url", "rebuild_minutes",
     "transition",
 ]
+
+_WHERE = {
+    "engine": ("Store", "make_engine", "open_store", "parse_url"),
+    "errors": ("InvalidTransition", "SchemaError", "StoreError", "StoreUnavailable",
+               "TransitionConflict"),
+    "jobs": ("ALLOWED", "TERMINAL", "transition"),
+    "models": ("AppModel", "AppProfile", "Base", "Decision", "EnergySource", "EpochEvent", "Gpu",
+               "GpuGap", "HostMinute", "HostSample", "Job", "JobAttempt", "JobEnergy",
+               "JobState", "Node", "NodeState", "PowerMinute", "PowerSample", "PowerSource"),
+    "retention": ("RetentionResult", "downsample", "rebuild_minutes"),
+    "samples": ("GapRow", "HostRow", "JobEnergyRow", "NodePower", "PowerRow", "gpu_energy_mj",
+                "insert_epoch_events", "insert_gpu_gaps", "insert_host_samples",
+                "insert_job_energy", "insert_power_samples", "mean_node_power",
+                "mean_power_table"),
+}
+_MODULE = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE))
+

@@ -22,17 +22,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
 
 from andreas.infra.backoff import Backoff
 from andreas.infra.fileio import read_text_capped
 from andreas.config import Settings, mask_url
 from andreas.errors import InputError
 from andreas.store.errors import StoreUnavailable
+
+if TYPE_CHECKING:     # the ORM is imported by open_store (the agent never needs it)
+    from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -253,4 +256,16 @@ def open_store(url: str | URL | None = None, *, settings: Settings | None = None
     except BaseException:
         engine.dispose()
         raise
+    from sqlalchemy.orm import sessionmaker
+
     return Store(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+
+
+def __getattr__(name: str) -> Any:
+    """``Session`` and ``sessionmaker`` for the manager's modules (``from
+    andreas.store.engine import Session``), importing the ORM only when asked."""
+    if name in ("Session", "sessionmaker"):
+        from sqlalchemy import orm
+
+        return getattr(orm, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from andreas.store.chunks import chunks
-from andreas.store.models import JobAttempt, Node
-from andreas.store.nodes import Db
+from andreas.store.nodes import Db, run
+from andreas.store.tables import job_attempts as JobAttempt
+from andreas.store.tables import nodes as Node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,12 +38,12 @@ def verdicts(db: Db, node_name: str,
     out = {k: Verdict(stale=False) for k in wanted}
     if not wanted:
         return out
-    node_id = db.execute(select(Node.id).where(Node.name == node_name)).scalar()
+    node_id = run(db, select(Node.c.id).where(Node.c.name == node_name)).scalar()
     rows: dict[str, dict[int, tuple[int | None, float | None]]] = {}
     for ids in chunks(sorted({j for j, _ in wanted})):
-        for job_id, attempt, where, end_s in db.execute(
-                select(JobAttempt.job_id, JobAttempt.attempt, JobAttempt.node_id,
-                       JobAttempt.end_s).where(JobAttempt.job_id.in_(ids))):
+        for job_id, attempt, where, end_s in run(db,
+                select(JobAttempt.c.job_id, JobAttempt.c.attempt, JobAttempt.c.node_id,
+                       JobAttempt.c.end_s).where(JobAttempt.c.job_id.in_(ids))):
             rows.setdefault(job_id, {})[attempt] = (where, end_s)
     for job_id, attempt in wanted:
         mine = rows.get(job_id, {})

@@ -28,13 +28,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from sqlalchemy import Connection, func, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, CursorResult, Executable, func, insert, select, update
 
 from andreas.errors import InputError
 from andreas.store.errors import InvalidTransition
-from andreas.store.models import Gpu, JobAttempt, Node, NodeState
+from andreas.store.tables import NodeState
+from andreas.store.tables import gpus as Gpu
+from andreas.store.tables import job_attempts as JobAttempt
+from andreas.store.tables import nodes as Node
+
+if TYPE_CHECKING:     # the agent passes Connections: it never imports sqlalchemy.orm
+    from sqlalchemy.orm import Session
 
 UP, DOWN, DRAINING = NodeState.UP, NodeState.DOWN, NodeState.DRAINING
 OFF, WAKING = NodeState.OFF, NodeState.WAKING
@@ -51,9 +57,18 @@ ALLOWED: Mapping[NodeState, frozenset[NodeState]] = {
     WAKING: frozenset({UP, OFF, DRAINING}),
 }
 
-Db = Session | Connection
+Db: TypeAlias = "Session | Connection"
 """What the store's functions take: an ORM session or a Core connection, in the caller's
 transaction (callers outside the store name the type through this alias)."""
+
+
+def run(db: Db, statement: Executable) -> CursorResult[Any]:
+    """Execute a Core statement (on :mod:`andreas.store.tables`) in the caller's
+    transaction. A Session flushes its pending objects first when it autoflushes, as it
+    does before its ORM statements, so a caller's unflushed changes are seen as before."""
+    if not isinstance(db, Connection) and db.autoflush:
+        db.flush()
+    return db.execute(statement)  # type: ignore[return-value]
 
 
 class UnknownNode(InputError):
@@ -98,22 +113,22 @@ def move_if(db: Db, node_id: int, old: NodeState, new: NodeState, *,
     values: dict = {"state": new}
     if at_s is not None:
         values["state_changed_s"] = at_s
-    done = db.execute(update(Node).where(Node.id == node_id, Node.state == old)
-                      .values(**values).execution_options(synchronize_session=False))
+    done = run(db, update(Node).where(Node.c.id == node_id, Node.c.state == old)
+               .values(**values))
     return done.rowcount == 1
 
 
 def insert_node(db: Db, *, name: str, docker_endpoint: str, gpu_type: str,
                 gpu_count: int) -> int:
     """A new node, ``up``; returns its id."""
-    return db.execute(insert(Node).values(name=name, state=UP, docker_endpoint=docker_endpoint,
-                                          gpu_type=gpu_type, gpu_count=gpu_count)
-                      ).inserted_primary_key[0]
+    return run(db, insert(Node).values(name=name, state=UP, docker_endpoint=docker_endpoint,
+                                       gpu_type=gpu_type, gpu_count=gpu_count)
+               ).inserted_primary_key[0]
 
 
 def state_of(db: Db, name: str) -> NodeState:
     """The node's state; UnknownNode when there is none."""
-    state = db.execute(select(Node.state).where(Node.name == name)).scalar_one_or_none()
+    state = run(db, select(Node.c.state).where(Node.c.name == name)).scalar_one_or_none()
     if state is None:
         raise UnknownNode(name)
     return state
@@ -132,8 +147,8 @@ def operator_move(db: Db, name: str, new: NodeState, *, at_s: float | None = Non
     values: dict = {"state": new}
     if at_s is not None:
         values["state_changed_s"] = at_s
-    done = db.execute(update(Node).where(Node.name == name, Node.state == before)
-                      .values(**values).execution_options(synchronize_session=False))
+    done = run(db, update(Node).where(Node.c.name == name, Node.c.state == before)
+               .values(**values))
     if done.rowcount != 1:     # moved by the agent or the manager since we read it
         now = state_of(db, name)
         raise InputError(f"node {name!r}: changed to {now.value} meanwhile; try again")
@@ -141,7 +156,7 @@ def operator_move(db: Db, name: str, new: NodeState, *, at_s: float | None = Non
 
 
 def profiling_of(db: Db, name: str) -> bool:
-    flag = db.execute(select(Node.profiling).where(Node.name == name)).scalar_one_or_none()
+    flag = run(db, select(Node.c.profiling).where(Node.c.name == name)).scalar_one_or_none()
     if flag is None:
         raise UnknownNode(name)
     return bool(flag)
@@ -151,36 +166,33 @@ def set_profiling(db: Db, node_ids: Iterable[int], flag: bool) -> None:
     """Mark (or clear) nodes as reserved for the Job Profiler: no production job there."""
     ids = list(node_ids)
     if ids:
-        db.execute(update(Node).where(Node.id.in_(ids)).values(profiling=flag)
-                   .execution_options(synchronize_session=False))
+        run(db, update(Node).where(Node.c.id.in_(ids)).values(profiling=flag))
 
 
 def set_profiling_by_name(db: Db, name: str, flag: bool) -> bool:
     """Set node ``name``'s profiling mark; returns what it was."""
     was = profiling_of(db, name)
     if was != flag:
-        db.execute(update(Node).where(Node.name == name).values(profiling=flag)
-                   .execution_options(synchronize_session=False))
+        run(db, update(Node).where(Node.c.name == name).values(profiling=flag))
     return was
 
 
 def states(db: Db) -> dict[str, NodeState]:
     """Every node's state, by name."""
-    return dict(db.execute(select(Node.name, Node.state)).all())
+    return dict(run(db, select(Node.c.name, Node.c.state)).all())
 
 
 def count_by_state(db: Db) -> dict[NodeState, int]:
     """How many nodes are in each state (every state, 0 where none): the metrics exporter."""
     counts = dict.fromkeys(NodeState, 0)
-    for state, n in db.execute(select(Node.state, func.count()).group_by(Node.state)):
+    for state, n in run(db, select(Node.c.state, func.count()).group_by(Node.c.state)):
         counts[state] = int(n)
     return counts
 
 
 def touch_heartbeat(db: Db, node_id: int, t_s: float) -> None:
     """The agent's sign of life (its state is left alone)."""
-    db.execute(update(Node).where(Node.id == node_id).values(last_heartbeat_s=t_s)
-               .execution_options(synchronize_session=False))
+    run(db, update(Node).where(Node.c.id == node_id).values(last_heartbeat_s=t_s))
 
 
 def list_nodes(db: Db) -> list[NodeInfo]:
@@ -188,38 +200,40 @@ def list_nodes(db: Db) -> list[NodeInfo]:
     return [NodeInfo(id=n.id, name=n.name, state=n.state, profiling=bool(n.profiling),
                      gpu_type=n.gpu_type, gpu_count=n.gpu_count,
                      docker_endpoint=n.docker_endpoint)
-            for n in db.execute(select(Node.id, Node.name, Node.state, Node.profiling,
-                                       Node.gpu_type, Node.gpu_count, Node.docker_endpoint)
-                                .order_by(Node.name))]
+            for n in run(db, select(Node.c.id, Node.c.name, Node.c.state, Node.c.profiling,
+                                    Node.c.gpu_type, Node.c.gpu_count, Node.c.docker_endpoint)
+                         .order_by(Node.c.name))]
 
 
 def last_attempt_ends(db: Db) -> dict[int, float]:
     """Node id -> the latest end of an attempt there (the power-down's idle clock; nodes
     where nothing ever ran are absent)."""
-    return {int(n): float(t) for n, t in db.execute(
-        select(JobAttempt.node_id, func.max(JobAttempt.end_s))
-        .where(JobAttempt.node_id.is_not(None), JobAttempt.end_s.is_not(None))
-        .group_by(JobAttempt.node_id))}
+    return {int(n): float(t) for n, t in run(db,
+        select(JobAttempt.c.node_id, func.max(JobAttempt.c.end_s))
+        .where(JobAttempt.c.node_id.is_not(None), JobAttempt.c.end_s.is_not(None))
+        .group_by(JobAttempt.c.node_id))}
 
 
 def gpu_counts(db: Db) -> dict[int, int]:
     """Node id -> its GPUs in the inventory (GPUs that left a node, index < 0, excluded);
     nodes without GPU rows are absent."""
-    return {int(n): int(c) for n, c in db.execute(
-        select(Gpu.node_id, func.count()).where(Gpu.index >= 0).group_by(Gpu.node_id))}
+    return {int(n): int(c) for n, c in run(db,
+        select(Gpu.c.node_id, func.count()).where(Gpu.c.gpu_index >= 0)
+        .group_by(Gpu.c.node_id))}
 
 
 def usable_gpus(db: Db, node_id: int) -> tuple[tuple[int, str], ...]:
     """(index, UUID) of the node's healthy, non-MIG GPUs, by index."""
-    return tuple((int(i), u) for i, u in db.execute(
-        select(Gpu.index, Gpu.uuid).where(Gpu.node_id == node_id, Gpu.healthy.is_(True),
-                                          Gpu.mig_enabled.is_(False)).order_by(Gpu.index)))
+    return tuple((int(i), u) for i, u in run(db,
+        select(Gpu.c.gpu_index, Gpu.c.uuid)
+        .where(Gpu.c.node_id == node_id, Gpu.c.healthy.is_(True),
+               Gpu.c.mig_enabled.is_(False)).order_by(Gpu.c.gpu_index)))
 
 
 def held_gpu_indexes(db: Db, node_id: int) -> set[int]:
     """GPU indexes of the node that open attempts (containers not yet ended) hold."""
     held: set[int] = set()
-    for (ids,) in db.execute(select(JobAttempt.gpu_ids).where(JobAttempt.node_id == node_id,
-                                                              JobAttempt.end_s.is_(None))):
+    for (ids,) in run(db, select(JobAttempt.c.gpu_ids).where(JobAttempt.c.node_id == node_id,
+                                                             JobAttempt.c.end_s.is_(None))):
         held.update(int(i) for i in ids or ())
     return held

@@ -17,7 +17,8 @@ from sqlalchemy import Connection, Engine, insert, select, update
 
 from andreas.store.engine import is_sqlite, make_engine, parse_url
 from andreas.store.errors import StoreError
-from andreas.store.models import Gpu, Node
+from andreas.store.tables import gpus as Gpu
+from andreas.store.tables import nodes as Node
 from andreas.store.nodes import insert_node
 
 
@@ -80,8 +81,8 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
                 "inventory: run `andreas-agent --register` once with the manager's account "
                 "(ANDREAS_DB_URL / ANDREAS_DB_PASSWORD_FILE of andreas_manager)")
 
-    node = conn.execute(select(Node.id, Node.docker_endpoint, Node.gpu_type, Node.gpu_count)
-                        .where(Node.name == spec.name)).one_or_none()
+    node = conn.execute(select(Node.c.id, Node.c.docker_endpoint, Node.c.gpu_type,
+                               Node.c.gpu_count).where(Node.c.name == spec.name)).one_or_none()
     values = dict(docker_endpoint=spec.docker_endpoint, gpu_type=spec.gpu_type[:64],
                   gpu_count=len(spec.gpus))
     if node is None:
@@ -93,31 +94,30 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
         if differs:
             need("inventory changed (" + ", ".join(
                 f"{k}: {getattr(node, k)!r} -> {values[k]!r}" for k in differs) + ")")
-            conn.execute(update(Node).where(Node.id == node_id).values(**values))
+            conn.execute(update(Node).where(Node.c.id == node_id).values(**values))
     stored = {r.uuid: r for r in conn.execute(
-        select(Gpu.id, Gpu.uuid, Gpu.node_id, Gpu.index.label("gpu_index"), Gpu.model,
-               Gpu.memory_mib,
-               Gpu.power_limit_w, Gpu.has_energy_counter, Gpu.healthy, Gpu.mig_enabled)
-        .where(Gpu.uuid.in_([g.uuid for g in spec.gpus])))} if spec.gpus else {}
-    # (Row.index is tuple.index: the GPU index is read as gpu_index)
-    mine = {r.uuid: r for r in conn.execute(select(Gpu.id, Gpu.uuid,
-                                                   Gpu.index.label("gpu_index"))
-                                            .where(Gpu.node_id == node_id))}
+        select(Gpu.c.id, Gpu.c.uuid, Gpu.c.node_id, Gpu.c.gpu_index, Gpu.c.model,
+               Gpu.c.memory_mib, Gpu.c.power_limit_w, Gpu.c.has_energy_counter, Gpu.c.healthy,
+               Gpu.c.mig_enabled)
+        .where(Gpu.c.uuid.in_([g.uuid for g in spec.gpus])))} if spec.gpus else {}
+    # (the column is gpu_index: Row.index would be tuple.index)
+    mine = {r.uuid: r for r in conn.execute(select(Gpu.c.id, Gpu.c.uuid, Gpu.c.gpu_index)
+                                            .where(Gpu.c.node_id == node_id))}
     wanted_index = {g.index for g in spec.gpus}
     for uuid, r in mine.items():      # GPUs that left this node: free their index
         if uuid not in {g.uuid for g in spec.gpus} and r.gpu_index in wanted_index:
             need(f"GPU {uuid} is gone")
-            conn.execute(update(Gpu).where(Gpu.id == r.id).values({Gpu.index: -r.id,
-                                                                   Gpu.healthy: False}))
+            conn.execute(update(Gpu).where(Gpu.c.id == r.id).values(gpu_index=-r.id,
+                                                                    healthy=False))
     moved = [r for g in spec.gpus if (r := stored.get(g.uuid)) is not None
              and (r.gpu_index != g.index or r.node_id != node_id)]
     for r in moved:                   # indices permuted: step aside first (unique index)
         need(f"GPU {r.uuid} moved to another index or node")
-        conn.execute(update(Gpu).where(Gpu.id == r.id).values({Gpu.index: -r.id}))
+        conn.execute(update(Gpu).where(Gpu.c.id == r.id).values(gpu_index=-r.id))
     moved_ids = {r.id for r in moved}
     gpu_ids: dict[str, int] = {}
     for g in spec.gpus:
-        values = dict(node_id=node_id, index=g.index, model=g.model[:64],  # attribute names
+        values = dict(node_id=node_id, gpu_index=g.index, model=g.model[:64],  # column names
                       memory_mib=g.memory_mib, power_limit_w=g.power_limit_w,
                       has_energy_counter=g.has_energy_counter,
                       healthy=g.uuid not in spec.unhealthy, mig_enabled=g.mig_enabled)
@@ -129,15 +129,15 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
             continue
         gpu_ids[g.uuid] = r.id
         was_moved = r.id in moved_ids
-        differs = [k for k, v in values.items()
-                   if k != "healthy" and getattr(r, "gpu_index" if k == "index" else k) != v]
+        differs = [k for k, v in values.items() if k != "healthy" and getattr(r, k) != v]
         if differs or was_moved:
-            need(f"GPU {g.uuid} changed ({', '.join(differs) or 'index'})")
-            conn.execute(update(Gpu).where(Gpu.id == r.id)
-                         .values({getattr(Gpu, k): v for k, v in values.items()}))
+            what = ", ".join("index" if k == "gpu_index" else k for k in differs)
+            need(f"GPU {g.uuid} changed ({what or 'index'})")
+            conn.execute(update(Gpu).where(Gpu.c.id == r.id)
+                         .values(**values))
         elif write and r.healthy != values["healthy"]:
             changes.append(f"GPU {g.uuid} healthy={values['healthy']}")
-            conn.execute(update(Gpu).where(Gpu.id == r.id).values(healthy=values["healthy"]))
+            conn.execute(update(Gpu).where(Gpu.c.id == r.id).values(healthy=values["healthy"]))
     return Registration(node_id=node_id, gpu_ids=gpu_ids, changed=tuple(changes))
 
 

@@ -30,11 +30,17 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Select, func, insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from andreas.errors import InputError
-from andreas.store.models import (EnergySource, EpochEvent, Gpu, HostMinute, HostSample, Node,
-                                  PowerMinute, PowerSample, PowerSource)
+from andreas.sources import EnergySource, PowerSource
+from andreas.store.nodes import Db
+from andreas.store.tables import epoch_events as EpochEvent
+from andreas.store.tables import gpus as Gpu
+from andreas.store.tables import host_minutes as HostMinute
+from andreas.store.tables import host_samples as HostSample
+from andreas.store.tables import nodes as Node
+from andreas.store.tables import power_minutes as PowerMinute
+from andreas.store.tables import power_samples as PowerSample
 
 DEFAULT_BATCH = 2000
 POWER_MINUTE_COLUMNS = ("gpu_id", "minute_s", "busy_gpus", "node_id", "samples", "power_sum_w",
@@ -109,8 +115,8 @@ def minute_of(t: float) -> float:
     return math.floor(t / 60.0) * 60.0
 
 
-def _connection(db: Session | Connection) -> Connection:
-    return db.connection() if isinstance(db, Session) else db
+def _connection(db: Db) -> Connection:
+    return db if isinstance(db, Connection) else db.connection()
 
 
 def _rows(rows: Iterable[Any], kind: type[NamedTuple]) -> list[tuple]:
@@ -160,7 +166,7 @@ def _busy(value: Any, gpus: int, row: Any) -> None:
                          f"got {value!r}")
 
 
-def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Mapping | Sequence],
+def insert_power_samples(db: Db, rows: Iterable[PowerRow | Mapping | Sequence],
                          *, batch_size: int = DEFAULT_BATCH,
                          skip_duplicates: bool = False) -> int:
     """Insert GPU power samples and their 1-minute aggregates, in batches, in the caller's
@@ -177,8 +183,8 @@ def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Map
     conn = _connection(db)
     ids = sorted({r[0] for r in data})
     gpus = {g: (n, c) for g, n, c in conn.execute(
-        select(Gpu.id, Gpu.node_id, Node.gpu_count).join(Node, Node.id == Gpu.node_id)
-        .where(Gpu.id.in_(ids)))}
+        select(Gpu.c.id, Gpu.c.node_id, Node.c.gpu_count).join(Node, Node.c.id == Gpu.c.node_id)
+        .where(Gpu.c.id.in_(ids)))}
     for i, r in enumerate(data):
         gpu_id, t, node_id, busy, power, energy = r[:6]
         where = gpus.get(gpu_id)
@@ -197,7 +203,7 @@ def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Map
         data[i] = (*r[:8], _source(r[8], _ENERGY_SOURCES, "energy_source", r),
                    _source(r[9], _POWER_SOURCES, "power_source", r), r[10])
     if skip_duplicates:
-        data = _new_rows(conn, PowerSample.gpu_id, PowerSample.t, data)
+        data = _new_rows(conn, PowerSample.c.gpu_id, PowerSample.c.t, data)
     written = 0
     for start in range(0, len(data), max(1, batch_size)):
         batch = data[start:start + batch_size]
@@ -206,7 +212,7 @@ def insert_power_samples(db: Session | Connection, rows: Iterable[PowerRow | Map
     return written
 
 
-def insert_host_samples(db: Session | Connection, rows: Iterable[HostRow | Mapping | Sequence],
+def insert_host_samples(db: Db, rows: Iterable[HostRow | Mapping | Sequence],
                         *, batch_size: int = DEFAULT_BATCH,
                         skip_duplicates: bool = False) -> int:
     """Insert host samples (CPU, memory, host power) and their 1-minute aggregates; checked
@@ -216,7 +222,7 @@ def insert_host_samples(db: Session | Connection, rows: Iterable[HostRow | Mappi
         return 0
     conn = _connection(db)
     ids = sorted({r[0] for r in data})
-    counts = dict(conn.execute(select(Node.id, Node.gpu_count).where(Node.id.in_(ids))).all())
+    counts = dict(conn.execute(select(Node.c.id, Node.c.gpu_count).where(Node.c.id.in_(ids))).all())
     for i, r in enumerate(data):
         node_id, t, busy, cpu, mem, power, energy = r[:7]
         if node_id not in counts:
@@ -232,7 +238,7 @@ def insert_host_samples(db: Session | Connection, rows: Iterable[HostRow | Mappi
         data[i] = (*r[:7], _source(r[7], _POWER_SOURCES, "power_source", r),
                    _source(r[8], _ENERGY_SOURCES, "energy_source", r), *r[9:])
     if skip_duplicates:
-        data = _new_rows(conn, HostSample.node_id, HostSample.t, data)
+        data = _new_rows(conn, HostSample.c.node_id, HostSample.c.t, data)
     written = 0
     for start in range(0, len(data), max(1, batch_size)):
         batch = data[start:start + batch_size]
@@ -309,7 +315,7 @@ def _execute_many(conn: Connection, table: str, columns: Sequence[str], rows: li
 EPOCH_COLUMNS = ("job_id", "attempt", "epoch", "start_s", "end_s", "node_id", "gpu_type", "gpus")
 
 
-def insert_epoch_events(db: Session | Connection, events: Iterable[Mapping[str, Any]], *,
+def insert_epoch_events(db: Db, events: Iterable[Mapping[str, Any]], *,
                         skip_duplicates: bool = False) -> int:
     """Insert finished epochs (job_id, attempt, epoch, start_s, end_s, node_id, gpu_type, gpus).
 
@@ -333,7 +339,7 @@ def insert_epoch_events(db: Session | Connection, events: Iterable[Mapping[str, 
     return len(rows)
 
 
-def insert_gpu_gaps(db: Session | Connection, rows: Iterable[GapRow | Mapping | Sequence], *,
+def insert_gpu_gaps(db: Db, rows: Iterable[GapRow | Mapping | Sequence], *,
                     skip_duplicates: bool = False) -> int:
     """Record GPUs that could not be read (one row per GPU and sampling time)."""
     data = _rows(rows, GapRow)
@@ -345,7 +351,7 @@ def insert_gpu_gaps(db: Session | Connection, rows: Iterable[GapRow | Mapping | 
     return _insert(_connection(db), "gpu_gaps", GapRow._fields, data, skip_duplicates)
 
 
-def insert_job_energy(db: Session | Connection,
+def insert_job_energy(db: Db,
                       rows: Iterable[JobEnergyRow | Mapping | Sequence], *,
                       skip_duplicates: bool = False) -> int:
     """Record energy attributed to jobs (one row per job attempt and window end)."""
@@ -426,19 +432,19 @@ class NodePower:
         return self.gpu_w + (self.host_w or 0.0)
 
 
-def mean_node_power(db: Session | Connection, node: str | int, busy_gpus: int, start_s: float,
+def mean_node_power(db: Db, node: str | int, busy_gpus: int, start_s: float,
                     end_s: float) -> NodePower | None:
     """Mean power of node ``node`` (name or id) with ``busy_gpus`` GPUs busy over the minutes
     that start in [start, end); None when there is no sample."""
     conn = _connection(db)
     node_id = node if isinstance(node, int) else conn.execute(
-        select(Node.id).where(Node.name == node)).scalar_one_or_none()
+        select(Node.c.id).where(Node.c.name == node)).scalar_one_or_none()
     if node_id is None:
         raise InputError(f"node {node}: no such node")
     return _power_table(conn, start_s, end_s, node_id, busy_gpus).get((node_id, busy_gpus))
 
 
-def mean_power_table(db: Session | Connection, start_s: float,
+def mean_power_table(db: Db, start_s: float,
                      end_s: float) -> dict[tuple[int, int], NodePower]:
     """:func:`mean_node_power` of every (node id, busy count) with samples in the window."""
     return _power_table(_connection(db), start_s, end_s)
@@ -451,16 +457,17 @@ def power_queries(start_s: float, end_s: float, node_id: int | None = None,
     M, HM = PowerMinute, HostMinute
 
     def where(table):
-        cond = [table.minute_s >= start_s, table.minute_s < end_s]
+        cond = [table.c.minute_s >= start_s, table.c.minute_s < end_s]
         if node_id is not None:
-            cond = [table.node_id == node_id, table.busy_gpus == busy_gpus] + cond
+            cond = [table.c.node_id == node_id, table.c.busy_gpus == busy_gpus] + cond
         return cond
 
-    gpu = (select(M.node_id, M.busy_gpus, M.gpu_id, func.sum(M.samples), func.sum(M.power_sum_w))
-           .where(*where(M)).group_by(M.node_id, M.busy_gpus, M.gpu_id))
-    host = (select(HM.node_id, HM.busy_gpus, func.sum(HM.host_power_samples),
-                   func.sum(HM.host_power_sum_w))
-            .where(*where(HM)).group_by(HM.node_id, HM.busy_gpus))
+    gpu = (select(M.c.node_id, M.c.busy_gpus, M.c.gpu_id, func.sum(M.c.samples),
+                  func.sum(M.c.power_sum_w))
+           .where(*where(M)).group_by(M.c.node_id, M.c.busy_gpus, M.c.gpu_id))
+    host = (select(HM.c.node_id, HM.c.busy_gpus, func.sum(HM.c.host_power_samples),
+                   func.sum(HM.c.host_power_sum_w))
+            .where(*where(HM)).group_by(HM.c.node_id, HM.c.busy_gpus))
     return gpu, host
 
 
@@ -483,18 +490,18 @@ def _power_table(conn: Connection, start_s: float, end_s: float, node_id: int | 
     return out
 
 
-def gpu_energy_mj(db: Session | Connection, start_s: float = -math.inf, end_s: float = math.inf,
+def gpu_energy_mj(db: Db, start_s: float = -math.inf, end_s: float = math.inf,
                   gpu_ids: Iterable[int] | None = None) -> int:
     """Energy (mJ) of the GPUs' samples in the minutes that start in [start, end).
 
     Exact (integer sums), and the same before and after the retention job deletes old raw
     samples, because it reads the 1-minute aggregates.
     """
-    q = select(func.coalesce(func.sum(PowerMinute.energy_mj), 0))
+    q = select(func.coalesce(func.sum(PowerMinute.c.energy_mj), 0))
     if math.isfinite(start_s):
-        q = q.where(PowerMinute.minute_s >= start_s)
+        q = q.where(PowerMinute.c.minute_s >= start_s)
     if math.isfinite(end_s):
-        q = q.where(PowerMinute.minute_s < end_s)
+        q = q.where(PowerMinute.c.minute_s < end_s)
     if gpu_ids is not None:
-        q = q.where(PowerMinute.gpu_id.in_(sorted(set(gpu_ids))))
+        q = q.where(PowerMinute.c.gpu_id.in_(sorted(set(gpu_ids))))
     return int(_connection(db).execute(q).scalar_one())

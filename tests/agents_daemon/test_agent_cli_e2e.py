@@ -205,3 +205,39 @@ def test_the_agent_does_without_the_ssh_transport_unless_it_needs_it():
     remote = subprocess.run([sys.executable, "-c", code, "ssh://gpu07"],
                             capture_output=True, text=True, check=True)
     assert local.stdout.strip() == "False" and remote.stdout.strip() == "True"
+
+
+def test_the_agent_never_loads_the_orm_nor_a_charset_detector(tmp_path):
+    """Issue 17 (resident memory < 60 MB): a whole ``--once`` run (registration, two
+    ticks, delivery of every kind, the fence, a clean stop) writes through the store's
+    Core tables, so neither ``sqlalchemy.orm`` (the ORM models, ~10 MB) nor requests'
+    character-set detector (~2 MB) is ever imported (here without Docker: the SDK is
+    imported at exit, as the tracker would after the agent's start)."""
+    url = sqlite_store(tmp_path)
+    code = ("import atexit, sys\n"
+            "def loaded():\n"
+            "    import docker\n"
+            "    print('LOADED', sorted(m for m in ('sqlalchemy.orm', 'andreas.store.models', "
+            "'charset_normalizer', 'chardet', 'paramiko', 'docker', 'sqlalchemy') "
+            "if sys.modules.get(m) is not None))\n"
+            "atexit.register(loaded)\n"
+            "from agents.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", code, "--config", str(config(tmp_path, url)),
+                           "--fake-gpus", "1xT4", "--once"], capture_output=True, text=True,
+                          env=env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert query(url, "SELECT COUNT(*) FROM power_samples") == [(1,)]
+    assert done.stdout.strip().splitlines()[-1] == "LOADED ['docker', 'sqlalchemy']"
+
+
+def test_the_store_modules_of_the_agent_import_no_orm():
+    """The store's modules the agent uses import the Core tables only (``andreas.store``
+    itself imports its ORM names on first use)."""
+    code = ("import sys, agents.cli, agents.daemon, agents.store_writer, agents.fence, "
+            "andreas.store, andreas.store.fence, andreas.store.schema, andreas.store.registry, "
+            "andreas.store.samples, andreas.store.nodes, andreas.store.tables; "
+            "print('sqlalchemy.orm' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env(), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

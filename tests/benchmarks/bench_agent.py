@@ -51,8 +51,8 @@ from andreas.store.engine import make_engine  # noqa: E402
 
 TARGET_CPU, TARGET_RSS_MB = 1.0, 60.0
 NODE, GPUS, CONTAINERS = "bench-node", 8, 4
-AGENT_IMPORTS = ("from agents.cli import without_ssh_transport; "
-                 "without_ssh_transport('unix://'); "
+AGENT_IMPORTS = ("from agents.cli import lean_docker_sdk; "
+                 "lean_docker_sdk('unix://'); "
                  "import agents.daemon, agents.gpu, agents.host, agents.epochs, agents.tracker, "
                  "agents.nvml_fake, agents.store_writer, agents.delivery, docker, pynvml")
 PROGRESS = ('e=1; while true; do '
