@@ -495,14 +495,7 @@ class Reconciler:
             if node is None or node.name not in polled or not schedulable(node, self.unreachable):
                 continue
             chosen = _choose_gpus(node.usable, in_use[node.name], want, job.gpu_milli)
-            if chosen is None:
-                continue
-            if self._fenced(job, now):
-                continue
-            image = self._image_ready(job, node, now)
-            if image != "ready":
-                if image == "failed":
-                    triggers.add("failed")
+            if chosen is None or not self._may_start(job, node, now, triggers):
                 continue
             share = job.gpu_milli if job.gpu_milli is not None else GPU_MILLI
             for g in chosen:
@@ -520,18 +513,23 @@ class Reconciler:
                     or not node.profiling or node.name in self.unreachable):
                 continue
             chosen = _choose_gpus(node.usable, in_use[node.name], want, None)
-            if chosen is None or self._fenced(job, now):
-                continue
-            image = self._image_ready(job, node, now)
-            if image != "ready":
-                if image == "failed":
-                    triggers.add("failed")
+            if chosen is None or not self._may_start(job, node, now, triggers):
                 continue
             for g in chosen:
                 in_use[node.name][g.index] = GPU_MILLI
             triggers |= self._start(job, node, chosen, target, now, profiling=True,
                                     reason=step.reason)
         return triggers
+
+    def _may_start(self, job: JobView, node: NodeView, now: float, triggers: set[str]) -> bool:
+        """Whether a start may go ahead now: not held by the fence, and the node has the
+        job's image (a failed image adds the ``failed`` trigger)."""
+        if self._fenced(job, now):
+            return False
+        image = self._image_ready(job, node, now)
+        if image == "failed":
+            triggers.add("failed")
+        return image == "ready"
 
     def _fenced(self, job: JobView, now: float) -> bool:
         """A job whose node stopped answering while it ran may still be running there: an

@@ -131,6 +131,19 @@ def upgrade(engine: Engine, target: str = "heads") -> tuple[str | None, str | No
     return before.revision, after
 
 
+def upgrade_url(url: str) -> str:
+    """Create or upgrade the database at ``url`` (and a new SQLite file's directory) with
+    an engine of its own; returns the URL. For tests, benchmarks and demos."""
+    from andreas.store.engine import make_engine
+
+    engine = make_engine(url, create_dir=True)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    return url
+
+
 def upgrade_sql(dialect_name: str, target: str = "heads") -> str:
     """The DDL of an upgrade from an empty database, for a DBA to review or run by hand."""
     out = io.StringIO()

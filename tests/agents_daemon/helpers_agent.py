@@ -15,12 +15,7 @@ UUIDS = ("GPU-t-0", "GPU-t-1")
 
 
 def sqlite_store(tmp_path, name: str = "agent.db") -> str:
-    url = f"sqlite:///{tmp_path / name}"
-    engine = make_engine(url, create_dir=True)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{tmp_path / name}")
     return url
 
 

@@ -21,7 +21,7 @@ from agents.fence import Fence
 from andreas.job import container_labels
 from andreas.store import migrate
 from andreas.store.attempts import end_attempt, open_attempt
-from andreas.store.engine import Store, open_store, make_engine
+from andreas.store.engine import Store, open_store
 from andreas.store.registry import agent_engine
 from tests.agents_docker.conftest import TEST_LABEL
 from tests.store.helpers import add_job, add_node
@@ -33,10 +33,7 @@ STUBBORN = "trap '' TERM; echo started; while true; do sleep 0.1; done"
 
 @pytest.fixture
 def store(tmp_path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'fence.db'}"
-    engine = make_engine(url, create_dir=True)
-    migrate.upgrade(engine)
-    engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{tmp_path / 'fence.db'}")
     s = open_store(url)
     try:
         yield s

@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,12 +41,12 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.ports import free_port  # noqa: E402
 from agents.config import load_config  # noqa: E402
 from agents.daemon import Agent  # noqa: E402
 from agents.exporter import agent_collector  # noqa: E402
 from andreas.metrics import registry_of, render, serve  # noqa: E402
 from andreas.store import migrate  # noqa: E402
-from andreas.store.engine import make_engine  # noqa: E402
 
 TARGET_SCRAPE_MS, TARGET_CPU = 50.0, 1.0
 GPUS, JOBS = 8, 4
@@ -69,19 +68,10 @@ class _NullWriter:
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _store(tmp: Path) -> str:
-    url = f"sqlite:///{tmp / 'bench.db'}"
-    engine = make_engine(url, create_dir=True)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{tmp / 'bench.db'}")
     return url
 
 
@@ -114,7 +104,7 @@ def in_process(tmp: Path, repeats: int) -> dict:
         registry = registry_of([agent_collector(agent)])
         text = render(registry)
         render_ms = _median_ms(lambda: render(registry), repeats)
-        server = serve([agent_collector(agent)], address="127.0.0.1", port=_free_port())
+        server = serve([agent_collector(agent)], address="127.0.0.1", port=free_port())
         try:
             def scrape() -> None:
                 with urllib.request.urlopen(server.url, timeout=5) as r:
@@ -149,7 +139,7 @@ def _agent(tmp: Path, name: str, port: int | None) -> subprocess.Popen:
 
 
 def side_by_side(tmp: Path, seconds: float, scrape_s: float, warmup_s: float = 10.0) -> dict:
-    port = _free_port()
+    port = free_port()
     on, off = _agent(tmp, "metrics-on", port), _agent(tmp, "metrics-off", None)
     stop = threading.Event()
     scrapes = [0]

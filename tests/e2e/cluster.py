@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,25 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
         cluster.close()
         raise
     return cluster
+
+
+def example_volumes() -> tuple[str, ...]:
+    """The bind mounts the example image needs on this host (its runtime comes from it)."""
+    out = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    return tuple(out.split())
+
+
+@contextlib.contextmanager
+def running_cluster(tmp: Path, node_specs: list[tuple[str, str, int]], **options: Any
+                    ) -> Iterator[Cluster]:
+    """:func:`start_cluster` on the test MariaDB with the example image's mounts, closed
+    at the end: the body of every end-to-end module's ``cluster`` fixture."""
+    from tests.store.conftest import mariadb_admin_url
+
+    admin = mariadb_admin_url().render_as_string(hide_password=False)
+    c = start_cluster(tmp, admin, node_specs, extra_volumes=example_volumes(), **options)
+    try:
+        yield c
+    finally:
+        c.close()

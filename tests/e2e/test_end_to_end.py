@@ -14,16 +14,14 @@ agents recorded the epochs.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, start_cluster
-from tests.store.conftest import mariadb_admin_url
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, running_cluster
 
 NODES = [("v100-node", "2xV100", 2), ("t4-node", "1xT4", 1)]
 APP = "example-train"
@@ -90,18 +88,11 @@ class Store:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
-    tmp = tmp_path_factory.mktemp("e2e")
-    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
-                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES,
-                      agent_toml=AGENT_TOML)
-    try:
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("e2e"), NODES,
+                         manager_toml=MANAGER_TOML, app_profiles=PROFILES,
+                         agent_toml=AGENT_TOML) as c:
         yield c
-    finally:
-        c.close()
 
 
 def submit(cluster: Cluster, name: str, epochs: int, due: str, weight: float) -> str:

@@ -15,8 +15,8 @@ saw the job in two containers at once.
 
 from __future__ import annotations
 
-import subprocess
 import time
+from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -24,9 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from andreas.store import accounts
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, start_cluster
+from tests.e2e.cluster import IMAGE, Cluster, Monitor, running_cluster
 from tests.e2e.test_end_to_end import Store, wait_until
-from tests.store.conftest import mariadb_admin_url
 
 NODES = [("node-a", "1xV100", 1), ("node-b", "1xV100", 1)]
 APP = "example-train"
@@ -90,18 +89,11 @@ def _own_agent_accounts(cluster: Cluster) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
-    tmp = tmp_path_factory.mktemp("e2e-fence")
-    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
-                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES,
-                      agent_toml=AGENT_TOML)
-    try:
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("e2e-fence"), NODES,
+                         manager_toml=MANAGER_TOML, app_profiles=PROFILES,
+                         agent_toml=AGENT_TOML) as c:
         yield c
-    finally:
-        c.close()
 
 
 def _containers(cluster: Cluster, node: str, job: str) -> list[dict]:

@@ -20,17 +20,16 @@ figures go to out/e2e/power.json.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, start_cluster
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, running_cluster
 from tests.e2e.test_end_to_end import APP, Store, _history, wait_until
-from tests.store.conftest import mariadb_admin_url
 
 NODES = [("pw-v100", "1xV100", 1), ("pw-t4", "1xT4", 1)]
 EPOCH_S = 1.0
@@ -160,8 +159,7 @@ def calls(tmp: Path, phase: str, verb: str) -> list[tuple[float, str]]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("e2e-power")
     requests = tmp / "switch-requests"
     requests.mkdir()
@@ -185,14 +183,8 @@ command_timeout_s = 90
 off_command = ["{switch}", "off", "{{node}}"]
 on_command = "{switch} on {{node}}"
 """
-    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    c = start_cluster(tmp, admin, NODES, manager_toml=manager_toml,
-                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES)
-    try:
+    with running_cluster(tmp, NODES, manager_toml=manager_toml, app_profiles=PROFILES) as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_idle_nodes_go_off_and_one_is_woken_for_a_job(cluster: Cluster):

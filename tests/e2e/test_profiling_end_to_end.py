@@ -13,14 +13,13 @@ without profiling is printed beside it (out/e2e/profiling.json).
 from __future__ import annotations
 
 import json
-import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, start_cluster
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, running_cluster
 from tests.e2e.test_end_to_end import EPOCH_S, Store, _history, wait_until
-from tests.store.conftest import mariadb_admin_url
 
 NODES = [("prof-node", "2xV100", 2), ("work-node", "1xV100", 1)]
 NEW_APP = "never-profiled"
@@ -42,17 +41,10 @@ timeout_s = 120
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
-    tmp = tmp_path_factory.mktemp("e2e-profiling")
-    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
-                      extra_volumes=tuple(volumes.split()), app_profiles=[])
-    try:
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("e2e-profiling"), NODES,
+                         manager_toml=MANAGER_TOML, app_profiles=[]) as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_a_new_application_is_profiled_then_planned_from_its_checkpoint(cluster: Cluster):

@@ -14,15 +14,14 @@ GPUs, the manager with ``ojpap`` (ojpp-heuristic plus the online adjustment).
 from __future__ import annotations
 
 import json
-import subprocess
 import time
+from collections.abc import Iterator
 
 import docker
 import pytest
 
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, Monitor, start_cluster
+from tests.e2e.cluster import IMAGE, Cluster, Monitor, running_cluster
 from tests.e2e.test_end_to_end import APP, EPOCH_S, PROFILES, Store, _history, wait_until
-from tests.store.conftest import mariadb_admin_url
 
 NODES = [("share-node", "2xV100", 2)]
 MANAGER_TOML = """[manager]
@@ -36,22 +35,15 @@ min_power_samples = 20
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("e2e-share")
     fake = tmp / "fake-gpu"
     fake.mkdir()
     fake.chmod(0o1777)
-    volumes = subprocess.run(["bash", "scripts/build-example-image.sh", "--print-volumes"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    c = start_cluster(tmp, admin, NODES, manager_toml=MANAGER_TOML,
-                      extra_volumes=tuple(volumes.split()), app_profiles=PROFILES,
-                      executor_toml=f'fake_gpu_dir = "{fake}"\n')
-    c.start_manager()
-    try:
+    with running_cluster(tmp, NODES, manager_toml=MANAGER_TOML, app_profiles=PROFILES,
+                         executor_toml=f'fake_gpu_dir = "{fake}"\n') as c:
+        c.start_manager()
         yield c
-    finally:
-        c.close()
 
 
 def submit(cluster: Cluster, name: str, epochs: int, share: str, *env: str) -> str:

@@ -23,7 +23,6 @@ from andreas.executor.base import NodeRef, StartRequest
 from andreas.executor.docker import DockerExecutor
 from andreas.job import LABEL_JOB
 from andreas.store import Store, migrate, open_store
-from andreas.store.engine import make_engine
 from tests.agents_docker.conftest import (docker_client, image,  # noqa: F401
                                           run_container)
 
@@ -88,12 +87,7 @@ def request_for(image: str) -> Callable[..., StartRequest]:
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     """A migrated SQLite store (the manager tests here are about the executor, not the
     backend)."""
-    url = f"sqlite:///{tmp_path / 'andreas.db'}"
-    engine = make_engine(url, create_dir=True)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{tmp_path / 'andreas.db'}")
     store = open_store(url)
     try:
         yield store

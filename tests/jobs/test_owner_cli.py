@@ -12,7 +12,6 @@ import sqlalchemy as sa
 
 from andreas.store import migrate, open_store
 from andreas.store import owners
-from andreas.store.engine import make_engine
 from andreas.store.models import JobAttempt
 from tests.jobs.conftest import FakeExecutor, run_cli
 from tests.store.helpers import add_job, add_node
@@ -22,10 +21,7 @@ ME = owners.os_user()
 
 @pytest.fixture
 def db(tmp_path):
-    url = f"sqlite:///{tmp_path / 'andreas.db'}"
-    engine = make_engine(url, create_dir=True)
-    migrate.upgrade(engine)
-    engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{tmp_path / 'andreas.db'}")
     return url
 
 

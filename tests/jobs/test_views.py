@@ -262,12 +262,8 @@ def test_cancel_reason_too_long(db_url, store):
 
 def test_empty_views(backend):
     from andreas.store import migrate, open_store
-    from andreas.store.engine import make_engine
 
-    url = backend.fresh_url()
-    engine = make_engine(url, create_dir=True)
-    migrate.upgrade(engine)
-    engine.dispose()
+    url = migrate.upgrade_url(backend.fresh_url())
     assert "no jobs waiting or running" in run_cli(url, "queue").stdout
     assert "no nodes registered" in run_cli(url, "nodes").stdout
     empty = open_store(url)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.ports import free_port
 from agents.cli import main as agent_main
 from agents.config import load_config
 from andreas.cli import main as cli
@@ -78,7 +79,7 @@ def test_a_taken_port_is_one_line():
 
 
 def test_serve_binds_where_asked_and_closes():
-    server = serve([], address="127.0.0.1", port=_free_port())
+    server = serve([], address="127.0.0.1", port=free_port())
     try:
         with urllib.request.urlopen(server.url, timeout=5) as r:
             body = r.read().decode()
@@ -90,10 +91,6 @@ def test_serve_binds_where_asked_and_closes():
         urllib.request.urlopen(server.url, timeout=2)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_without_a_port_prometheus_client_is_not_imported():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,28 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from andreas.profiles import load_profiles
 from andreas.store import migrate
-from andreas.store.engine import make_engine
 
 from .conftest import Prometheus, values
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sqlite_store(path: Path) -> str:
-    url = f"sqlite:///{path}"
-    engine = make_engine(url, create_dir=True)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = migrate.upgrade_url(f"sqlite:///{path}")
     return url
 
 

@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
 from andreas.store import Store, migrate, open_store
-from andreas.store.engine import make_engine
 
 MARIADB_ENV = "ANDREAS_TEST_MARIADB_URL"
 BACKENDS = ("sqlite", "mariadb")
@@ -96,12 +95,7 @@ def backend(request, tmp_path_factory) -> Iterator[Backend]:
 @pytest.fixture(scope="module")
 def db_url(backend: Backend) -> str:
     """A migrated database shared by one module's tests (they use distinct names)."""
-    url = backend.fresh_url()
-    engine = make_engine(url, create_dir=True)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
+    url = migrate.upgrade_url(backend.fresh_url())
     return url
 
 

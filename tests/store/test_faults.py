@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 from sqlalchemy.engine import make_url
 
+from tests.ports import free_port
 from andreas.cli import main
 from andreas.errors import InputError
 from andreas.store import StoreUnavailable, open_store
@@ -19,10 +19,6 @@ from .conftest import mariadb_admin_url
 SECRET = "Very-Secret-42"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("url, message", [
