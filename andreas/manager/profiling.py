@@ -115,7 +115,13 @@ class Profiling:
         ``s`` (the caller's transaction)."""
         flagged = [n for n in state.nodes.values() if n.profiling]
         if not flagged:
-            return Review()
+            # no profiling node (any more): a job left profiling goes back to the queue
+            stops: dict[str, str] = {}
+            stuck = [j for j in state.jobs.values() if j.state is JobState.PROFILING]
+            changed = self._finish(s, stuck, stops, now_s,
+                                   reason="profiling ended: no profiling node any more; "
+                                          "estimates are a guess") if stuck else False
+            return Review(stops=stops, changed=changed)
         ready: dict[str, NodeView] = {}
         waiting_types: dict[str, NodeView] = {}
         for n in sorted(flagged, key=lambda n: n.name):

@@ -210,3 +210,21 @@ def test_a_profiling_node_that_stops_answering_ends_the_profiling_with_the_reaso
     assert "profiling on p1 failed (node unreachable)" in (job(mstore, "a").reason or "")
     assert state_of(mstore, "a") is JobState.RUNNING
     assert attempts(mstore, "a")[-1].node_id != attempts(mstore, "a")[0].node_id
+
+
+def test_a_job_left_profiling_when_the_node_is_unmarked_goes_back_to_the_queue(mstore):
+    """No job is lost: unmarking the only profiling node mid-profiling stops the run and
+    queues the job, which is then planned (on the guess) like any other."""
+    add_node(mstore, "p1", gpus=1, profiling=True)
+    add_node(mstore, "n1", gpus=1)
+    add_job(mstore, "a", application=APP)
+    m, ex, clock = _manager(mstore)
+    m.tick()
+    assert state_of(mstore, "a") is JobState.PROFILING
+    with mstore.session() as s:
+        from andreas.store.nodes import set_profiling_by_name
+        set_profiling_by_name(s, "p1", False)
+    _ticks(m, 4)
+    assert attempts(mstore, "a")[0].stop_requested_s is not None
+    assert "no profiling node any more" in (job(mstore, "a").reason or "")
+    assert state_of(mstore, "a") is JobState.RUNNING
