@@ -99,10 +99,10 @@ def epochs_after(db: Db, event_id: int) -> list[EpochDuration]:
                                  .where(EpochEvent.id > event_id, Job.gpu_milli.is_(None))))
 
 
-def attempt_epochs(db: Db, attempts: Collection[tuple[str, int]], last: int = 3
+def attempt_epochs(db: Db, attempts: Collection[tuple[str, int]], last: int | None = 3
                    ) -> dict[tuple[str, int], list[float]]:
-    """The durations of the newest ``last`` epochs of each (job, attempt), oldest first
-    (attempts without epochs are absent): what a running job measures now."""
+    """The durations of the newest ``last`` epochs (None: all) of each (job, attempt),
+    oldest first (attempts without epochs are absent): what a running job measures now."""
     out: dict[tuple[str, int], list[tuple[int, float]]] = {}
     jobs = sorted({j for j, _ in attempts})
     wanted = set(attempts)
@@ -113,7 +113,8 @@ def attempt_epochs(db: Db, attempts: Collection[tuple[str, int]], last: int = 3
                 .where(E.job_id.in_(chunk))):
             if (job_id, attempt) in wanted and d is not None and d > 0:
                 out.setdefault((job_id, attempt), []).append((int(epoch), float(d)))
-    return {k: [d for _, d in sorted(v)[-last:]] for k, v in out.items()}
+    first = -last if last is not None else None
+    return {k: [d for _, d in sorted(v)[first:]] for k, v in out.items()}
 
 
 def job_epochs(db: Db, job_id: str) -> list[ConfigEpochs]:
@@ -154,7 +155,7 @@ class ProfilingRun:
 def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
     """Every profiling attempt of a job of these applications (any job state), oldest
     first, with its epochs: what the automatic profiling has measured so far."""
-    A, E = JobAttempt, EpochEvent
+    A = JobAttempt
     rows = []
     for chunk in chunks(sorted(set(apps))):
         rows.extend(db.execute(
@@ -164,18 +165,11 @@ def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
             .join(Job, Job.id == A.job_id).outerjoin(Node, Node.id == A.node_id)
             .where(A.profiling.is_(True), Job.application.in_(chunk))
             .order_by(A.id)))
-    durations: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    for chunk in chunks(sorted({r.job_id for r in rows})):
-        for job_id, attempt, epoch, d in db.execute(
-                select(E.job_id, E.attempt, E.epoch, E.end_s - E.start_s)
-                .where(E.job_id.in_(chunk))):
-            if d is not None and d > 0:
-                durations.setdefault((job_id, int(attempt)), []).append((int(epoch), float(d)))
+    durations = attempt_epochs(db, [(r.job_id, r.attempt) for r in rows], last=None)
     return [ProfilingRun(job_id=r.job_id, application=r.application, attempt=r.attempt,
                          node_id=r.node_id,
                          gpu_type=r.gpu_type, gpus=len(r.gpu_ids or ()), start_s=r.start_s,
                          end_s=r.end_s, exit_code=r.exit_code, reason=r.reason,
                          stop_requested_s=r.stop_requested_s,
-                         epoch_s=tuple(d for _, d in sorted(
-                             durations.get((r.job_id, r.attempt), ()))))
+                         epoch_s=tuple(durations.get((r.job_id, r.attempt), ())))
             for r in rows]
