@@ -274,9 +274,8 @@ class Manager:
     # ------------------------------------------------------------------ ticks
 
     def start(self) -> TickReport:
-        """At daemon start: mark the ``[profiler] nodes``, read the previous target,
-        reconcile, reschedule, apply."""
-        self.mark_profiling_nodes()
+        """At daemon start (after :meth:`mark_profiling_nodes`): read the previous
+        target, reconcile, reschedule, apply."""
         self.load_target()
         self._defer("start")
         return self.tick()
