@@ -40,6 +40,10 @@ construction and elite-pool update read the randomized greedy's own ``K = 1`` an
 PathRelinking is a randomized greedy maximising the paper's f_bar proxy. Other knobs:
 swap parameter pi = 0.05, node choice beta = 0.2 (not settable from its command line).
 
+Beside the C++, each row prints ``andreas.simulator.bounds.cloud_lower_bound`` of its
+trace (no schedule bills less): how far the target pr <= 0.97 x RandomGreedy lies from
+what is possible at all.
+
 Run: ``bash scripts/bench.sh published`` or this file with python (``--help``).
 """
 
@@ -66,6 +70,7 @@ from andreas.errors import AndreasError
 from andreas.model import Assignment, CatalogEntry, Job, Plan, Snapshot, Trace
 from andreas.optimizer import get_policy
 from andreas.simulator import engine
+from andreas.simulator.bounds import cloud_lower_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.generate import generate_trace
 from andreas.simulator.results import SimOptions
@@ -464,6 +469,7 @@ def summary_row(runs: dict, key: Key) -> dict[str, Any]:
 
     edf_c, edf_a = cpp("EDF", "total_cost"), ours("edf", "total_cost")
     rg_c = cpp("RandomGreedy", "total_cost")
+    bound = cloud_lower_bound(bench_trace(*key))
     replays = [cpp(m, "replay_diff") for m in PAIRS if cpp(m, "total_cost") is not None]
     return {
         "nodes": key[0], "seed": key[1], "load": key[2],
@@ -473,6 +479,9 @@ def summary_row(runs: dict, key: Key) -> dict[str, Any]:
         "rg_andreas": ours("rg", "total_cost"), "pr_andreas": ours("pr", "total_cost"),
         "rg_over_RG": _ratio(ours("rg", "total_cost"), rg_c),
         "pr_over_RG": _ratio(ours("pr", "total_cost"), rg_c),
+        "bound": bound, "bound_over_RG": _ratio(bound, rg_c),
+        "rg_over_bound": _ratio(ours("rg", "total_cost"), bound),
+        "pr_over_bound": _ratio(ours("pr", "total_cost"), bound),
         "late": {"EDF": cpp("EDF", "late_jobs"), "edf": ours("edf", "late_jobs"),
                  "RandomGreedy": cpp("RandomGreedy", "late_jobs"),
                  "PathRelinking": cpp("PathRelinking", "late_jobs"),
@@ -538,8 +547,12 @@ def print_summary(rows: list[dict]) -> None:
     print(f"targets: rg/RG <= {TARGET_RG:.2f}, pr/RG <= {TARGET_PR:.2f}, andreas CPU s per "
           f"decision <= C++'s (ratio <= {TARGET_TIME:.2f}); RG = C++ RandomGreedy, PR = C++ "
           "PathRelinking")
+    print("bound: andreas.simulator.bounds.cloud_lower_bound, below any schedule's bill (every "
+          "rented GPU busy, configurations mixed freely, no capacity limit); pr/RG <= "
+          f"{TARGET_PR:.2f} asks pr to be within {TARGET_PR:.2f} / (bound/RG) - 1 of it")
     print(f"{'N':>3} {'seed':>4} {'load':>4} {'EDF C++':>10} {'EDF ours':>10} {'diff':>7} "
-          f"{'RG C++':>10} {'rg/RG':>9} {'pr/RG':>9} {'late EDF':>8} {'late RG/PR/rg/pr':>16} "
+          f"{'RG C++':>10} {'rg/RG':>9} {'pr/RG':>9} {'bound/RG':>8} {'pr/bound':>8} "
+          f"{'late EDF':>8} {'late RG/PR/rg/pr':>16} "
           f"{'cpu/d RG':>8} {'rg':>7} {'ratio':>9} {'PR':>7} {'pr':>7} {'ratio':>9} "
           f"{'replay':>7}")
     for r in rows:
@@ -549,6 +562,7 @@ def print_summary(rows: list[dict]) -> None:
               f"{_f(r['rg_cpp'], '.2f', 10)} "
               f"{_f(r['rg_over_RG'], '.3f', 6)}{_mark(r['rg_over_RG'], TARGET_RG)} "
               f"{_f(r['pr_over_RG'], '.3f', 6)}{_mark(r['pr_over_RG'], TARGET_PR)} "
+              f"{_f(r['bound_over_RG'], '.3f', 8)} {_f(r['pr_over_bound'], '.3f', 8)} "
               f"{_late(late['EDF'], late['edf']):>8} "
               f"{_late(late['RandomGreedy'], late['PathRelinking'], late['rg'], late['pr']):>16} "
               f"{_f(sec['RandomGreedy'], '.4f', 8)} {_f(sec['rg'], '.4f', 7)} "
@@ -578,6 +592,8 @@ def print_totals(rows: list[dict]) -> dict[str, Any]:
         vals = [r[name] for r in rows if r[name] is not None]
         out[name] = {"geomean": geometric_mean(vals), "target": target,
                      "rows_meeting": sum(v <= target for v in vals), "rows": len(vals)}
+    for name in ("bound_over_RG", "rg_over_bound", "pr_over_bound"):
+        out[name] = geometric_mean(r[name] for r in rows)
     diffs = [abs(r["edf_diff"]) for r in rows if r["edf_diff"] is not None]
     rel = [abs(r["edf_diff"]) / r["edf_cpp"] for r in rows
            if r["edf_diff"] is not None and r["edf_cpp"]]
@@ -589,6 +605,8 @@ def print_totals(rows: list[dict]) -> dict[str, Any]:
     parts = [f"{k} geomean {_f(v['geomean'], '.3f', 0)} ({v['rows_meeting']}/{v['rows']} rows "
              f"<= {v['target']:.2f})" for k, v in out.items() if isinstance(v, dict)]
     print("summary: " + "; ".join(parts))
+    print(f"lower bound: bound/RG geomean {_f(out['bound_over_RG'], '.3f', 0)}, rg/bound "
+          f"{_f(out['rg_over_bound'], '.3f', 0)}, pr/bound {_f(out['pr_over_bound'], '.3f', 0)}")
     print(f"EDF C++ vs andreas: max |diff| {_f(out['edf_max_abs_diff'], '.4f', 0)} $, "
           f"max relative {_f(out['edf_max_rel_diff'], '.2e', 0)}; C++ decisions replayed in "
           f"andreas' simulator: max |diff| {_f(out['replay_max_abs_diff'], '.4f', 0)} $, "

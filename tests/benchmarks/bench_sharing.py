@@ -35,6 +35,7 @@ from andreas.interference import Sharing, thetas
 from andreas.model import Snapshot
 from andreas.optimizer import decide
 from andreas.resources import demand_of
+from andreas.simulator.bounds import device_hours_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 
@@ -132,8 +133,11 @@ def replay(args, pods: Path, nodes: Path) -> list[dict]:
         trace, report = import_alibaba(pods, nodes, sample=args.sample, seed=seed,
                                        max_nodes=args.max_nodes, since=args.since,
                                        load=args.load)
+        least, exclusive = device_hours_bound(trace)
         print(f"\nreplay, seed {seed}: {report.jobs} tasks ({report.slices} slices) on "
-              f"{report.nodes} nodes / {report.gpus} GPUs, time scale {report.time_scale:.3g}")
+              f"{report.nodes} nodes / {report.gpus} GPUs, time scale {report.time_scale:.3g}; "
+              f"a perfect packer saves at most {1 - least / exclusive:.1%} of the exclusive "
+              f"{exclusive:.1f} device-hours (andreas.simulator.bounds)")
         print(f"{'policy':<15} {'dev-h':>9} {'saving':>7} {'util':>6} {'perf':>6} "
               f"{'JCT s':>9} {'slowdn':>7} {'energy':>9} {'tardy':>9} {'wall s':>7}")
         base = None
@@ -154,7 +158,7 @@ def replay(args, pods: Path, nodes: Path) -> list[dict]:
                          "performance_retained": r.performance_retained,
                          "mean_jct_s": r.mean_jct_s, "mean_slowdown": r.mean_slowdown,
                          "energy_cost": r.energy_cost, "tardiness_cost": r.tardiness_cost,
-                         "wall_s": wall})
+                         "wall_s": wall, "bound_saving": 1 - least / exclusive})
     return rows
 
 

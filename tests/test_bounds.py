@@ -1,0 +1,116 @@
+"""The cloud lower bound: hand-computed cases, and below every policy's simulated bill."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from andreas.errors import InputError
+from andreas.model import CatalogEntry, Job, Node, Trace
+from andreas.simulator.bounds import cloud_lower_bound, gpu_prices_per_hour, job_bound
+from andreas.simulator.engine import simulate
+from andreas.simulator.results import SimOptions
+from tests.test_simulator import random_trace
+
+CATALOG = (CatalogEntry(name="one", gpu_type="K80", gpus=1, cost_per_hour=0.60),
+           CatalogEntry(name="two", gpu_type="K80", gpus=2, cost_per_hour=1.00))
+
+
+def job(due_s: float, weight: float = 0.01) -> Job:
+    # 10 epochs: 360 s each on 1 GPU (1 h), 240 s each on 2 GPUs (40 min)
+    return Job(id="a", submit_s=100.0, due_s=due_s, weight=weight, epochs=10,
+               epoch_time_s={"K80": (360.0, 240.0)})
+
+
+def test_gpu_price_is_the_cheapest_per_gpu_of_its_type() -> None:
+    assert gpu_prices_per_hour(CATALOG) == {"K80": pytest.approx(0.50)}
+
+
+def test_ample_slack_takes_the_cheapest_configuration() -> None:
+    # 1 GPU for 1 h at 0.50 $/GPU-h = 0.50; 2 GPUs for 2/3 h = 0.667
+    assert job_bound(job(due_s=100.0 + 10_000), CATALOG) == pytest.approx(0.50)
+
+
+def test_a_due_date_between_two_configurations_mixes_them() -> None:
+    # 3000 s to the due date: x of the work on 2 GPUs (2400 s), the rest on 1 (3600 s):
+    # 2400 x + 3600 (1 - x) = 3000 -> x = 0.5; 0.5 * 0.667 + 0.5 * 0.50 = 0.5833
+    assert job_bound(job(due_s=3100.0), CATALOG) == pytest.approx(0.5 * 2 / 3 + 0.25)
+
+
+def test_lateness_costs_when_no_configuration_is_on_time() -> None:
+    # 2000 s: the fastest (2400 s) is 400 s late: 0.667 + 0.01 * 400 = 4.667;
+    # the slowest is 1600 s late: 0.5 + 16 = 16.5
+    assert job_bound(job(due_s=2100.0), CATALOG) == pytest.approx(2 / 3 + 4.0)
+
+
+def test_a_job_that_runs_on_no_vm_is_refused() -> None:
+    odd = Job(id="x", submit_s=0, due_s=10, weight=1, epochs=1, epoch_time_s={"V100": (1.0,)})
+    with pytest.raises(InputError, match="job x: no epoch time on any VM"):
+        job_bound(odd, CATALOG)
+
+
+def test_on_premise_traces_have_no_bound() -> None:
+    trace = Trace(nodes=(Node(name="n", gpu_type="K80", gpus=1, power_w=(50.0, 200.0)),),
+                  jobs=(job(5000.0),), name="p")
+    with pytest.raises(InputError, match="cloud traces only"):
+        cloud_lower_bound(trace)
+
+
+def test_one_job_alone_is_billed_exactly_its_bound() -> None:
+    trace = Trace(nodes=(Node(name="vm1"),), jobs=(job(due_s=100.0 + 10_000),),
+                  catalog=CATALOG[:1], name="alone")
+    r = simulate(trace, "greedy", SimOptions(period_s=0, progress="exact"))
+    assert r.total_cost == pytest.approx(cloud_lower_bound(trace)) == pytest.approx(0.60)
+
+
+def test_a_vm_with_an_idle_gpu_bills_above_the_bound() -> None:
+    # the bound prices a GPU at the 2-GPU VM's 0.50 $/h; alone, the job leaves one idle
+    trace = Trace(nodes=(Node(name="vm1"),), jobs=(job(due_s=100.0 + 10_000),),
+                  catalog=CATALOG, name="alone")
+    r = simulate(trace, "greedy", SimOptions(period_s=0, progress="exact"))
+    assert cloud_lower_bound(trace) == pytest.approx(0.50)
+    assert r.total_cost == pytest.approx(0.60)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["edf", "greedy", "rg", "pr"]),
+       mode=st.sampled_from(["epoch", "exact"]))
+def test_no_policy_bills_less_than_the_bound(seed: int, policy: str, mode: str) -> None:
+    trace = random_trace(seed, 3, 10, cloud=True)
+    r = simulate(trace, policy, SimOptions(iterations=20, progress=mode, period_s=0))
+    assert cloud_lower_bound(trace) <= r.total_cost + 1e-9
+
+
+def test_device_hours_bound_counts_slices_by_their_share() -> None:
+    from andreas.model import Demand
+    from andreas.simulator.bounds import device_hours_bound
+
+    def task(i: str, gpus: int, milli: int) -> Job:
+        # 6 epochs of 600 s on the fastest type: 1 h per worker
+        return Job(id=i, submit_s=0, due_s=1e6, weight=0.0, epochs=6,
+                   epoch_time_s={"V100": (600.0, 600.0), "T4": (900.0, 900.0)},
+                   demand=Demand(gpus=gpus, gpu_milli=milli))
+
+    trace = Trace(nodes=(Node(name="n", gpu_type="V100", gpus=2, power_w=(0.0, 1.0, 2.0)),),
+                  jobs=(task("a", 2, 1000), task("b", 1, 250), task("c", 1, 500)), name="s")
+    assert device_hours_bound(trace) == pytest.approx((2 + 0.25 + 0.5, 4.0))
+    elastic = Trace(nodes=trace.nodes, jobs=(job(5000.0),), name="e")
+    with pytest.raises(InputError, match="job a: device-hours bounds need rigid tasks"):
+        device_hours_bound(elastic)
+
+
+def test_no_sharing_policy_occupies_fewer_device_hours_than_the_bound() -> None:
+    from pathlib import Path
+
+    from andreas.formats.alibaba import import_alibaba
+    from andreas.simulator.bounds import device_hours_bound
+
+    data = Path(__file__).parent / "data" / "alibaba"
+    trace, _ = import_alibaba(data / "openb_pod_list_excerpt.csv",
+                              data / "openb_node_list_excerpt.csv")
+    least, exclusive = device_hours_bound(trace)
+    assert 0 < least < exclusive
+    for policy in ("best-fit", "ojpp-greedy", "first-fit"):
+        r = simulate(trace, policy, SimOptions(seed=1))
+        assert r.device_hours >= least * (1 - 1e-9), policy
