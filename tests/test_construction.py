@@ -96,6 +96,21 @@ def test_cloud_jobs_pack_onto_the_largest_vm_then_downsize_without_idle_gpus(job
         assert evaluate(snap, other).f_obj <= evaluate(snap, plan).f_obj + 1e-9
 
 
+@pytest.mark.parametrize("jobs, gpus", [(3, [1, 1, 2]), (5, [1, 1, 1, 1, 4]),
+                                        (7, [1, 1, 1, 1, 1, 1, 2])])
+def test_idle_gpus_of_a_rented_vm_go_to_a_job_on_it(jobs, gpus):
+    """One node only, so no split: 3 one-GPU jobs need NC24 (4 GPUs), 5 or 7 need NC48.
+    The idle GPUs cost as much as busy ones, so they go to one job (the largest speed-up;
+    all equal here), which then ends sooner."""
+    snap = Snapshot(now_s=0.0, nodes=(Node(name="n0"),), jobs=_cloud_jobs(jobs),
+                    catalog=CLOUD)
+    for policy in ("greedy", "rg"):
+        plan = decide(snap, np.random.default_rng(0), policy, iterations=10)
+        check_plan(snap, plan)
+        assert sorted(a.gpus for a in plan.assignments) == gpus
+        assert evaluate(snap, plan).idle_gpus == 0
+
+
 def test_a_cloud_node_with_running_jobs_keeps_its_vm_in_the_baselines_rows():
     running = tuple(Job(id=f"r{i}", submit_s=0.0, due_s=1e6, weight=0.01, epochs=10,
                         epoch_time_s={"K80": (100.0, 60.0)},

@@ -8,7 +8,8 @@ a node; here a best-fit node is the head of a linked list, O(1).
 Placement groups: on premise a group is a node class; in the cloud a group is a GPU
 type. A cloud node opens as the group's *largest* VM so that later jobs pack onto it,
 and once every job is placed each node is downsized to the cheapest VM of its GPU type
-that holds its jobs (the published implementation's constructive step). In *exclusive*
+that holds its jobs (the published implementation's constructive step); GPUs it still
+leaves idle go to the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
 nothing packs onto an open node.
 
@@ -83,6 +84,43 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
     ncls[n] = group_cheapest[grp, used[n]]
     ncls[m] = group_cheapest[grp, moved]
     return True
+
+
+@njit(cache=True, nogil=True)
+def _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable, t,
+               out_node, out_cfg):
+    """Cloud: a rented GPU left idle costs as much as a busy one, so each (not kept) node's
+    idle GPUs go to the job on it that they speed up most; it ends sooner at the same
+    price per hour. Runs after downsizing and splitting, which remove what they can."""
+    levels = cfg_index.shape[1]
+    for n in range(opened):
+        if used[n] <= 0 or fixed[n]:
+            continue
+        k = ncls[n]
+        idle = class_gpus[k] - used[n]
+        if idle <= 0:
+            continue
+        best_j = -1
+        best_c = -1
+        best_ratio = 1.0 + 1e-9
+        for j in range(out_node.shape[0]):
+            if out_node[j] != n:
+                continue
+            g = cfg_g[out_cfg[j]]
+            if g + idle >= levels:
+                continue
+            c_now = cfg_index[k, g]
+            c_new = cfg_index[k, g + idle]
+            if c_now < 0 or c_new < 0 or not runnable[j, c_new]:
+                continue
+            ratio = t[j, c_now] / t[j, c_new]
+            if ratio > best_ratio:
+                best_ratio = ratio
+                best_j = j
+                best_c = c_new
+        if best_j >= 0:
+            out_cfg[best_j] = best_c
+            used[n] += idle
 
 
 @njit(cache=True, nogil=True)
@@ -302,6 +340,8 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
                     fixed[opened] = False
                     opened += 1
             n += 1
+        _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable, t,
+                   out_node, out_cfg)
     for n in range(n_nodes):
         out_ncls[n] = ncls[n]
     obj, bar = evaluate_row(out_node, out_cfg, ncls, used, cloud, class_gpus, class_cost_h,
