@@ -90,37 +90,35 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
 def _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable, t,
                out_node, out_cfg):
     """Cloud: a rented GPU left idle costs as much as a busy one, so each (not kept) node's
-    idle GPUs go to the job on it that they speed up most; it ends sooner at the same
-    price per hour. Runs after downsizing and splitting, which remove what they can."""
+    idle GPUs go to the job on it that they speed up most (the first on a tie); it ends
+    sooner at the same price per hour. Runs after downsizing and splitting, which remove
+    what they can. One pass over the jobs: O(J + N) per row."""
     levels = cfg_index.shape[1]
-    for n in range(opened):
-        if used[n] <= 0 or fixed[n]:
+    best_j = np.full(opened, -1, np.int64)
+    best_c = np.full(opened, -1, np.int64)
+    best_ratio = np.full(opened, 1.0 + 1e-9)
+    for j in range(out_node.shape[0]):
+        n = out_node[j]
+        if n < 0 or n >= opened or fixed[n] or used[n] <= 0:
             continue
         k = ncls[n]
         idle = class_gpus[k] - used[n]
-        if idle <= 0:
+        g = cfg_g[out_cfg[j]]
+        if idle <= 0 or g + idle >= levels:
             continue
-        best_j = -1
-        best_c = -1
-        best_ratio = 1.0 + 1e-9
-        for j in range(out_node.shape[0]):
-            if out_node[j] != n:
-                continue
-            g = cfg_g[out_cfg[j]]
-            if g + idle >= levels:
-                continue
-            c_now = cfg_index[k, g]
-            c_new = cfg_index[k, g + idle]
-            if c_now < 0 or c_new < 0 or not runnable[j, c_new]:
-                continue
-            ratio = t[j, c_now] / t[j, c_new]
-            if ratio > best_ratio:
-                best_ratio = ratio
-                best_j = j
-                best_c = c_new
-        if best_j >= 0:
-            out_cfg[best_j] = best_c
-            used[n] += idle
+        c_now = cfg_index[k, g]
+        c_new = cfg_index[k, g + idle]
+        if c_now < 0 or c_new < 0 or not runnable[j, c_new]:
+            continue
+        ratio = t[j, c_now] / t[j, c_new]
+        if ratio > best_ratio[n]:
+            best_ratio[n] = ratio
+            best_j[n] = j
+            best_c[n] = c_new
+    for n in range(opened):
+        if best_j[n] >= 0:
+            out_cfg[best_j[n]] = best_c[n]
+            used[n] = class_gpus[ncls[n]]
 
 
 @njit(cache=True, nogil=True)
