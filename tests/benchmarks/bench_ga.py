@@ -193,7 +193,7 @@ def replay(seeds: list[int], n_nodes: int, n_tasks: int, load: float, options: d
     """Simulate each policy; record the allocation after every decision (Figure 10)."""
     make_trace = make_trace or replay_trace
     decide_in_engine = engine.decide
-    rows: dict = {p: {"utilisation": [], "scheduling": [], "after_event": [],
+    rows: dict = {p: {"utilisation": [], "scheduling": [], "window_s": [], "after_event": [],
                       "after_event_all": [], "ga_beat_seeds": 0, "events": 0,
                       "mean_decision_s": [], "mean_jct_s": []} for p in policies}
     try:
@@ -222,6 +222,7 @@ def replay(seeds: list[int], n_nodes: int, n_tasks: int, load: float, options: d
                 queued = np.array([q for _, q in seen], dtype=bool)
                 row["utilisation"].append(res.gpu_utilization)
                 row["scheduling"].append(res.gpu_utilization_scheduling)
+                row["window_s"].append(res.scheduling_window_s)
                 row["after_event"].append(float(after[queued].mean()) if queued.any()
                                           else float("nan"))
                 row["after_event_all"].append(float(after.mean()))
@@ -236,7 +237,7 @@ def replay(seeds: list[int], n_nodes: int, n_tasks: int, load: float, options: d
                                                    "after_event_all", "mean_decision_s",
                                                    "mean_jct_s")}
         out[p].update({k + "_per_seed": r[k] for k in ("utilisation", "scheduling",
-                                                        "after_event")},
+                                                        "window_s", "after_event")},
                       events=r["events"], ga_beat_seeds=r["ga_beat_seeds"])
     return out
 
