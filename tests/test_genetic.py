@@ -20,12 +20,13 @@ from andreas.costs import evaluate
 from andreas.errors import InputError
 from andreas.feasibility import check_plan
 from andreas.formats.trace import dump_trace
-from andreas.model import Config, Demand, Job, Node, Plan, Snapshot, Trace
+from andreas.model import GPU_MILLI, Config, Demand, Job, Node, Plan, Snapshot, Trace
 from andreas.optimizer import decide
 from andreas.optimizer.construction import construct
-from andreas.optimizer.genetic import (INFEASIBLE, MUTATION_HIGH_QUALITY,
-                                       MUTATION_LOW_QUALITY, NEXT_FIT, SKIP, STRICT,
-                                       PackingGenome, _AdaptiveMutation, allocation)
+from andreas.optimizer.genetic import (ALLOCATION, CONSOLIDATED, INFEASIBLE,
+                                       MUTATION_HIGH_QUALITY, MUTATION_LOW_QUALITY, NEXT_FIT,
+                                       SKIP, STRICT, PackingGenome, _AdaptiveMutation,
+                                       allocation)
 from andreas.optimizer.genetic_energy import EnergyGenome
 from andreas.optimizer.problem import compile_problem
 from andreas.resources import Ledger, demand_of
@@ -146,6 +147,49 @@ def test_first_fit_is_a_chromosome_that_decodes_to_its_own_plan() -> None:
                 allocation(snap, ff) - genome.before / genome.capacity)
 
 
+def test_the_consolidated_fitness_breaks_ties_by_whole_free_gpus_kept_together() -> None:
+    """Two half-GPU slices on two 2-GPU nodes: together on one GPU of n0 they leave 1 + 4
+    whole free GPUs squared, on one GPU of each node 1 + 1; the allocation is the same."""
+    snap = Snapshot(now_s=0.0, nodes=(node("n0"), node("n1")),
+                    jobs=(task("a", 500), task("b", 500, submit=1.0)))
+    genome = PackingGenome(snap)
+    together, apart = np.array([[0, 0]]), np.array([[0, 1]])
+    plain = genome.fitness(NEXT_FIT, ALLOCATION)
+    assert plain(together)[0] == plain(apart)[0] == pytest.approx(1000 / 4000)
+    tied = genome.fitness(NEXT_FIT, CONSOLIDATED)
+    assert tied(together)[0] > tied(apart)[0] > plain(apart)[0]
+    assert genome.decode_all(together, NEXT_FIT)[2][0] == 1 + 4
+    assert genome.decode_all(apart, NEXT_FIT)[2][0] == 1 + 1
+    # both waiting leave every GPU free, the term's largest value: still under one
+    # milli-GPU of allocation, so any placement outranks it
+    nothing = np.array([[2, 2]])
+    assert genome.decode_all(nothing, NEXT_FIT)[2][0] == genome.free_max == 4 + 4
+    assert 0 < tied(nothing)[0] < 1 / genome.capacity
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_the_consolidation_term_never_outweighs_one_milli_gpu(seed: int) -> None:
+    """Ranking by the consolidated fitness is ranking by allocation first: the term is
+    what the ledger says is free after the plan, and below one milli-GPU of allocation."""
+    snap = demand_snapshot(seed % 50, n_nodes=5, n_tasks=25)
+    genome = PackingGenome(snap)
+    rng = np.random.default_rng(seed)
+    pop = np.floor(rng.random((16, genome.n_genes)) * genome.sizes).astype(np.int64)
+    gain, _, free = genome.decode_all(pop, NEXT_FIT)
+    score = genome.fitness(NEXT_FIT, CONSOLIDATED)(pop)
+    extra = (score - gain / genome.capacity) * genome.capacity
+    assert ((extra >= 0) & (extra < 1)).all()
+    for i in np.argsort(-score)[:-1]:
+        assert all(gain[i] >= g for g, sc in zip(gain, score) if sc < score[i])
+    for row, f in zip(pop, free):
+        led = Ledger(snap.nodes)
+        jobs = {j.id: j for j in snap.jobs}
+        for a in genome.to_plan(row, NEXT_FIT, "ga", {}).assignments:
+            led.place(demand_of(jobs[a.job], a.gpus), led.index[a.node], a.gpu_ids, a.job)
+        assert f == int(((led.gpu_free == GPU_MILLI).sum(axis=1) ** 2).sum())
+
+
 def test_adaptive_mutation_mutates_below_average_offspring_more() -> None:
     sizes = np.full(400, 10_000, dtype=np.int64)   # a drawn value is almost never the old one
     offspring = np.zeros((200, 400), dtype=np.int64)
@@ -161,11 +205,15 @@ def test_adaptive_mutation_mutates_below_average_offspring_more() -> None:
 
 # -- policy ga ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("decoder", ["next-fit", "skip", "strict"])
-def test_ga_is_feasible_and_never_below_its_seeds(decoder: str) -> None:
+@pytest.mark.parametrize("decoder,fitness", [("next-fit", "consolidated"),
+                                             ("next-fit", "allocation"),
+                                             ("skip", "consolidated"),
+                                             ("strict", "allocation")])
+def test_ga_is_feasible_and_never_below_its_seeds(decoder: str, fitness: str) -> None:
     for seed in range(4):
         snap = demand_snapshot(seed, n_nodes=6, n_tasks=40)
-        plan = decide(snap, np.random.default_rng(seed), "ga", decoder=decoder, **SMALL)
+        plan = decide(snap, np.random.default_rng(seed), "ga", decoder=decoder,
+                      fitness=fitness, **SMALL)
         check_plan(snap, plan)
         assert plan.objective_name == "gpu_allocation"
         assert plan.objective == pytest.approx(allocation(snap, plan))
@@ -204,10 +252,12 @@ def test_tiny_populations_run(population: int) -> None:
 
 
 @pytest.mark.parametrize("bad", [{"population": 0}, {"generations": -1},
-                                 {"population": 2.5}, {"decoder": "best"}])
+                                 {"population": 2.5}, {"decoder": "best"},
+                                 {"fitness": "utilisation"}])
 def test_bad_ga_options_name_their_field(bad: dict) -> None:
     snap = demand_snapshot(0, n_nodes=2, n_tasks=4)
-    for policy in ("ga", "ga-energy") if "decoder" not in bad else ("ga",):
+    ga_only = "decoder" in bad or "fitness" in bad
+    for policy in ("ga", "ga-energy") if not ga_only else ("ga",):
         s = snap if policy == "ga" else random_snapshot(np.random.default_rng(0), 2, 4)
         with pytest.raises(InputError) as err:
             decide(s, np.random.default_rng(0), policy, **bad)
@@ -290,6 +340,29 @@ def test_the_simulator_passes_population_and_generations() -> None:
         SimOptions(ga_population=0)
 
 
+def test_the_simulator_passes_ga_s_fitness_and_only_to_ga(monkeypatch) -> None:
+    import andreas.simulator.engine as engine
+    from andreas.optimizer.genetic import DEFAULT_FITNESS, FITNESSES
+    from andreas.simulator.results import GA_FITNESSES
+
+    assert set(GA_FITNESSES) == set(FITNESSES) and DEFAULT_FITNESS in GA_FITNESSES
+    seen: list[tuple[str, object]] = []
+    real = engine.decide
+
+    def spy(snapshot, rng, name, **kw):
+        seen.append((name, kw.get("fitness")))
+        return real(snapshot, rng, name, **kw)
+
+    monkeypatch.setattr(engine, "decide", spy)
+    opts = SimOptions(period_s=0, ga_population=6, ga_generations=2, ga_fitness="allocation")
+    for policy in ("ga", "first-fit"):
+        simulate(demand_trace(6), policy, opts)
+    assert {f for name, f in seen if name == "ga"} == {"allocation"}
+    assert {f for name, f in seen if name == "first-fit"} == {None}
+    with pytest.raises(InputError, match="ga_fitness"):
+        SimOptions(ga_fitness="utilisation")
+
+
 def test_simulate_ga_and_bad_ga_options_through_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     dump_trace(demand_trace(), path)
@@ -301,8 +374,10 @@ def test_simulate_ga_and_bad_ga_options_through_the_cli(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     rows = {r["policy"]: r for r in json.loads(ok.stdout)}
     assert rows["ga"]["options"]["ga_population"] == 8
+    assert rows["ga"]["options"]["ga_fitness"] is None
+    assert 0 < rows["ga"]["gpu_utilization_scheduling"] <= 1
     for flag, value in (("--ga-population", "0"), ("--ga-generations", "-3"),
-                        ("--ga-population", "-1")):
+                        ("--ga-population", "-1"), ("--ga-fitness", "utilisation")):
         bad = tmp_path / f"bad{flag}{value}"
         result = CliRunner().invoke(main, [
             "simulate", "--trace", str(path), "--policies", "ga", "--quiet",

@@ -147,6 +147,30 @@ def test_the_simulator_charges_interference_and_repaces_when_a_resident_leaves()
     assert res.mean_slowdown == pytest.approx((105 / 100 + 205 / 200) / 2)
 
 
+def test_gpu_utilization_over_the_scheduling_window_leaves_the_drain_out() -> None:
+    """One node of 2 GPUs: a holds both for 100 s; b (50 s) and c (1 000 s) wait for them
+    and start at 100 s, the last start. Over [0, 100 s] both GPUs are held (1.0); over the
+    makespan the drain, c alone until 1 100 s, weighs in."""
+    trace = Trace(nodes=cluster(1, 2), name="drain",
+                  jobs=(rigid("a", 1000, gpus=2), rigid("b", 1000, submit=10.0, epoch_s=50.0),
+                        rigid("c", 1000, submit=20.0, epoch_s=1000.0)))
+    for policy in ("first-fit", "round-robin", "tetris"):
+        res = simulate(trace, policy, SimOptions(progress="exact", period_s=0))
+        assert res.makespan_s == pytest.approx(1100.0)
+        assert res.scheduling_window_s == pytest.approx(100.0)
+        assert res.gpu_utilization_scheduling == pytest.approx(1.0)
+        assert res.gpu_utilization == pytest.approx(
+            (2000 * 150 + 1000 * 950) / (2000 * 1100))
+
+
+def test_a_scheduling_window_of_no_length_reads_the_allocation_after_the_first_start() -> None:
+    trace = Trace(nodes=cluster(1, 2), name="at-once",
+                  jobs=(rigid("a", 500), rigid("b", 1000, epoch_s=300.0)))
+    res = simulate(trace, "first-fit", SimOptions(progress="exact", period_s=0))
+    assert res.scheduling_window_s == 0.0
+    assert res.gpu_utilization_scheduling == pytest.approx(1500 / 2000)
+
+
 def test_exclusive_best_fit_spends_device_hours_that_sharing_saves() -> None:
     trace = Trace(nodes=cluster(1, 2), name="two",
                   jobs=(rigid("a", 400), rigid("b", 400)))
@@ -178,7 +202,8 @@ def test_simulate_prints_the_sharing_figures(tmp_path: Path) -> None:
     assert set(rows) == {"best-fit", "ojpp-greedy", "ojpp-heuristic"}
     for r in rows.values():
         for key in ("total_cost", "energy_kwh", "tardiness_cost", "device_hours",
-                    "performance_retained", "gpu_utilization", "mean_jct_s", "mean_slowdown"):
+                    "performance_retained", "gpu_utilization", "gpu_utilization_scheduling",
+                    "mean_jct_s", "mean_slowdown"):
             assert isinstance(r[key], float) and math.isfinite(r[key]), key
         assert r["options"]["sharing"]["theta_bar"] == 0.2
     assert rows["best-fit"]["performance_retained"] == 1.0

@@ -17,7 +17,7 @@ from andreas.errors import InputError
 from andreas.errors import options as option_names
 from andreas.interference import Sharing
 from andreas.optimizer import PACKING_POLICIES, POLICIES
-from andreas.simulator.results import PROGRESS_MODES, SimOptions
+from andreas.simulator.results import GA_FITNESSES, PROGRESS_MODES, SimOptions
 
 ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
 ARRIVALS = ("exponential", "high", "low", "mixed")
@@ -102,6 +102,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "scheduling paper's].")
 @click.option("--ga-generations", type=int, default=None,
               help="ga and ga-energy: generations per decision [default: 50].")
+@click.option("--ga-fitness", default=None,
+              help="ga: " + " or ".join(GA_FITNESSES) + ": the allocation gained with its "
+                   "ties broken by the whole free GPUs kept together on nodes, or the "
+                   "allocation alone (the paper's Algorithm 3) [default: consolidated].")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes are switched off and draw nothing (default: they draw "
                    "power_w[0]).")
@@ -145,7 +149,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
-                 power_off_idle: bool, power_idle_s: float, wake_s: float,
+                 ga_fitness: str | None, power_off_idle: bool, power_idle_s: float, wake_s: float,
                  tariff_path: str | None, tariff_blind: bool,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
@@ -175,6 +179,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
     with option_names(ga_population="--ga-population", ga_generations="--ga-generations",
+                      ga_fitness="--ga-fitness",
                       period_s="--period-s", restart_overhead_s="--restart-overhead-s"):
         options = SimOptions(
             period_s=period_s, progress=progress_mode, mu=mu,
@@ -182,7 +187,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor,
             interference_error=interference_error, ga_population=ga_population,
-            ga_generations=ga_generations, tariff_blind=tariff_blind,
+            ga_generations=ga_generations, ga_fitness=ga_fitness, tariff_blind=tariff_blind,
             tariff=str(Path(tariff_path).resolve()) if tariff_path else None,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,

@@ -155,6 +155,9 @@ class Simulator:
                        ActionKind.RESIZE: 0}
         self.busy_gpu_s = 0.0
         self.alloc_milli_s = 0.0
+        # the scheduling window, from the first submission to the last start: (its end,
+        # the milli-GPU-seconds allocated by then, the milli-GPU allocated right after)
+        self.last_start: tuple[float, float, float] | None = None
         self.policy_state: dict = {}
         self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
         # the truth the policies do not see: per-job interference sensitivity, measurement noise
@@ -407,6 +410,8 @@ class Simulator:
                 opts["population"] = self.opt.ga_population
             if self.opt.ga_generations is not None:
                 opts["generations"] = self.opt.ga_generations
+            if self.opt.ga_fitness is not None and self.policy == "ga":
+                opts["fitness"] = self.opt.ga_fitness
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)
@@ -428,6 +433,7 @@ class Simulator:
                 assert act.node is not None
                 self._start(run, self.index[act.node], act.gpus, t, act.gpu_ids)
                 self.running[act.job] = run
+                self.last_start = (t, self.alloc_milli_s, float(self.alloc_milli.sum()))
 
     def _snapshot(self, t: float) -> Snapshot:
         jobs = []
@@ -460,9 +466,25 @@ class Simulator:
             gpu_utilization=(self.alloc_milli_s / (self.ledger.capacity_milli()
                                                    * (t_end - t0))
                              if not self.trace.cloud and t_end > t0 else math.nan),
+            **self._scheduling_window(t0),
             **_job_means(self.records), wakeups=self.wakeups,
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
+
+
+    def _scheduling_window(self, t0: float) -> dict[str, float]:
+        """GPU allocation over the scheduling window, from the first submission to the last
+        start: after it no task waits or arrives, so no decision can change what is held
+        (the drain, whose running tasks only end). A window of no length (every task
+        started at the first submission) is read as its right limit: the allocation right
+        after that start."""
+        capacity = self.ledger.capacity_milli()
+        if self.trace.cloud or self.last_start is None or capacity <= 0:
+            return {"scheduling_window_s": 0.0, "gpu_utilization_scheduling": math.nan}
+        t_last, held_s, held_now = self.last_start
+        span = t_last - t0
+        value = held_s / (capacity * span) if span > 0 else held_now / capacity
+        return {"scheduling_window_s": span, "gpu_utilization_scheduling": value}
 
 
 def simulate(trace: Trace, policy: str, options: SimOptions = SimOptions(),

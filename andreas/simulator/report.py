@@ -20,8 +20,8 @@ from andreas.simulator.results import SimResult
 SUMMARY_FIELDS = ("policy", "total_cost", "energy_cost", "tardiness_cost", "energy_kwh",
                   "late_jobs", "makespan_s", "optimizer_calls", "optimizer_mean_s",
                   "optimizer_max_s", "preemptions", "migrations", "resizes", "wall_s",
-                  "gpu_utilization", "device_hours", "mean_jct_s", "mean_slowdown",
-                  "performance_retained")
+                  "gpu_utilization", "gpu_utilization_scheduling", "device_hours",
+                  "mean_jct_s", "mean_slowdown", "performance_retained")
 
 
 def print_table(results: Sequence[SimResult], title: str, console=None) -> None:
@@ -61,13 +61,15 @@ def _placement_table(results: Sequence[SimResult], console) -> None:
     performance kept under interference."""
     from rich.table import Table
 
-    table = Table(title="placement: GPU allocation over the makespan, GPUs in use x time, "
+    table = Table(title="placement: GPU allocation over the makespan and over the scheduling "
+                        "window (first submission to last start), GPUs in use x time, "
                         "mean completion time, slowdown and performance under interference")
-    for col in ("policy", "GPU util %", "device h", "mean JCT h", "mean slowdown",
-                "performance %"):
+    for col in ("policy", "GPU util %", "util % sched.", "device h", "mean JCT h",
+                "mean slowdown", "performance %"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for r in results:
-        table.add_row(r.policy, f"{r.gpu_utilization * 100:.1f}", f"{r.device_hours:.1f}",
+        table.add_row(r.policy, f"{r.gpu_utilization * 100:.1f}",
+                      f"{r.gpu_utilization_scheduling * 100:.1f}", f"{r.device_hours:.1f}",
                       f"{r.mean_jct_s / 3600:.2f}", f"{r.mean_slowdown:.2f}",
                       f"{r.performance_retained * 100:.2f}")
     console.print(table)

@@ -12,6 +12,7 @@ from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
 from andreas.interference import Sharing
 
 PROGRESS_MODES = ("epoch", "exact")
+GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +46,8 @@ class SimOptions:
     # the genetic policies (ga, ga-energy): population and generations (None: 100 and 50)
     ga_population: int | None = None
     ga_generations: int | None = None
+    # ga's fitness (None: its default, "consolidated"; "allocation": Algorithm 3's own)
+    ga_fitness: str | None = None
     # the trace's energy has a tariff: plan with its mean price and PUE (the bill still
     # integrates the tariff over the actual run intervals: the what-if of ignoring it)
     tariff_blind: bool = False
@@ -63,6 +66,9 @@ class SimOptions:
                                       or value < 1):
                 raise InputError(f"{name}: must be a positive integer, got {value!r}",
                                  field=name)
+        if self.ga_fitness is not None and self.ga_fitness not in GA_FITNESSES:
+            raise InputError(f"ga_fitness: must be one of {', '.join(GA_FITNESSES)}, got "
+                             f"{self.ga_fitness!r}", field="ga_fitness")
         # The documents' bounds (formats/snapshot.py): a period of 1e-300 s or a nan
         # overhead would make the event loop spin for ever.
         p = self.period_s
@@ -135,6 +141,9 @@ class SimResult:
     busy_gpu_seconds: float
     device_hours: float = 0.0          # GPUs with any allocation x time (sharing saves these)
     gpu_utilization: float = 0.0       # allocated milli-GPU / capacity, over the makespan
+    # the same over the scheduling window: first submission to last start (engine.py)
+    gpu_utilization_scheduling: float = 0.0
+    scheduling_window_s: float = 0.0
     mean_jct_s: float = 0.0            # completion - submit
     mean_slowdown: float = 0.0         # completion time / run time alone
     performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
