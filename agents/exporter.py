@@ -35,7 +35,8 @@ class AgentCollector(Collector):
     def __init__(self, *, node: str, meter: Any, inventory: Callable[[], Any],
                  unhealthy: Callable[[], frozenset[str]], stats: Any,
                  delivery: Callable[[], Any], spool: Callable[[], Any],
-                 wall: Callable[[], float], started_wall: float) -> None:
+                 wall: Callable[[], float], started_wall: float,
+                 fence: Callable[[], Any] = lambda: None) -> None:
         self.node = node
         self.meter = meter
         self.inventory = inventory
@@ -45,6 +46,7 @@ class AgentCollector(Collector):
         self.spool = spool
         self.wall = wall
         self.started_wall = started_wall
+        self.fence = fence
 
     def collect(self) -> Iterator[Metric]:
         node = self.node
@@ -140,6 +142,20 @@ class AgentCollector(Collector):
                                          labels=["node"])
             spooling.add_metric([node], 1.0 if s.mode == "spool" else 0.0)
             yield from (lag, records, spooling)
+        fence = self.fence()
+        if fence is not None:
+            f = fence.stats
+            stops = CounterMetricFamily("andreas_fence_containers", "andreas containers the "
+                                        "fence stopped here: SIGTERM sent (action=sigterm), "
+                                        "then SIGKILL after their grace (action=sigkill).",
+                                        labels=["node", "action"])
+            stops.add_metric([node, "sigterm"], float(f.stopped))
+            stops.add_metric([node, "sigkill"], float(f.killed))
+            fenced = CounterMetricFamily("andreas_fence_self_fenced", "Times the store stayed "
+                                         "unreachable for fence_after_s and every andreas "
+                                         "container here was stopped.", labels=["node"])
+            fenced.add_metric([node], float(f.self_fenced))
+            yield from (stops, fenced)
 
 
 def agent_collector(agent: Any) -> AgentCollector:
@@ -149,4 +165,4 @@ def agent_collector(agent: Any) -> AgentCollector:
         inventory=lambda: getattr(agent.published_spec(), "gpus", ()),
         unhealthy=lambda: getattr(agent.published_spec(), "unhealthy", frozenset()),
         stats=agent.stats, delivery=lambda: agent.delivery, spool=lambda: agent.spool,
-        wall=agent.wall, started_wall=agent.started_wall)
+        wall=agent.wall, started_wall=agent.started_wall, fence=lambda: agent.fence)

@@ -68,11 +68,29 @@ class FakeDelivery:
     stats: DeliveryStats = field(default_factory=DeliveryStats)
 
 
-def agent_collector(meter: Meter, *, delivery=None, spool=None, now: float = 1000.0):
+def agent_collector(meter: Meter, *, delivery=None, spool=None, now: float = 1000.0,
+                    fence=None):
     return AgentCollector(node="n1", meter=meter, inventory=lambda: INVENTORY,
                           unhealthy=lambda: frozenset({"GPU-x-1"}), stats=Stats(),
                           delivery=lambda: delivery, spool=lambda: spool,
-                          wall=lambda: now, started_wall=900.0)
+                          wall=lambda: now, started_wall=900.0, fence=lambda: fence)
+
+
+def test_fence_counters_follow_its_stats_and_are_absent_without_a_fence():
+    from agents.fence import FenceStats
+
+    @dataclass
+    class FakeFence:
+        stats: FenceStats
+
+    m = scrape(agent_collector(Meter(), fence=FakeFence(FenceStats(stopped=3, killed=1,
+                                                                   self_fenced=2))))
+    assert by(m["andreas_fence_containers_total"], "action") == {"sigterm": 3.0,
+                                                                 "sigkill": 1.0}
+    assert m["andreas_fence_self_fenced_total"][0].value == 2.0
+    assert m["andreas_fence_self_fenced_total"][0].labels["node"] == "n1"
+    m = scrape(agent_collector(Meter()))
+    assert "andreas_fence_containers_total" not in m
 
 
 def test_agent_metrics_follow_the_samples():
