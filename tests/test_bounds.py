@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from andreas.errors import InputError
 from andreas.model import CatalogEntry, Job, Node, Trace
-from andreas.simulator.bounds import cloud_lower_bound, gpu_prices_per_hour, job_bound
+from andreas.simulator.bounds import cloud_lower_bound, gpu_offers, job_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 from tests.test_simulator import random_trace
@@ -24,7 +24,7 @@ def job(due_s: float, weight: float = 0.01) -> Job:
 
 
 def test_gpu_price_is_the_cheapest_per_gpu_of_its_type() -> None:
-    assert gpu_prices_per_hour(CATALOG) == {"K80": pytest.approx(0.50)}
+    assert gpu_offers(CATALOG) == {"K80": (pytest.approx(0.50), 2)}
 
 
 def test_ample_slack_takes_the_cheapest_configuration() -> None:

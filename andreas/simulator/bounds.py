@@ -36,30 +36,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from andreas.costs import SECONDS_PER_HOUR
 from andreas.errors import InputError
 from andreas.model import GPU_MILLI, CatalogEntry, Job, Trace
 
-SECONDS_PER_HOUR = 3600.0
 
 
-def gpu_prices_per_hour(catalog: Iterable[CatalogEntry]) -> dict[str, float]:
-    """Per GPU type, the lowest catalog price of one of its GPUs per hour."""
-    prices: dict[str, float] = {}
+def gpu_offers(catalog: Iterable[CatalogEntry]) -> dict[str, tuple[float, int]]:
+    """Per GPU type: the lowest catalog price of one of its GPUs per hour, and the most GPUs
+    one VM of the type has (the most a job can run on)."""
+    offers: dict[str, tuple[float, int]] = {}
     for entry in catalog:
         per_gpu = entry.cost_per_hour / entry.gpus
-        prices[entry.gpu_type] = min(prices.get(entry.gpu_type, per_gpu), per_gpu)
-    return prices
+        price, largest = offers.get(entry.gpu_type, (per_gpu, entry.gpus))
+        offers[entry.gpu_type] = (min(price, per_gpu), max(largest, entry.gpus))
+    return offers
 
 
-def job_bound(job: Job, catalog: Iterable[CatalogEntry]) -> float:
-    """The least any schedule can bill ``job`` from its submission (see the module doc)."""
-    entries = list(catalog)
-    prices = gpu_prices_per_hour(entries)
-    largest = {t: max(e.gpus for e in entries if e.gpu_type == t) for t in prices}
+def job_bound(job: Job, catalog: Iterable[CatalogEntry],
+              offers: dict[str, tuple[float, int]] | None = None) -> float:
+    """The least any schedule can bill ``job`` from its submission (see the module doc);
+    ``offers``: ``gpu_offers(catalog)``, when the caller has it already."""
     points = []   # (whole-job seconds, GPU-priced dollars) per configuration
-    for gpu_type, price in prices.items():
+    for gpu_type, (price, largest) in (offers or gpu_offers(catalog)).items():
         times = job.epoch_time_s.get(gpu_type, ())
-        for g in range(1, min(largest[gpu_type], len(times)) + 1):
+        for g in range(1, min(largest, len(times)) + 1):
             if job.runs_on(gpu_type, g):
                 seconds = job.epochs_left * times[g - 1]
                 points.append((seconds, g * price * seconds / SECONDS_PER_HOUR))
@@ -79,7 +80,8 @@ def cloud_lower_bound(trace: Trace) -> float:
     """The sum of ``job_bound`` over a cloud trace's jobs: below any schedule's bill."""
     if not trace.cloud:
         raise InputError(f"trace {trace.name}: the lower bound is defined for cloud traces only")
-    return sum(job_bound(job, trace.catalog) for job in trace.jobs)
+    offers = gpu_offers(trace.catalog)
+    return sum(job_bound(job, trace.catalog, offers) for job in trace.jobs)
 
 
 def device_hours_bound(trace: Trace) -> tuple[float, float]:

@@ -471,7 +471,6 @@ class Simulator:
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 
-
     def _scheduling_window(self, t0: float) -> dict[str, float]:
         """GPU allocation over the scheduling window, from the first submission to the last
         start: after it no task waits or arrives, so no decision can change what is held
