@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from andreas.formats.alibaba import import_alibaba
+from bench_ga import shared_root
 from andreas.interference import Sharing, thetas
 from andreas.model import Snapshot
 from andreas.optimizer import decide
@@ -39,7 +40,7 @@ from andreas.simulator.bounds import device_hours_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 
-TRACE_DIR = Path(__file__).resolve().parents[2].parent / "shared/traces/alibaba-openb-2023"
+TRACE_DIR = shared_root() / "traces/alibaba-openb-2023"   # one locator: bench_ga
 SAVING_TARGET = 0.40
 PERFORMANCE_TARGET = 0.90
 WALL_TARGET_S = 60.0
