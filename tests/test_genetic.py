@@ -28,6 +28,7 @@ from andreas.optimizer.genetic import (ALLOCATION, CONSOLIDATED, INFEASIBLE,
                                        SKIP, STRICT, PackingGenome, _AdaptiveMutation,
                                        allocation)
 from andreas.optimizer.genetic_energy import EnergyGenome
+from andreas.optimizer.packing import Packing, Reservation, reservation
 from andreas.optimizer.problem import compile_problem
 from andreas.resources import Ledger, demand_of
 from andreas.simulator.engine import simulate
@@ -210,10 +211,11 @@ def test_adaptive_mutation_mutates_below_average_offspring_more() -> None:
                                              ("skip", "consolidated"),
                                              ("strict", "allocation")])
 def test_ga_is_feasible_and_never_below_its_seeds(decoder: str, fitness: str) -> None:
+    """Without backfilling (the paper's GA): never below First-Fit, Tetris, Best-Fit."""
     for seed in range(4):
         snap = demand_snapshot(seed, n_nodes=6, n_tasks=40)
         plan = decide(snap, np.random.default_rng(seed), "ga", decoder=decoder,
-                      fitness=fitness, **SMALL)
+                      fitness=fitness, backfill=False, **SMALL)
         check_plan(snap, plan)
         assert plan.objective_name == "gpu_allocation"
         assert plan.objective == pytest.approx(allocation(snap, plan))
@@ -346,19 +348,20 @@ def test_the_simulator_passes_ga_s_fitness_and_only_to_ga(monkeypatch) -> None:
     from andreas.simulator.results import GA_FITNESSES
 
     assert set(GA_FITNESSES) == set(FITNESSES) and DEFAULT_FITNESS in GA_FITNESSES
-    seen: list[tuple[str, object]] = []
+    seen: list[tuple[str, object, object]] = []
     real = engine.decide
 
     def spy(snapshot, rng, name, **kw):
-        seen.append((name, kw.get("fitness")))
+        seen.append((name, kw.get("fitness"), kw.get("backfill")))
         return real(snapshot, rng, name, **kw)
 
     monkeypatch.setattr(engine, "decide", spy)
-    opts = SimOptions(period_s=0, ga_population=6, ga_generations=2, ga_fitness="allocation")
+    opts = SimOptions(period_s=0, ga_population=6, ga_generations=2, ga_fitness="allocation",
+                      ga_backfill=False)
     for policy in ("ga", "first-fit"):
         simulate(demand_trace(6), policy, opts)
-    assert {f for name, f in seen if name == "ga"} == {"allocation"}
-    assert {f for name, f in seen if name == "first-fit"} == {None}
+    assert {(f, b) for name, f, b in seen if name == "ga"} == {("allocation", False)}
+    assert {(f, b) for name, f, b in seen if name == "first-fit"} == {(None, None)}
     with pytest.raises(InputError, match="ga_fitness"):
         SimOptions(ga_fitness="utilisation")
 
@@ -370,11 +373,12 @@ def test_simulate_ga_and_bad_ga_options_through_the_cli(tmp_path: Path) -> None:
     ok = CliRunner().invoke(main, [
         "simulate", "--trace", str(path), "--policies", "first-fit,ga", "--json",
         "--workers", "1", "--no-plots", "--out", str(out), "--ga-population", "8",
-        "--ga-generations", "3"])
+        "--ga-generations", "3", "--no-ga-backfill"])
     assert ok.exit_code == 0, ok.output
     rows = {r["policy"]: r for r in json.loads(ok.stdout)}
     assert rows["ga"]["options"]["ga_population"] == 8
     assert rows["ga"]["options"]["ga_fitness"] is None
+    assert rows["ga"]["options"]["ga_backfill"] is False
     assert 0 < rows["ga"]["gpu_utilization_scheduling"] <= 1
     for flag, value in (("--ga-population", "0"), ("--ga-generations", "-3"),
                         ("--ga-population", "-1"), ("--ga-fitness", "utilisation")):
@@ -467,3 +471,81 @@ def test_tetris_and_best_fit_plan_as_their_former_loops(seed: int, nodes: int, t
     rng = np.random.default_rng(0)
     assert decide(snap, rng, "tetris") == _tetris_loop(snap)
     assert decide(snap, rng, "best-fit") == _best_fit_loop(snap)
+
+
+# -- EASY backfilling: the reservation for the oldest task that fits nowhere now ----------
+
+def _reservation_snapshot(*waiting: Job) -> Snapshot:
+    """Two V100x4 nodes: a runs a 2-GPU task for 500 s more, b a 1-GPU task for 300 s."""
+    nodes = (node("a", "V100", 4), node("b", "V100", 4))
+    x = task("x", gpus=2, types=("V100",), epochs=5, running=Config(node="a", gpus=2,
+                                                                     gpu_ids=(0, 1)))
+    y = task("y", gpus=1, types=("V100",), epochs=3, running=Config(node="b", gpus=1,
+                                                                     gpu_ids=(0,)))
+    return Snapshot(now_s=10.0, nodes=nodes, jobs=(x, y, *waiting))
+
+
+def test_the_reservation_is_the_node_where_the_oldest_blocked_task_starts_soonest() -> None:
+    head = task("h", gpus=4, types=("V100",), submit=1.0)
+    held = reservation(Packing(_reservation_snapshot(head)))
+    assert held == Reservation(job="h", node=1, start_s=pytest.approx(300.0))
+
+
+def test_no_reservation_when_the_oldest_fits_or_for_a_task_no_node_can_hold() -> None:
+    fits = task("f", gpus=2, types=("V100",), submit=1.0)
+    assert reservation(Packing(_reservation_snapshot(fits))) is None
+    # an 8-GPU task fits no 4-GPU node even empty: it blocks nobody, the next one is held
+    never = task("huge", gpus=8, types=("V100",), submit=0.5)
+    head = task("h", gpus=4, types=("V100",), submit=1.0)
+    held = reservation(Packing(_reservation_snapshot(never, head)))
+    assert held is not None and held.job == "h"
+
+
+def test_backfilling_keeps_the_reserved_node_for_tasks_done_before_its_start() -> None:
+    head = task("h", gpus=4, types=("V100",), submit=1.0)
+    short = task("s", gpus=1, types=("V100",), epochs=2, submit=2.0)    # 200 s <= 300 s
+    long_ = task("l", gpus=1, types=("V100",), epochs=4, submit=3.0)    # 400 s > 300 s
+    snap = _reservation_snapshot(head, short, long_)
+    genome = PackingGenome(snap, backfill=True)
+    cands = {j.id: set(c.tolist()) for j, c in zip(genome.jobs, genome.candidates)}
+    assert cands == {"s": {0, 1}, "l": {0}}
+    assert "h" in genome.unplaceable
+    assert {j.id: set(c.tolist()) for j, c in
+            zip(PackingGenome(snap).jobs, PackingGenome(snap).candidates)} == \
+        {"s": {0, 1}, "l": {0, 1}}
+    for seed in range(5):
+        plan = decide(snap, np.random.default_rng(seed), "ga", backfill=True, **SMALL)
+        check_plan(snap, plan)
+        assert plan.config_of("l") is None or plan.config_of("l").node == "a"
+        assert plan.stats["reserved"] == 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ga_with_reservation_is_feasible_and_respects_it(seed: int) -> None:
+    snap = demand_snapshot(seed, n_nodes=6, n_tasks=40)
+    base = Packing(snap)
+    held = reservation(base)
+    plan = decide(snap, np.random.default_rng(seed), "ga", backfill=True, **SMALL)
+    check_plan(snap, plan)
+    if held is None:
+        return
+    kind = base.types[held.node]
+    name = snap.nodes[held.node].name
+    jobs = {j.id: j for j in snap.jobs}
+    for a in plan.assignments:
+        job = jobs[a.job]
+        if job.running is None and a.node == name:
+            assert job.remaining_s(kind, a.gpus) <= held.start_s
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ga_backfills_by_default_and_is_never_below_first_fit_under_its_reservation(
+        seed: int) -> None:
+    snap = demand_snapshot(seed, n_nodes=6, n_tasks=40)
+    plan = decide(snap, np.random.default_rng(seed), "ga", **SMALL)
+    genome = PackingGenome(snap, backfill=True)
+    assert plan.stats["reserved"] == float(genome.reservation is not None)
+    zeros = np.zeros(genome.n_genes, dtype=np.int64)
+    first_fit = genome.to_plan(zeros, NEXT_FIT, "first-fit", {})
+    check_plan(snap, first_fit)
+    assert plan.objective >= allocation(snap, first_fit) - 1e-12

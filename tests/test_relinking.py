@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from andreas.costs import evaluate
+from andreas.errors import InputError
 from andreas.feasibility import check_plan
 from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import decide
@@ -163,3 +164,26 @@ def test_cloud_pr_takes_the_best_f_obj_and_breaks_ties_by_restarts() -> None:
     snap = random_snapshot(np.random.default_rng(3200), 8, 30, cloud=True)
     wide = decide(snap, np.random.default_rng(0), "pr", iterations=200, slack=0.2)
     assert wide.objective <= wide.stats["best_f_obj"] * 1.2 + 1e-9
+
+
+@pytest.mark.parametrize("seed", [1, 2, 4, 7])
+def test_pr_s_window_only_when_the_best_plan_leaves_a_job_waiting(seed: int) -> None:
+    """Every job runs in the best plan (no GPU is short): pr takes the best f_obj, as rg;
+    the window ("always", the old rule) would trade it for fewer restarts. Measured:
+    README, "Long-term costs, on premise"."""
+    snap = random_snapshot(np.random.default_rng(seed), 10, 8, running_share=0.8)
+    steady = decide(snap, np.random.default_rng(0), "pr", iterations=50, window_when="always")
+    plan = decide(snap, np.random.default_rng(0), "pr", iterations=50)
+    rg = decide(snap, np.random.default_rng(0), "rg", iterations=50)
+    assert not plan.postponed
+    assert plan.objective <= rg.objective + 1e-9
+    assert plan.objective == pytest.approx(plan.stats["best_f_obj"]) or \
+        plan.stats["chosen"] == "relinked"
+    assert steady.objective > plan.objective
+    assert steady.stats["restarts"] < plan.stats["restarts"]
+
+
+def test_pr_s_window_rule_is_checked() -> None:
+    snap = random_snapshot(np.random.default_rng(0), 4, 6)
+    with pytest.raises(InputError, match="window_when"):
+        decide(snap, np.random.default_rng(0), "pr", window_when="sometimes")

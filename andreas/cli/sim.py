@@ -106,6 +106,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="ga: " + " or ".join(GA_FITNESSES) + ": the allocation gained with its "
                    "ties broken by the whole free GPUs kept together on nodes, or the "
                    "allocation alone (the paper's Algorithm 3) [default: consolidated].")
+@click.option("--ga-backfill/--no-ga-backfill", default=None,
+              help="ga: keep the node where the oldest waiting task that fits nowhere now "
+                   "can start soonest for it, except for tasks done before then (EASY "
+                   "backfilling) [default: on].")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes are switched off and draw nothing (default: they draw "
                    "power_w[0]).")
@@ -149,7 +153,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
-                 ga_fitness: str | None, power_off_idle: bool, power_idle_s: float, wake_s: float,
+                 ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
+                 power_idle_s: float, wake_s: float,
                  tariff_path: str | None, tariff_blind: bool,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
@@ -187,7 +192,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor,
             interference_error=interference_error, ga_population=ga_population,
-            ga_generations=ga_generations, ga_fitness=ga_fitness, tariff_blind=tariff_blind,
+            ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
+            tariff_blind=tariff_blind,
             tariff=str(Path(tariff_path).resolve()) if tariff_path else None,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,

@@ -12,7 +12,10 @@ milli-GPU over capacity), the quantity the genetic-scheduling paper maximises.
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -75,6 +78,53 @@ class Packing:
                     postponed=tuple(postponed),
                     objective=self.ledger.allocated_milli() / capacity if capacity else 0.0,
                     objective_name="gpu_allocation", stats=stats or {})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reservation:
+    """The node kept for the oldest waiting task and when it can start there (seconds
+    from the snapshot)."""
+
+    job: str
+    node: int
+    start_s: float
+
+
+def reservation(p: Packing) -> Reservation | None:
+    """EASY backfilling's reservation: for the oldest waiting task that fits no node now
+    but fits one once tasks there finish, the node of a GPU type it accepts where it can
+    start soonest, releasing the running tasks there in the order they finish (their
+    expected remaining time on their GPUs; ties: the lowest index). None when every
+    waiting task fits somewhere now or none can ever fit (a task too large for every node
+    blocks nobody)."""
+    jobs = {j.id: j for j in p.snapshot.jobs}
+    running: dict[int, list[tuple[float, str, Demand, tuple[int, ...]]]] = {}
+    for a in p.assignments:
+        job = jobs[a.job]
+        if job.running is None:
+            continue
+        n = p.ledger.index[a.node]
+        left = job.remaining_s(p.types[n], a.gpus)
+        running.setdefault(n, []).append((math.inf if left is None else left, job.id,
+                                          demand_of(job, a.gpus), a.gpu_ids))
+    for head in p.waiting:
+        demand = demand_of(head)
+        nodes = [int(n) for n in p.candidates(head, demand)]
+        if any(p.ledger.fit(demand, n) is not None for n in nodes):
+            continue
+        best: Reservation | None = None
+        for n in nodes:
+            ledger = copy.deepcopy(p.ledger)
+            for left, owner, held, slots in sorted(running.get(n, []), key=lambda r: r[:2]):
+                if left == math.inf or (best is not None and left >= best.start_s):
+                    break
+                ledger.release(held, n, slots, owner)
+                if ledger.fit(demand, n) is not None:
+                    best = Reservation(job=head.id, node=n, start_s=left)
+                    break
+        if best is not None:
+            return best
+    return None
 
 
 def _first(p: Packing, job: Job, demand: Demand,

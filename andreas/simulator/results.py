@@ -48,6 +48,8 @@ class SimOptions:
     ga_generations: int | None = None
     # ga's fitness (None: its default, "consolidated"; "allocation": Algorithm 3's own)
     ga_fitness: str | None = None
+    # ga's EASY backfilling (None: its default; optimizer/packing.reservation)
+    ga_backfill: bool | None = None
     # the trace's energy has a tariff: plan with its mean price and PUE (the bill still
     # integrates the tariff over the actual run intervals: the what-if of ignoring it)
     tariff_blind: bool = False
