@@ -525,6 +525,8 @@ def test_ga_with_reservation_is_feasible_and_respects_it(seed: int) -> None:
     snap = demand_snapshot(seed, n_nodes=6, n_tasks=40)
     base = Packing(snap)
     held = reservation(base)
+    # the genome finds the same reservation from its own candidate lists
+    assert PackingGenome(snap, backfill=True).reservation == held
     plan = decide(snap, np.random.default_rng(seed), "ga", backfill=True, **SMALL)
     check_plan(snap, plan)
     if held is None:

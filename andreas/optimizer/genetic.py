@@ -305,13 +305,13 @@ class PackingGenome:
         self.snapshot = snapshot
         base = Packing(snapshot)
         led = base.ledger
-        self.reservation = reservation(base) if backfill else None
         self.capacity = led.capacity_milli()
         self.before = led.allocated_milli()
         self.jobs: list[Job] = []           # one per gene, submission order
         self.candidates: list[np.ndarray] = []
         self.unplaceable: list[str] = []    # waiting tasks with no candidate: they wait
         types = np.array(base.types, dtype=object)
+        fitting: list[tuple[Job, np.ndarray]] = []
         for job in base.waiting:
             demand = demand_of(job)
             need = demand.gpu_milli if demand.shared else GPU_MILLI
@@ -321,11 +321,14 @@ class PackingGenome:
             accepts = np.array([job.runs_on(t, demand.gpus) for t in types], dtype=bool)
             fits = (accepts & (led.cpu_free >= demand.cpu_milli)
                     & (led.mem_free >= demand.memory_mib) & (gpu_ok >= demand.gpus))
-            nodes = np.flatnonzero(fits).astype(np.int64)
-            held = self.reservation
+            fitting.append((job, np.flatnonzero(fits).astype(np.int64)))
+        self.reservation = (reservation(base, blocked=[j for j, n in fitting if not len(n)])
+                            if backfill else None)
+        held = self.reservation
+        for job, nodes in fitting:
             if held is not None and held.node in nodes:
                 # backfilling: the reserved node only for tasks done before its start
-                left = job.remaining_s(base.types[held.node], demand.gpus)
+                left = job.remaining_s(base.types[held.node], demand_of(job).gpus)
                 if left is None or left > held.start_s:
                     nodes = nodes[nodes != held.node]
             if len(nodes):

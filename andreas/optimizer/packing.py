@@ -12,7 +12,6 @@ milli-GPU over capacity), the quantity the genetic-scheduling paper maximises.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -90,13 +89,14 @@ class Reservation:
     start_s: float
 
 
-def reservation(p: Packing) -> Reservation | None:
+def reservation(p: Packing, *, blocked: Sequence[Job] | None = None) -> Reservation | None:
     """EASY backfilling's reservation: for the oldest waiting task that fits no node now
     but fits one once tasks there finish, the node of a GPU type it accepts where it can
     start soonest, releasing the running tasks there in the order they finish (their
     expected remaining time on their GPUs; ties: the lowest index). None when every
     waiting task fits somewhere now or none can ever fit (a task too large for every node
-    blocks nobody)."""
+    blocks nobody). ``blocked``: the waiting tasks that fit no node now, in queue order,
+    when the caller knows them already (ga's genome does)."""
     jobs = {j.id: j for j in p.snapshot.jobs}
     running: dict[int, list[tuple[float, str, Demand, tuple[int, ...]]]] = {}
     for a in p.assignments:
@@ -107,19 +107,22 @@ def reservation(p: Packing) -> Reservation | None:
         left = job.remaining_s(p.types[n], a.gpus)
         running.setdefault(n, []).append((math.inf if left is None else left, job.id,
                                           demand_of(job, a.gpus), a.gpu_ids))
-    for head in p.waiting:
+    for head in p.waiting if blocked is None else blocked:
         demand = demand_of(head)
         nodes = [int(n) for n in p.candidates(head, demand)]
-        if any(p.ledger.fit(demand, n) is not None for n in nodes):
+        if blocked is None and any(p.ledger.fit(demand, n) is not None for n in nodes):
             continue
         best: Reservation | None = None
         for n in nodes:
-            ledger = copy.deepcopy(p.ledger)
-            for left, owner, held, slots in sorted(running.get(n, []), key=lambda r: r[:2]):
+            here = sorted(running.get(n, []), key=lambda r: r[:2])
+            one = Ledger((p.snapshot.nodes[n],))     # this node alone, as it is now
+            for _, owner, held, slots in here:
+                one.place(held, 0, slots, owner)
+            for left, owner, held, slots in here:
                 if left == math.inf or (best is not None and left >= best.start_s):
                     break
-                ledger.release(held, n, slots, owner)
-                if ledger.fit(demand, n) is not None:
+                one.release(held, 0, slots, owner)
+                if one.fit(demand, 0) is not None:
                     best = Reservation(job=head.id, node=n, start_s=left)
                     break
         if best is not None:
