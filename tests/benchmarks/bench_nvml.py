@@ -160,6 +160,10 @@ def call_costs(handle: object, repeat: int = 200) -> dict[str, dict[str, float]]
         "GetMemoryInfo": lambda: pynvml.nvmlDeviceGetMemoryInfo(handle),
         "GetComputeRunningProcesses": lambda: pynvml.nvmlDeviceGetComputeRunningProcesses(handle),
         "GetProcessUtilization": lambda: pynvml.nvmlDeviceGetProcessUtilization(handle, 0),
+        # the counter through the field API, alone and with the instant power in one call
+        "FieldValues(TOTAL_ENERGY)": lambda: pynvml.nvmlDeviceGetFieldValues(handle, [83]),
+        "FieldValues(INSTANT+TOTAL_ENERGY)":
+            lambda: pynvml.nvmlDeviceGetFieldValues(handle, [fid, 83]),
     }
     out: dict[str, dict[str, float]] = {}
     for name, fn in calls.items():
@@ -177,6 +181,20 @@ def call_costs(handle: object, repeat: int = 200) -> dict[str, dict[str, float]]
         out[name] = {"wall_us": (time.perf_counter() - w0) / repeat * 1e6,
                      "cpu_us": (time.process_time() - c0) / repeat * 1e6}
     return out
+
+
+def counter_agreement(handle: object, reads: int = 20) -> dict[str, float]:
+    """The energy counter read both ways back to back: the field's value minus
+    nvmlDeviceGetTotalEnergyConsumption's (mJ), largest absolute difference."""
+    worst = 0.0
+    for _ in range(reads):
+        a = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        v = pynvml.nvmlDeviceGetFieldValues(handle, [83])[0]
+        if v.nvmlReturn != pynvml.NVML_SUCCESS:
+            return {"field_error": float(v.nvmlReturn)}
+        worst = max(worst, abs(float(v.value.ullVal) - float(a)))
+        time.sleep(0.05)
+    return {"max_abs_diff_mj": worst}
 
 
 def docker_check(image: str, uuid: str) -> dict[str, object]:
@@ -208,8 +226,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--image", default="nvidia/cuda:12.4.1-base-ubuntu22.04")
     ap.add_argument("--scale", type=float, default=1.0, help="phase durations × this")
+    ap.add_argument("--calls-only", action="store_true",
+                    help="only the cost of each NVML call and the counter read both ways")
     args = ap.parse_args(argv)
     result: dict[str, object] = {}
+    if args.calls_only:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        result = {"nvml_call_costs": call_costs(handle, repeat=100),
+                  "counter_agreement": counter_agreement(handle)}
+        for name, c in result["nvml_call_costs"].items():  # type: ignore[union-attr]
+            print(f"  {name:<34} " + (f"wall {c['wall_us']:8.0f} µs  cpu {c['cpu_us']:8.0f} µs"
+                                      if "wall_us" in c else f"error {c['error']}"))
+        print(f"counter, field vs function: {result['counter_agreement']}")
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2, default=str))
+        return 0
 
     sampler = GpuSampler()
     report = gpu_report(sampler)
@@ -235,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     result["nvml_call_costs"] = costs
     print("NVML call costs (2 processes hold contexts, GPU idle):")
     for name, c in costs.items():
-        print(f"  {name:<28} " + (f"wall {c['wall_us']:8.0f} µs  cpu {c['cpu_us']:8.0f} µs"
+        print(f"  {name:<34} " + (f"wall {c['wall_us']:8.0f} µs  cpu {c['cpu_us']:8.0f} µs"
                                   if "wall_us" in c else f"error {c['error']}"))
 
     raw = Raw(handle, args.hz)
