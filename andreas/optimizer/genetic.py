@@ -100,7 +100,7 @@ import numpy as np
 from numba import njit
 
 from andreas.errors import InputError
-from andreas.model import GPU_MILLI, Job, Plan, Snapshot
+from andreas.model import GPU_MILLI, Demand, Job, Plan, Snapshot
 from andreas.optimizer.packing import Packing, decide_best_fit, decide_tetris, reservation
 from andreas.resources import demand_of, held_milli
 
@@ -311,7 +311,7 @@ class PackingGenome:
         self.candidates: list[np.ndarray] = []
         self.unplaceable: list[str] = []    # waiting tasks with no candidate: they wait
         types = np.array(base.types, dtype=object)
-        fitting: list[tuple[Job, np.ndarray]] = []
+        fitting: list[tuple[Job, Demand, np.ndarray]] = []
         for job in base.waiting:
             demand = demand_of(job)
             need = demand.gpu_milli if demand.shared else GPU_MILLI
@@ -321,22 +321,23 @@ class PackingGenome:
             accepts = np.array([job.runs_on(t, demand.gpus) for t in types], dtype=bool)
             fits = (accepts & (led.cpu_free >= demand.cpu_milli)
                     & (led.mem_free >= demand.memory_mib) & (gpu_ok >= demand.gpus))
-            fitting.append((job, np.flatnonzero(fits).astype(np.int64)))
-        self.reservation = (reservation(base, blocked=[j for j, n in fitting if not len(n)])
+            fitting.append((job, demand, np.flatnonzero(fits).astype(np.int64)))
+        self.reservation = (reservation(base, blocked=[j for j, _, n in fitting if not len(n)])
                             if backfill else None)
         held = self.reservation
-        for job, nodes in fitting:
+        demands: list[Demand] = []
+        for job, demand, nodes in fitting:
             if held is not None and held.node in nodes:
                 # backfilling: the reserved node only for tasks done before its start
-                left = job.remaining_s(base.types[held.node], demand_of(job).gpus)
+                left = job.remaining_s(base.types[held.node], demand.gpus)
                 if left is None or left > held.start_s:
                     nodes = nodes[nodes != held.node]
             if len(nodes):
                 self.jobs.append(job)
                 self.candidates.append(nodes)
+                demands.append(demand)
             else:
                 self.unplaceable.append(job.id)
-        demands = [demand_of(j) for j in self.jobs]
         sizes = [len(c) for c in self.candidates]
         self.sizes = np.array([s + 1 for s in sizes], dtype=np.int64)    # + wait
         self.cand_ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -499,9 +500,10 @@ def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
     stats["from_seed"] = float(winner < len(seeds))
     plan = genome.to_plan(finalists[winner], mode, "ga", stats)
     value = allocation(snapshot, plan)
-    best_name, best = max(others.items(), key=lambda kv: allocation(snapshot, kv[1]))
-    if genome.reservation is None and allocation(snapshot, best) > value + 1e-12:
-        # a seed that decodes differently from its own plan did better (module docstring)
-        value = allocation(snapshot, best)
-        plan = replace(best, policy="ga", stats={**stats, "kept_" + best_name: 1.0})
+    if genome.reservation is None:      # their own plans ignore a reservation
+        best_name, best = max(others.items(), key=lambda kv: allocation(snapshot, kv[1]))
+        if allocation(snapshot, best) > value + 1e-12:
+            # a seed that decodes differently from its own plan did better (module docstring)
+            value = allocation(snapshot, best)
+            plan = replace(best, policy="ga", stats={**stats, "kept_" + best_name: 1.0})
     return replace(plan, objective=value)

@@ -337,8 +337,9 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     # the final choice: the steadiest plan within ``slack`` of the best f_obj found
     if slack is None:
         slack = CLOUD_SLACK if p.cloud else DEFAULT_SLACK
-    lowest = float(batch.f_obj[batch.best()])
-    if window_when == "postponed" and not (batch.node[batch.best()] < 0).any():
+    best_row = batch.best()
+    lowest = float(batch.f_obj[best_row])
+    if window_when == "postponed" and not (batch.node[best_row] < 0).any():
         slack = 0.0         # every job runs in the best plan: no GPU is short, no window
     paper = batch.rows_of("paper")
     window = paper[batch.f_obj[paper] <= lowest + slack * abs(lowest) + 1e-9]
@@ -346,7 +347,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
         pick = int(min(window, key=lambda r: (restarts(p, batch.node[r], batch.cfg[r]),
                                               batch.f_obj[r])))
     else:
-        pick = batch.best()
+        pick = best_row
     node, cfg, ncls = batch.node[pick], batch.cfg[pick], batch.node_cls[pick]
     value, chosen = float(batch.f_obj[pick]), batch.names[batch.strategy[pick]]
     stops = restarts(p, node, cfg)

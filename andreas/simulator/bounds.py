@@ -41,7 +41,6 @@ from andreas.errors import InputError
 from andreas.model import GPU_MILLI, CatalogEntry, Job, Trace
 
 
-
 def gpu_offers(catalog: Iterable[CatalogEntry]) -> dict[str, tuple[float, int]]:
     """Per GPU type: the lowest catalog price of one of its GPUs per hour, and the most GPUs
     one VM of the type has (the most a job can run on)."""

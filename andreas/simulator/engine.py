@@ -410,10 +410,11 @@ class Simulator:
                 opts["population"] = self.opt.ga_population
             if self.opt.ga_generations is not None:
                 opts["generations"] = self.opt.ga_generations
-            if self.opt.ga_fitness is not None and self.policy == "ga":
-                opts["fitness"] = self.opt.ga_fitness
-            if self.opt.ga_backfill is not None and self.policy == "ga":
-                opts["backfill"] = self.opt.ga_backfill
+            if self.policy == "ga":
+                if self.opt.ga_fitness is not None:
+                    opts["fitness"] = self.opt.ga_fitness
+                if self.opt.ga_backfill is not None:
+                    opts["backfill"] = self.opt.ga_backfill
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)
