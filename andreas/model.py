@@ -340,6 +340,10 @@ class Plan:
 
     ``node_configs`` maps node names to catalog entry names in cloud mode.
     ``stats`` carries the policy's counters (iterations, relinking moves, ...).
+    ``revisit_s``: when (snapshot clock) the plan goes stale though nothing happens: a job
+    it runs could then switch to a configuration it pays less on and still end on time
+    (``optimizer.solution.revisit_s``); None: no such moment. The simulator and the
+    manager decide again then.
     """
 
     policy: str
@@ -349,6 +353,7 @@ class Plan:
     objective_name: str
     node_configs: Mapping[str, str] = field(default_factory=dict)
     stats: Mapping[str, float] = field(default_factory=dict)
+    revisit_s: float | None = None
 
     def config_of(self, job_id: str) -> Config | None:
         for a in self.assignments:

@@ -138,8 +138,9 @@ def test_json_output_of_stand_in_policy() -> None:
     snapshot = load_snapshot(EXAMPLE)
     ids = [j.id for j in snapshot.jobs]
     assert set(out) == {"policy", "objective", "objective_name", "seconds", "assignments",
-                        "postponed", "actions", "stats"}
+                        "postponed", "actions", "stats", "revisit_s"}
     assert out["policy"] == "postpone_all" and out["objective_name"] == "f_obj"
+    assert out["revisit_s"] is None                 # nothing runs: nothing to switch
     assert out["objective"] == 0.0 and out["seconds"] >= 0 and out["stats"] == {"iterations": 1}
     assert out["assignments"] == [] and out["postponed"] == ids
     kinds = {a["job"]: a["action"] for a in out["actions"]}

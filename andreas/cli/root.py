@@ -285,6 +285,7 @@ def plan_to_json(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
         "actions": [{"job": a.job, "action": a.kind.value, "node": a.node, "gpus": a.gpus}
                     for a in actions],
         "stats": {k: _finite(v) for k, v in plan.stats.items()},
+        "revisit_s": _finite(plan.revisit_s),
     }
     if snapshot.cloud:
         out["node_configs"] = dict(plan.node_configs)

@@ -70,6 +70,11 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="rg and pr also consider the FIFO / EDF / priority plans at every decision "
                    "(never worse than a work-conserving baseline on f_obj; off by default: "
                    "it costs more in the long run, see ARCHITECTURE.md).")
+@click.option("--revisit/--no-revisit", default=True, show_default=True,
+              help="Also decide again when a running job could switch to a configuration "
+                   "it pays less on and still end on time (the plan's revisit time); "
+                   "--no-revisit decides only at submissions, completions and periods, as "
+                   "the papers' simulators do.")
 @click.option("--tau-bar", type=Finite(min=0, max=1), default=Sharing.tau_bar,
               show_default=True,
               help="GPU sharing: bound on the probability that residents' memory peaks "
@@ -150,7 +155,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float, mu: float | None,
-                 floor: bool, tau_bar: float, theta_bar: float, theta_balance: float,
+                 floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
                  ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
@@ -190,7 +195,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             period_s=period_s, progress=progress_mode, mu=mu,
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
             power_idle_s=power_idle_s, wake_s=wake_s,
-            iterations=iterations, order=order, seed=seed, floor=floor,
+            iterations=iterations, order=order, seed=seed, floor=floor, revisit=revisit,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
             tariff_blind=tariff_blind,

@@ -88,6 +88,7 @@ class Manager:
         self._schedulable: frozenset[str] | None = None
         self._retry_after = 0.0
         self._failures = 0
+        self._revisited: int | None = None   # the decision whose revisit_s was acted on
         self._target_loaded = False
         self.wakeup = threading.Event()      # set: the loop should tick soon
         self.meter = ManagerMeter(self.policy)   # read by the metrics exporter
@@ -308,6 +309,11 @@ class Manager:
                for j, st in review.starts.items()):
             triggers.add("profile")
         triggers |= self._take_pending()
+        revisit = self.target.revisit_s
+        if (revisit is not None and self.clock() >= revisit
+                and self._revisited != self.target.decision_id):
+            self._revisited = self.target.decision_id     # once per decision
+            triggers.add("revisit")
         if any(j.state in WAITING and not self.target.covers(j.id) for j in state.jobs.values()):
             triggers.add("submit")
         now_schedulable = frozenset(

@@ -16,6 +16,7 @@ Schema (every key always present)::
                 "pue": [24]}]},   # with [manager] tariff: pue/price are its means
      "pinned": [job ids left running on nodes that take no new work],
      "unreachable": [nodes the manager marked down itself],
+     "revisit_s": T or null,    # decide again then though nothing happens (Plan.revisit_s)
      "stats": {policy counters, "jobs", "nodes", "snapshot_s", "decide_s"}}
 
 Stored documents are read back here only: :meth:`Target.from_doc` (the manager's target)
@@ -157,6 +158,7 @@ class Target:
     order: tuple[str, ...] = ()          # assignment order (starts follow it)
     stats: Mapping[str, float | str | None] = field(default_factory=dict)
     profiling: Mapping[str, Config] = field(default_factory=dict)   # automatic profiling
+    revisit_s: float | None = None       # decide again then (the plan's revisit_s)
 
     def covers(self, job_id: str) -> bool:
         return (job_id in self.assignments or job_id in self.postponed
@@ -176,7 +178,8 @@ class Target:
                    unreachable=frozenset(doc.get("unreachable", ())),
                    order=tuple(assignments),
                    stats=MappingProxyType(read_stats(doc)),
-                   profiling=MappingProxyType(_profiling(doc)))
+                   profiling=MappingProxyType(_profiling(doc)),
+                   revisit_s=_finite(doc.get("revisit_s")))
 
 
 def _profiling(doc: Mapping[str, Any]) -> dict[str, Config]:
@@ -435,5 +438,6 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "profiling": [{"job": p["job"], "node": p["node"], "gpus": p["gpus"],
                        "reason": p["reason"]} for p in profiling],
         "unreachable": sorted(unreachable),
+        "revisit_s": _num(plan.revisit_s),
         "stats": {str(k): stat_value(v) for k, v in {**plan.stats, **(stats or {})}.items()},
     }

@@ -398,5 +398,5 @@ def _plan(problem: Problem, tables: Tables, cfg: np.ndarray, variant: str, f2: s
     if f2 == "b":
         stats["B"] = tables.b
     plan = to_plan(problem, node, np.where(cfg >= 0, cfg, 0), node_cls, policy=variant,
-                   objective=0.0, objective_name="f_obj", stats=stats)
+                   objective=0.0, objective_name="f_obj", stats=stats, revisit=False)
     return replace(plan, objective=evaluate(problem.snapshot, plan).f_obj)

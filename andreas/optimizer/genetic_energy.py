@@ -216,4 +216,4 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
                    policy="ga-energy", objective=0.0, objective_name="f_obj", stats=stats)
     return Plan(policy=plan.policy, assignments=plan.assignments, postponed=plan.postponed,
                 objective=evaluate(snapshot, plan).f_obj, objective_name="f_obj",
-                stats=plan.stats)
+                stats=plan.stats, revisit_s=plan.revisit_s)

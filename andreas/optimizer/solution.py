@@ -4,6 +4,18 @@ Nodes of one class are interchangeable for the objectives, so a solution's nodes
 relabelled within their class at no cost. We pick the relabelling that keeps the most
 running jobs on the node they already occupy (same node and GPU count scores most),
 which spares the cluster pointless checkpoint-and-restart migrations.
+
+A plan also says when it goes stale (``revisit_s``). A job that must run fast now to
+end on time gains slack as it runs; a slower configuration it pays less on becomes on
+time at a moment no submission or completion may mark. Deciding again then lets the job
+mix the two configurations so that it ends near its due date, as the lower bound's
+mixes do (``simulator/bounds.py``); deciding only at events leaves it on the fast one
+until the next event, ending early and paying for speed it did not need.
+
+Only in the cloud: there ``pi`` is what the job itself pays (its GPUs' share of the VM
+price), so a lower ``pi`` is a saving. On premise ``pi`` prices the whole node's power at
+the job's GPU count, the static draw is shared, and a stopped job redoes its partial
+epoch; revisits there cost more than they saved on 6 of 8 sweep traces (ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -16,11 +28,17 @@ import numpy as np
 from andreas.model import Assignment, Plan
 from andreas.optimizer.problem import Problem
 
+# A revisit lands this long after the moment computed, so that the cheaper configuration
+# is strictly on time then (D* is now + t < d) despite rounding.
+REVISIT_MARGIN_S = 1.0
+
 
 def to_plan(problem: Problem, node: np.ndarray, cfg: np.ndarray, node_cls: np.ndarray, *,
             policy: str, objective: float, objective_name: str,
-            stats: Mapping[str, float] | None = None) -> Plan:
-    """Plan from per-job node indices and configurations (-1 = postponed)."""
+            stats: Mapping[str, float] | None = None, revisit: bool = True) -> Plan:
+    """Plan from per-job node indices and configurations (-1 = postponed); ``revisit_s``
+    in the cloud unless ``revisit`` is False (the papers' baselines decide at their own
+    points only)."""
     label = _relabel(problem, node, cfg, node_cls)
     names = problem.node_names
     assignments = []
@@ -37,7 +55,37 @@ def to_plan(problem: Problem, node: np.ndarray, cfg: np.ndarray, node_cls: np.nd
             configs[names[label[s]]] = problem.class_name[node_cls[s]]
     return Plan(policy=policy, assignments=tuple(assignments), postponed=tuple(postponed),
                 objective=float(objective), objective_name=objective_name,
-                node_configs=configs, stats=dict(stats or {}))
+                node_configs=configs, stats=dict(stats or {}),
+                revisit_s=revisit_s(problem, node, cfg) if revisit and problem.cloud else None)
+
+
+def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | None:
+    """The earliest moment a job the solution runs on time could switch to a configuration
+    with a lower ``pi`` (what the job pays there) and still end on time; None if none can.
+
+    While a job runs on c its remaining time on a slower c' shrinks in proportion to its
+    remaining work, t'(tau) = t' (1 - tau / t_c) (restart overheads are not scaled: an
+    estimate of when to look, the policy decides then), and c' is on time once
+    t'(tau) <= (d - now) - tau, i.e. tau = (t' - left) / (t' / t_c - 1), which is below
+    t_c whenever c is on time."""
+    placed = np.flatnonzero(node >= 0)
+    if not placed.size:
+        return None
+    now = problem.snapshot.now_s
+    own = cfg[placed]
+    t_cur = problem.t[placed, own]
+    pi_cur = problem.pi[placed, own]
+    left = np.array([problem.jobs[i].due_s for i in placed]) - now
+    t_alt = problem.t[placed]
+    on_time = np.isfinite(t_cur) & (t_cur > 0) & (t_cur < left)
+    cheaper_later = (on_time[:, None] & np.isfinite(t_alt) & (t_alt > t_cur[:, None])
+                     & (t_alt >= left[:, None]) & (problem.pi[placed] < pi_cur[:, None]))
+    if not cheaper_later.any():
+        return None
+    rows, cols = np.nonzero(cheaper_later)
+    t_slow = t_alt[rows, cols]
+    tau = (t_slow - left[rows]) / (t_slow / t_cur[rows] - 1.0)
+    return float(now + tau.min() + REVISIT_MARGIN_S)
 
 
 def _relabel(problem: Problem, node: np.ndarray, cfg: np.ndarray,

@@ -4,7 +4,9 @@ It reuses the optimizer and the cost model unchanged and replaces only the agent
 Docker and the clock. Rescheduling points are submissions, completions and (unless
 ``period_s`` is 0) every period H: ``options.period_s`` if given, else the policy's own
 default (``optimizer.default_period_s``: 900 s for the DP baselines, as the paper runs
-them), else the trace's ``params.period_s``. Between events, each node is charged its
+them), else the trace's ``params.period_s``; and (unless ``options.revisit`` is off)
+at the last plan's ``revisit_s``, when one of its jobs could switch to a configuration it
+pays less on and still end on time. Between events, each node is charged its
 power with its busy GPUs (idle nodes at ``power_w[0]`` unless powered off: with
 ``power_off_idle`` a node idle for ``power_idle_s`` is off and draws nothing, and a job
 placed on an off node switches it on: the node draws ``power_w[0]`` for ``wake_s`` and
@@ -159,6 +161,8 @@ class Simulator:
         # the milli-GPU-seconds allocated by then, the milli-GPU allocated right after)
         self.last_start: tuple[float, float, float] | None = None
         self.policy_state: dict = {}
+        self.revisit = math.inf           # the last plan's revisit_s (options.revisit)
+        self.revisits = 0
         self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
         # the truth the policies do not see: per-job interference sensitivity, measurement noise
         self.truth = np.random.default_rng([options.seed, 1])
@@ -179,7 +183,7 @@ class Simulator:
             t_tick = math.inf
             if self.period > 0 and (self.waiting or self.running):
                 t_tick = (math.floor(t / self.period + EPS) + 1) * self.period
-            t_next = min(t_sub, t_done, t_tick)
+            t_next = min(t_sub, t_done, t_tick, self.revisit)
             if math.isinf(t_next):
                 raise SimulationError(f"policy {self.policy}: {len(self.waiting)} jobs wait with "
                                       "nothing running and no event left (set a period)")
@@ -195,6 +199,10 @@ class Simulator:
                 reasons.add("submission")
             if t_tick <= t + EPS:
                 reasons.add("period")
+            if self.revisit <= t + EPS:
+                reasons.add("revisit")
+                self.revisits += 1
+                self.revisit = math.inf
             if reasons and (self.waiting or self.running):
                 self._repace(t)       # what jobs measure reflects who shares their GPUs now
                 self._reschedule(t)
@@ -418,6 +426,8 @@ class Simulator:
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)
+        self.revisit = (plan.revisit_s if self.opt.revisit and plan.revisit_s is not None
+                        and plan.revisit_s > t else math.inf)
         actions = plan.actions(snapshot)
         for act in actions:
             if act.kind in self.counts:
@@ -471,6 +481,7 @@ class Simulator:
                              if not self.trace.cloud and t_end > t0 else math.nan),
             **self._scheduling_window(t0),
             **_job_means(self.records), wakeups=self.wakeups,
+            revisits=self.revisits,
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 

@@ -37,6 +37,10 @@ class SimOptions:
     iterations: int | None = None
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     floor: bool = False            # rg/pr also consider the baselines' plans
+    # decide again at each plan's revisit_s (optimizer/solution.py): a running job's
+    # cheaper configuration becomes on time; off: only at events and periods, as the
+    # papers' simulators
+    revisit: bool = True
     seed: int = 0
     sharing: Sharing = field(default_factory=Sharing)  # bounds and interference model
     # how far the true interference is from the model's prediction: each job's slowdowns
@@ -150,6 +154,7 @@ class SimResult:
     mean_slowdown: float = 0.0         # completion time / run time alone
     performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
     wakeups: int = 0                   # power-down: nodes switched on for a job
+    revisits: int = 0                  # decisions taken at a plan's revisit_s
     jobs: tuple[JobRecord, ...] = field(default=())
     attempts: tuple[Attempt, ...] = field(default=())
     cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness

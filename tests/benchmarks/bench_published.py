@@ -18,7 +18,10 @@ Each (trace, load) is then run by the C++ program (FIFO, EDF, Greedy, RandomGree
 PathRelinking; the random ones with ``seed=--run-seed iter=--iterations``) and by
 ``andreas.simulator.engine.simulate`` with ``SimOptions(period_s=0, progress="exact")``
 (fifo, edf, greedy, rg, pr) — the C++ simulator reschedules only at submissions and
-completions and carries fractional progress over. Both bill every busy VM at its
+completions and carries fractional progress over; andreas' greedy, rg and pr also decide
+at their plans' revisit times (``Plan.revisit_s``: a running job could switch to a
+configuration it pays less on and still end on time; ``--no-revisit``: events only, as
+the C++; the baselines' plans have none). Both bill every busy VM at its
 catalog price and charge tardiness weight x seconds late at completion.
 
 Columns of the main table: EDF total cost of both (they must agree; the C++ prints 6
@@ -316,6 +319,7 @@ class Task:
     binary: str = ""
     data_dir: str = ""
     keep: bool = False
+    revisit: bool = True
 
     @property
     def weight(self) -> float:
@@ -435,12 +439,13 @@ def run_andreas(task: Task) -> dict[str, Any]:
     iterations = task.iterations if task.method in RANDOM_POLICIES else None
     cpu = time.process_time()
     r = simulate(trace, task.method, SimOptions(period_s=0, progress="exact",
-                                                seed=task.run_seed, iterations=iterations))
+                                                seed=task.run_seed, iterations=iterations,
+                                                revisit=task.revisit))
     cpu = time.process_time() - cpu
     calls = max(1, r.optimizer_calls)
     return {"total_cost": r.total_cost, "vm_cost": r.energy_cost,
             "tardiness_cost": r.tardiness_cost, "late_jobs": r.late_jobs,
-            "completed": len(r.jobs), "decisions": r.optimizer_calls,
+            "completed": len(r.jobs), "decisions": r.optimizer_calls, "revisits": r.revisits,
             "wall_s_per_decision": r.wall_s / calls, "cpu_s_per_decision": cpu / calls,
             "optimizer_mean_s": r.optimizer_mean_s, "wall_s": r.wall_s, "cpu_s": cpu}
 
@@ -644,6 +649,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep", action="store_true",
                     help="keep the C++ schedule dumps under out/published/runs")
     ap.add_argument("--json", type=Path, help="write every run and the table here")
+    ap.add_argument("--no-revisit", dest="revisit", action="store_false",
+                    help="andreas decides only at submissions and completions, as the C++ "
+                         "simulator (default: also at each plan's revisit time)")
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.seeds = [10, 20], 1
@@ -665,7 +673,8 @@ def prepare(args: argparse.Namespace, binary: Path) -> tuple[list[Key], list[Tas
                               iterations=args.iterations)
                 tasks += [Task(kind="cpp", method=m, binary=str(binary), data_dir=str(data),
                                keep=args.keep, **common) for m in PAIRS]
-                tasks += [Task(kind="andreas", method=p, **common) for p in PAIRS.values()]
+                tasks += [Task(kind="andreas", method=p, revisit=args.revisit, **common)
+                          for p in PAIRS.values()]
     return keys, sorted(tasks, key=lambda t: -t.weight)
 
 
@@ -697,7 +706,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{compiler_version()})")
     print(f"C++ knobs: iter={args.iterations} (MaxIt_RG), MaxIt_PR = N, elite pool 1 (K = 10 "
           f"declared, shadowed), alpha 0.05, seed={args.run_seed}; andreas: SimOptions(period_s=0, "
-          f"progress='exact', seed={args.run_seed}), iterations={args.iterations}")
+          f"progress='exact', seed={args.run_seed}, revisit={args.revisit}), "
+          f"iterations={args.iterations}")
     keys, tasks = prepare(args, binary)
     for policy in PAIRS.values():   # import now: forked workers all run this one version
         get_policy(policy)
@@ -716,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
         meta = {"checkout": str(checkout), "binary": str(binary), "compiler": compiler_version(),
                 "nodes": args.nodes, "seeds": args.seeds, "loads": args.load,
                 "iterations": args.iterations, "run_seed": args.run_seed,
-                "workers": args.workers, "wall_s": wall}
+                "workers": args.workers, "revisit": args.revisit, "wall_s": wall}
         args.json.write_text(json.dumps({"meta": meta, "rows": rows, "summary": totals,
                                          "runs": list(runs.values())}, indent=1))
     return 0 if all("error" not in r for r in runs.values()) else 1

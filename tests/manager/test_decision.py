@@ -36,7 +36,7 @@ def test_plan_document_schema_and_predicted_cost(mstore):
     assert d.objective_name == "f_obj" and d.seconds >= 0
     plan = d.plan
     assert set(plan) >= {"assignments", "postponed", "actions", "nodes", "energy", "stats",
-                         "pinned", "unreachable", "now_s", "profiling"}
+                         "pinned", "unreachable", "now_s", "profiling", "revisit_s"}
     assert plan["profiling"] == []          # no profiling node
     assert plan["energy"] == {"pue": 1.33, "price_per_kwh": 0.172}
     placed = {a["job"] for a in plan["assignments"]} | set(plan["postponed"])
@@ -149,3 +149,23 @@ def test_stat_values_are_json_safe_and_read_back_tolerantly():
     for doc in (None, {}, {"stats": None}, {"stats": [1, 2]}, {"stats": "optimal"}, []):
         assert read_stats(doc) == {}
     assert Target.from_doc(7, {"stats": {"chosen": "relinked"}}).stats == {"chosen": "relinked"}
+
+
+def test_a_plans_revisit_time_triggers_one_rescheduling(mstore):
+    from dataclasses import replace
+
+    add_node(mstore, "a", gpus=2)
+    add_job(mstore, "j1", due_s=NOW + 1e6)
+    m, ex, clock = make(mstore, policy="rg")
+    m.start()
+    first = m.target.decision_id
+    m.target = replace(m.target, revisit_s=clock() + 100.0)
+    clock.advance(99)
+    assert "revisit" not in m.tick().triggers
+    clock.advance(2)
+    report = m.tick()
+    assert "revisit" in report.triggers and report.decision_id not in (None, first)
+    assert decisions(mstore)[-1].trigger == "revisit"
+    m.target = replace(m.target, revisit_s=clock() - 1.0)   # one past due: at the next tick
+    assert "revisit" in m.tick().triggers
+    assert "revisit" not in m.tick().triggers

@@ -1,0 +1,126 @@
+"""A plan's revisit time: when a running job could switch to a configuration it pays less
+on and still end on time, the simulator and the manager decide again."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from andreas.manager.plandoc import Target
+from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot, Trace
+from andreas.optimizer import decide
+from andreas.optimizer.problem import compile_problem
+from andreas.optimizer.solution import REVISIT_MARGIN_S, revisit_s
+from andreas.simulator.engine import simulate
+from andreas.simulator.results import SimOptions
+from tests.test_simulator import random_trace
+
+CATALOG = (CatalogEntry(name="one", gpu_type="K80", gpus=1, cost_per_hour=0.60),
+           CatalogEntry(name="two", gpu_type="K80", gpus=2, cost_per_hour=1.00))
+EXACT = Params(progress="exact")
+
+
+def job(due_s: float) -> Job:
+    # 10 epochs: 360 s each on 1 GPU (3600 s in all), 240 s each on 2 GPUs (2400 s)
+    return Job(id="a", submit_s=100.0, due_s=due_s, weight=0.01, epochs=10,
+               epoch_time_s={"K80": (360.0, 240.0)})
+
+
+def cloud_snapshot(due_s: float) -> Snapshot:
+    return Snapshot(now_s=100.0, nodes=(Node(name="vm1"),), jobs=(job(due_s),),
+                    catalog=CATALOG, params=EXACT)
+
+
+def test_a_job_that_must_run_fast_now_is_revisited_when_the_slow_configuration_is_on_time() -> None:
+    # 3000 s to its due date: 1 GPU (3600 s) is late, 2 GPUs (2400 s) on time. After tau
+    # on 2 GPUs, 1 GPU needs 3600 (1 - tau / 2400) <= 3000 - tau: tau = 600 / 0.5 = 1200.
+    plan = decide(cloud_snapshot(3100.0), np.random.default_rng(0), "greedy")
+    assert plan.assignments[0].gpus == 2
+    assert plan.revisit_s == pytest.approx(100.0 + 1200.0 + REVISIT_MARGIN_S)
+    # then the slow configuration is on time, a second before it was not
+    for t, on_time in ((plan.revisit_s, True), (plan.revisit_s - 2.0, False)):
+        ran = (t - 100.0) / 240.0
+        later = Snapshot(now_s=t, nodes=(Node(name="vm1", config="two"),),
+                         jobs=(replace(job(3100.0), epochs_done=ran),), catalog=CATALOG,
+                         params=EXACT)
+        p = compile_problem(later)
+        one = [c for c in range(len(p.cfg_g)) if p.cfg_g[c] == 1]
+        assert bool(p.in_dstar[0, one].any()) is on_time
+
+
+@pytest.mark.parametrize("due_s", [100.0 + 10_000, 2100.0])
+def test_no_revisit_when_nothing_cheaper_can_become_on_time(due_s: float) -> None:
+    # ample slack: it runs on its cheapest configuration already; too little: it is late
+    # on every configuration, and running on does not make a slower one on time
+    plan = decide(cloud_snapshot(due_s), np.random.default_rng(0), "greedy")
+    assert plan.assignments and plan.revisit_s is None
+
+
+def test_the_papers_dp_baselines_keep_their_own_decision_points() -> None:
+    plan = decide(cloud_snapshot(3100.0), np.random.default_rng(0), "dp-wct")
+    assert plan.assignments and plan.revisit_s is None
+
+
+def test_the_simulator_switches_at_the_revisit_and_bills_the_mix() -> None:
+    trace = Trace(nodes=(Node(name="vm1"),), jobs=(job(3100.0),), catalog=CATALOG, name="mix")
+    on = simulate(trace, "greedy", SimOptions(period_s=0, progress="exact"))
+    off = simulate(trace, "greedy", SimOptions(period_s=0, progress="exact", revisit=False))
+    # events only: 2 GPUs ("two", 1.00 $/h) for the whole 2400 s
+    assert off.revisits == 0 and off.total_cost == pytest.approx(1.00 * 2400 / 3600)
+    # revisit: 1201 s on "two", then the rest (1 - 1201/2400 of 3600 s) on "one" (0.60 $/h)
+    slow_s = (1 - 1201.0 / 2400.0) * 3600.0
+    assert on.revisits == 1 and on.tardiness_cost == 0.0
+    assert on.total_cost == pytest.approx(1.00 * 1201 / 3600 + 0.60 * slow_s / 3600)
+    assert on.total_cost < off.total_cost
+    assert [(a.gpus, a.end_s - a.start_s) for a in on.attempts] == [
+        (2, pytest.approx(1201.0)), (1, pytest.approx(slow_s))]
+
+
+def test_on_premise_plans_carry_no_revisit() -> None:
+    # one GPU busy draws 200 W for 3600 s (0.72 MJ), two draw 350 W for 2400 s (0.84 MJ):
+    # pi says one GPU is cheaper, but the node's static draw is shared and a stop redoes
+    # the partial epoch, so on premise the plan leaves it to the events and the period
+    node = Node(name="n1", gpu_type="K80", gpus=2, power_w=(50.0, 200.0, 350.0))
+    snap = Snapshot(now_s=100.0, nodes=(node,), jobs=(job(3100.0),), params=EXACT,
+                    energy=Energy(pue=1.0, price_per_kwh=0.2))
+    plan = decide(snap, np.random.default_rng(0), "rg")
+    assert plan.assignments[0].gpus == 2 and plan.revisit_s is None
+    problem = compile_problem(snap)
+    on_two = np.array([int(np.flatnonzero(problem.cfg_g == 2)[0])])
+    # the rule itself would say when (what the cloud does with its own prices)
+    assert revisit_s(problem, np.array([0]), on_two) == pytest.approx(
+        100.0 + 1200.0 + REVISIT_MARGIN_S)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["greedy", "rg", "pr"]),
+       cloud=st.booleans())
+def test_a_revisit_lies_between_now_and_the_end_of_the_longest_placed_job(
+        seed: int, policy: str, cloud: bool) -> None:
+    trace = random_trace(seed, 3, 10, cloud=cloud)
+    snap = Snapshot(now_s=0.0, nodes=trace.nodes,
+                    jobs=tuple(replace(j, submit_s=0.0) for j in trace.jobs),
+                    energy=trace.energy, params=trace.params, catalog=trace.catalog)
+    plan = decide(snap, np.random.default_rng(seed), policy)
+    if plan.revisit_s is None:
+        return
+    p = compile_problem(snap)
+    index = {j.id: i for i, j in enumerate(snap.jobs)}
+    longest = max(float(np.nanmax(np.where(np.isfinite(p.t[index[a.job]]),
+                                           p.t[index[a.job]], np.nan)))
+                  for a in plan.assignments)
+    assert 0.0 < plan.revisit_s <= longest + REVISIT_MARGIN_S
+    assert math.isfinite(plan.revisit_s)
+
+
+def test_the_stored_plan_document_carries_the_revisit_time() -> None:
+    base = Plan(policy="rg", assignments=(), postponed=(), objective=0.0, objective_name="f_obj")
+    assert Target.from_doc(1, {"revisit_s": 1234.5}).revisit_s == 1234.5
+    for bad in ("soon", float("nan"), True, None):
+        assert Target.from_doc(1, {"revisit_s": bad}).revisit_s is None
+    assert base.revisit_s is None
