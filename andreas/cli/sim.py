@@ -71,8 +71,9 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "(never worse than a work-conserving baseline on f_obj; off by default: "
                    "it costs more in the long run, see ARCHITECTURE.md).")
 @click.option("--revisit/--no-revisit", default=True, show_default=True,
-              help="Also decide again when a running job could switch to a configuration "
-                   "it pays less on and still end on time (the plan's revisit time); "
+              help="Cloud: also decide again when a running job could switch to a "
+                   "configuration it pays less on and still end on time (the plan's revisit "
+                   "time; on-premise plans name none); "
                    "--no-revisit decides only at submissions, completions and periods, as "
                    "the papers' simulators do.")
 @click.option("--tau-bar", type=Finite(min=0, max=1), default=Sharing.tau_bar,
