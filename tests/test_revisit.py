@@ -124,3 +124,47 @@ def test_the_stored_plan_document_carries_the_revisit_time() -> None:
     for bad in ("soon", float("nan"), True, None):
         assert Target.from_doc(1, {"revisit_s": bad}).revisit_s is None
     assert base.revisit_s is None
+
+
+# Two GPU types priced per GPU as the path-relinking paper's catalog (K80 0.56, M60 0.62 $/h)
+TWO_TYPES = (CatalogEntry(name="NC24", gpu_type="K80", gpus=4, cost_per_hour=2.24),
+             CatalogEntry(name="NV24", gpu_type="M60", gpus=4, cost_per_hour=2.48),
+             CatalogEntry(name="NC48", gpu_type="K80", gpus=8, cost_per_hour=4.48),
+             CatalogEntry(name="NV48", gpu_type="M60", gpus=8, cost_per_hour=4.96))
+# a job of the published-code benchmark (N = 20, seed 1, j00190): 191 epochs, seconds each
+BIG = Job(id="big", submit_s=0.0, due_s=212_865.328, weight=0.011095, epochs=191,
+          epoch_time_s={"K80": (2880.0, 1654.125, 1245.5, 1041.188),
+                        "M60": (2610.0, 1499.051, 1128.735, 943.576)})
+
+
+def test_the_cloud_ranks_an_on_time_configuration_by_the_mix_it_starts() -> None:
+    # On time now: M60 x4 (180 223 s, 124.15 $) and K80 x4 (198 867 s, 123.74 $); late:
+    # M60 x3 (215 588 s, 111.39 $), K80 x3 (237 890 s, 111.02 $). K80 x4 has the lower pi but
+    # lies above the hull: M60 x4 then M60 x3 ends on time for 112.37 $, K80 x4 then M60 x3
+    # for 113.40 $.
+    snap = Snapshot(now_s=0.0, nodes=(Node(name="vm1"),), jobs=(BIG,), catalog=TWO_TYPES,
+                    params=EXACT)
+    p = compile_problem(snap)
+
+    def cfg(name: str, g: int) -> int:
+        k = p.class_name.index(name)
+        return int(p.cfg_index[k, g])
+
+    m60x4, k80x4, m60x3 = cfg("NV48", 4), cfg("NC48", 4), cfg("NV48", 3)
+    assert p.pi[0, k80x4] < p.pi[0, m60x4]
+    assert p.rank[0, m60x4] == pytest.approx(112.37, abs=0.01)
+    assert p.rank[0, k80x4] == pytest.approx(113.40, abs=0.01)
+    assert not p.in_dstar[0, m60x3] and p.rank[0, m60x3] == p.pi[0, m60x3]
+    plan = decide(snap, np.random.default_rng(0), "greedy")
+    (a,) = plan.assignments
+    assert a.gpus == 4 and plan.node_configs[a.node] == "NV24"
+    # it runs there until M60 x3 is on time: (215 588 - 212 865) / (215 588 / 180 223 - 1)
+    assert plan.revisit_s == pytest.approx(13_877.0 + REVISIT_MARGIN_S, abs=2.0)
+
+
+def test_on_premise_ranks_by_pi() -> None:
+    node = Node(name="n1", gpu_type="K80", gpus=2, power_w=(50.0, 200.0, 350.0))
+    snap = Snapshot(now_s=100.0, nodes=(node,), jobs=(job(3100.0),), params=EXACT,
+                    energy=Energy(pue=1.0, price_per_kwh=0.2))
+    p = compile_problem(snap)
+    assert np.array_equal(p.rank, p.pi)

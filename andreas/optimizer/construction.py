@@ -8,8 +8,10 @@ per node: a job never joins an open node).
 
 - ``paper``: the papers' rule: jobs by pressure (late ones by Smith's rule, see
   ``problem.queue_order``), the cheapest configuration in D*_j, else the fastest,
-  best-fit packing. Row 0 is its deterministic row, the greedy, so the best of a batch is
-  never worse than the greedy; the randomized rows are all of this strategy.
+  best-fit packing. "Cheapest" is ``problem.rank``: on premise pi, in the cloud the
+  cost of the best mix starting there (``problem.mix_cost``). Row 0 is its deterministic
+  row, the greedy, so the best of a batch is never worse than the greedy; the randomized
+  rows are all of this strategy.
 - ``fifo``, ``edf``, ``priority`` (the *floor*, ``floor=True``, off by default): the
   baselines' own plans (running jobs kept, one new job per free node, the best
   configuration over the free nodes), one deterministic row each on top of the
@@ -87,7 +89,7 @@ def strategies(problem: Problem, *, floor: bool = True) -> list[Strategy]:
     """The papers' rule first, then (``floor``) the baselines' (see the module docstring)."""
     p = problem
     paper_value = np.where(p.in_dstar.any(axis=1, keepdims=True),
-                           np.where(p.in_dstar, p.pi, INF), np.where(p.runnable, p.t, INF))
+                           np.where(p.in_dstar, p.rank, INF), np.where(p.runnable, p.t, INF))
     out = [Strategy(name="paper", queue=p.queue, pref=p.pref, value=paper_value)]
     if floor and p.n_jobs:
         pref = _whole_node_pref(p) if p.cloud else p.pref

@@ -41,11 +41,13 @@ class Problem:
     t_energy: np.ndarray          # seconds c_ng is charged for (costs.charged_s): t itself
     #                               at a constant price; with a tariff, integral / mean rate
     pi: np.ndarray                # deployment cost t * c / 3600 (c of the job's own g / VM price)
+    rank: np.ndarray              # what the constructions rank on-time configurations by:
+    #                               cloud mix_cost (pi of the best later switch), else pi
     tard_cost: np.ndarray         # w * max(0, now + t - d)
     fbar_term: np.ndarray         # M / (pi + tard_cost), 0 where the job cannot run
     runnable: np.ndarray          # bool
     in_dstar: np.ndarray          # bool: now + t < d
-    pref: np.ndarray              # (J, C) configurations, best first (D* by pi, then by t)
+    pref: np.ndarray              # (J, C) configurations, best first (D* by rank, then by t)
     max_t: np.ndarray             # (J,) M_j
     post_cost: np.ndarray         # (J,) f_obj of postponing the job (costs.postponement_costs)
     pressure: np.ndarray          # (J,) Delta_j
@@ -108,6 +110,32 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     late_idx = np.flatnonzero(late)
     late_sorted = late_idx[np.argsort(-wspt[late_idx], kind="stable")]
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
+
+
+def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarray,
+             runnable: np.ndarray) -> np.ndarray:
+    """(J, C): for each on-time configuration c of a job, the least it pays for its
+    remaining work if it runs on c now and switches, once on time there, to one slower
+    configuration s it pays less on: the mix ending on its due date (``left`` seconds
+    away), f pi_c + (1 - f) pi_s with f = (t_s - left) / (t_s - t_c) the share of the work
+    done on c; pi_c itself where no such s exists; pi where c is not on time.
+
+    Why: in the cloud a job mixes configurations over its life (revisits,
+    ``solution.revisit_s``), so the one to start on is not the cheapest on-time one but
+    the one whose mix is cheapest. With two GPU types, the cheapest on-time configuration
+    can lie above the lower hull of (time, cost): a job then ran through it on its way
+    from a fast configuration to a slow one and paid more than the hull's two-point mix
+    (the lower bound's, ``simulator/bounds.py``). O(J C^2)."""
+    late = runnable & ~in_dstar & (t >= left[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_now, pi_now = t[:, :, None], pi[:, :, None]
+        t_slow, pi_slow = t[:, None, :], pi[:, None, :]
+        share = (t_slow - left[:, None, None]) / (t_slow - t_now)
+        mix = share * pi_now + (1.0 - share) * pi_slow
+        ok = (in_dstar[:, :, None] & late[:, None, :] & (pi_slow < pi_now)
+              & (t_slow > t_now))
+        best = np.where(ok, mix, INF).min(axis=2, initial=INF)
+    return np.where(in_dstar, np.minimum(pi, best), pi)
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:
@@ -186,9 +214,10 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
                          postponement_costs(params, now, weight, due, best, max_t), 0.0)
     t_min = np.where(runnable, t, INF).min(axis=1, initial=INF)
     pressure = now + t_min - due
-    # preference: D* by pi ascending, then the rest by t ascending, unrunnable last
+    # preference: D* by rank ascending, then the rest by t ascending, unrunnable last
     key1 = np.where(in_dstar, 0, np.where(runnable, 1, 2))
-    key2 = np.where(in_dstar, pi, np.where(runnable, t, 0.0))
+    rank = mix_cost(pi, t, due - now, in_dstar, runnable) if snapshot.cloud else pi
+    key2 = np.where(in_dstar, rank, np.where(runnable, t, 0.0))
     pref = np.lexsort((np.broadcast_to(cfg_g, (nj, nc)), key2, key1), axis=1) if nj else \
         np.zeros((0, nc), dtype=np.int64)
     groups = _groups(snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
@@ -203,7 +232,8 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
         class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,
         class_count=class_count, node_class=node_class, cfg_class=cfg_class, cfg_g=cfg_g,
-        t=t, t_energy=t_energy, pi=pi, tard_cost=tard_cost, fbar_term=fbar_term, runnable=runnable,
+        t=t, t_energy=t_energy, pi=pi, rank=rank, tard_cost=tard_cost, fbar_term=fbar_term,
+        runnable=runnable,
         in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t, post_cost=post_cost,
         pressure=pressure, weight=weight, queue=queue_order(pressure, weight, t_min, order),
         **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
