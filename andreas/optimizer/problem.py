@@ -125,17 +125,16 @@ def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarr
     the one whose mix is cheapest. With two GPU types, the cheapest on-time configuration
     can lie above the lower hull of (time, cost): a job then ran through it on its way
     from a fast configuration to a slow one and paid more than the hull's two-point mix
-    (the lower bound's, ``simulator/bounds.py``). O(J C^2)."""
+    (the lower bound's, ``simulator/bounds.py``). O(J C^2) in C steps of (J, C) arrays."""
     late = runnable & ~in_dstar & (t >= left[:, None])
+    best = np.where(in_dstar, pi, INF)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t_now, pi_now = t[:, :, None], pi[:, :, None]
-        t_slow, pi_slow = t[:, None, :], pi[:, None, :]
-        share = (t_slow - left[:, None, None]) / (t_slow - t_now)
-        mix = share * pi_now + (1.0 - share) * pi_slow
-        ok = (in_dstar[:, :, None] & late[:, None, :] & (pi_slow < pi_now)
-              & (t_slow > t_now))
-        best = np.where(ok, mix, INF).min(axis=2, initial=INF)
-    return np.where(in_dstar, np.minimum(pi, best), pi)
+        for s in np.flatnonzero(late.any(axis=0)):
+            t_slow, pi_slow = t[:, s, None], pi[:, s, None]
+            ok = in_dstar & late[:, s, None] & (pi_slow < pi) & (t_slow > t)
+            share = (t_slow - left[:, None]) / (t_slow - t)
+            best = np.where(ok, np.minimum(best, share * pi + (1.0 - share) * pi_slow), best)
+    return np.where(in_dstar, best, pi)
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:
