@@ -138,7 +138,8 @@ def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarr
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:
-    """Build every array the policies need; O(J * C) and done once per decision."""
+    """Build every array the policies need; O(J * C) (cloud: O(J * C^2), ``mix_cost``) and
+    done once per decision."""
     energy, params, now = snapshot.energy, snapshot.params, snapshot.now_s
     nodes = snapshot.nodes
     n = len(nodes)
