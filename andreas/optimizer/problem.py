@@ -52,6 +52,7 @@ class Problem:
     post_cost: np.ndarray         # (J,) f_obj of postponing the job (costs.postponement_costs)
     pressure: np.ndarray          # (J,) Delta_j
     weight: np.ndarray            # (J,)
+    due: np.ndarray               # (J,) due dates d_j (snapshot clock)
     queue: np.ndarray             # (J,) job indices in queue order, first to be placed first
     # placement groups (G): where a configuration may be packed. On premise a group is a
     # node class; in the cloud it is a GPU type, whose nodes open as its largest VM and
@@ -233,9 +234,9 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,
         class_count=class_count, node_class=node_class, cfg_class=cfg_class, cfg_g=cfg_g,
         t=t, t_energy=t_energy, pi=pi, rank=rank, tard_cost=tard_cost, fbar_term=fbar_term,
-        runnable=runnable,
-        in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t, post_cost=post_cost,
-        pressure=pressure, weight=weight, queue=queue_order(pressure, weight, t_min, order),
+        runnable=runnable, in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t,
+        post_cost=post_cost, pressure=pressure, weight=weight, due=due,
+        queue=queue_order(pressure, weight, t_min, order),
         **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
     )
 

@@ -75,7 +75,7 @@ def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | No
     own = cfg[placed]
     t_cur = problem.t[placed, own]
     pi_cur = problem.pi[placed, own]
-    left = np.array([problem.jobs[i].due_s for i in placed]) - now
+    left = problem.due[placed] - now
     t_alt = problem.t[placed]
     on_time = np.isfinite(t_cur) & (t_cur > 0) & (t_cur < left)
     cheaper_later = (on_time[:, None] & np.isfinite(t_alt) & (t_alt > t_cur[:, None])
