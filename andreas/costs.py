@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.model import Energy, Job, Params, Plan, Snapshot, Tariff
+from andreas.model import CatalogEntry, Energy, Job, Params, Plan, Snapshot, Tariff
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -299,10 +299,36 @@ def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
     return tuple(out)
 
 
+def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarray,
+             runnable: np.ndarray) -> np.ndarray:
+    """(J, C): for each on-time configuration c of a job, the least it pays for its
+    remaining work if it runs on c now and switches, once on time there, to one slower
+    configuration s it pays less on: the mix ending on its due date (``left`` seconds
+    away), f pi_c + (1 - f) pi_s with f = (t_s - left) / (t_s - t_c) the share of the work
+    done on c; pi_c itself where no such s exists; pi where c is not on time.
+
+    Why: in the cloud a job mixes configurations over its life (revisits,
+    ``solution.revisit_s``), so the one to start on is not the cheapest on-time one but
+    the one whose mix is cheapest. With two GPU types, the cheapest on-time configuration
+    can lie above the lower hull of (time, cost): a job then ran through it on its way
+    from a fast configuration to a slow one and paid more than the hull's two-point mix
+    (the lower bound's, ``simulator/bounds.py``). O(J C^2) in C steps of (J, C) arrays."""
+    late = runnable & ~in_dstar & (t >= left[:, None])
+    best = np.where(in_dstar, pi, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for s in np.flatnonzero(late.any(axis=0)):
+            t_slow, pi_slow = t[:, s, None], pi[:, s, None]
+            ok = in_dstar & late[:, s, None] & (pi_slow < pi) & (t_slow > t)
+            share = (t_slow - left[:, None]) / (t_slow - t)
+            best = np.where(ok, np.minimum(best, share * pi + (1.0 - share) * pi_slow), best)
+    return np.where(in_dstar, best, pi)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Evaluation:
     f_obj: float
     f_bar: float
+    f_mix: float      # what greedy, rg and pr minimise: f_obj on premise (see evaluate)
     tardiness_cost: float
     postponement_cost: float
     node_cost: float
@@ -310,7 +336,16 @@ class Evaluation:
 
 
 def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
-    """Both proxy objectives of a (feasible) plan, computed directly from their definitions.
+    """The proxy objectives of a (feasible) plan, computed directly from their definitions.
+
+    f_obj (the path-relinking paper's P1a): tardiness + postponement + each running node's
+    price until its first job ends + mu x idle GPUs; f_bar (P2): sum of M_j / (pi + tard).
+    f_mix (andreas, cloud): f_obj with each job paying ``mix_cost`` (its remaining work at
+    the cheapest mix its configuration starts) instead of its node's price until the
+    node's first job ends, which is left only for the node's idle GPUs. Why: a VM's price
+    per hour says nothing of how fast its jobs progress, so f_obj preferred the cheaper
+    but slower GPU type and jobs alternated between types (ARCHITECTURE.md, "Ranking
+    configurations by the mix they start"). On premise f_mix = f_obj.
 
     ``sharing`` (an ``andreas.interference.Sharing``; default its defaults) predicts the
     slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``."""
@@ -320,7 +355,7 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
     now, params = snapshot.now_s, snapshot.params
     classes = node_classes(snapshot)
     kinds = node_kinds(snapshot, classes)
-    tard = post = fbar = 0.0
+    tard = post = fbar = mix = 0.0
     busy: dict[str, int] = defaultdict(int)
     first_end: dict[str, float] = {}
     slow, devices = _shared(snapshot, plan, sharing)
@@ -345,6 +380,8 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         fbar += max_time_s(snapshot, job, classes, kinds) / (pi + tau_cost)
         busy[a.node] += a.gpus
         first_end[a.node] = min(first_end.get(a.node, charged), charged)
+        if snapshot.cloud:
+            mix += _job_mix_cost(snapshot, job, entry, a.gpus, classes)
     for job_id in plan.postponed:
         post += postponement_cost(snapshot, jobs[job_id], classes, kinds)
     node_cost = 0.0
@@ -356,9 +393,31 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         capacity = (catalog[plan.node_configs[name]].gpus if snapshot.cloud
                     else nodes[name].gpus)
         idle += capacity - g
+        if snapshot.cloud:
+            mix += first_end[name] / SECONDS_PER_HOUR * hourly * (capacity - g) / capacity
     f_obj = tard + post + node_cost + params.mu * idle
-    return Evaluation(f_obj=f_obj, f_bar=fbar, tardiness_cost=tard, postponement_cost=post,
-                      node_cost=node_cost, idle_gpus=idle)
+    f_mix = tard + post + mix + params.mu * idle if snapshot.cloud else f_obj
+    return Evaluation(f_obj=f_obj, f_bar=fbar, f_mix=f_mix, tardiness_cost=tard,
+                      postponement_cost=post, node_cost=node_cost, idle_gpus=idle)
+
+
+def _job_mix_cost(snapshot: Snapshot, job: Job, entry: CatalogEntry, gpus: int,
+                  classes: dict[str, tuple]) -> float:
+    """``mix_cost`` of a cloud job on ``gpus`` GPUs of VM ``entry``, over every (VM, g)
+    of the catalog the job could switch to."""
+    options = [(e, g) for e in snapshot.catalog for g in range(1, e.gpus + 1)]
+    t = np.full(len(options), np.inf)
+    pi = np.full(len(options), np.inf)
+    for i, (e, g) in enumerate(options):
+        s = job_time_s(snapshot, job, ("vm", e.name), e.gpu_type, g, classes)
+        if s is not None:
+            t[i] = s
+            pi[i] = charged_s(snapshot, s) / SECONDS_PER_HOUR * e.cost_per_hour * g / e.gpus
+    runnable = np.isfinite(t)
+    left = job.due_s - snapshot.now_s
+    in_dstar = runnable & (t < left)
+    row = mix_cost(pi[None], t[None], np.array([left]), in_dstar[None], runnable[None])[0]
+    return float(row[options.index((entry, gpus))])
 
 
 def _shared(snapshot: Snapshot, plan: Plan, sharing) -> tuple[dict[str, float],

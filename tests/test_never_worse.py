@@ -1,5 +1,6 @@
-"""With ``floor``, rg is never worse than a baseline on f_obj, pr never worse by more than
-its slack; without it (the default), rg is never worse than greedy.
+"""With ``floor``, rg is never worse than a baseline on f_obj (in the cloud on f_mix, what
+the policies minimise there; ``costs.evaluate``), pr never worse by more than its slack;
+without it (the default), rg is never worse than greedy.
 
 "A baseline" is FIFO, EDF, priority or greedy whose plan is *work-conserving* (no job
 waits while a node could run it; ``exact.postponed_that_fit``): f_obj charges nothing
@@ -52,7 +53,7 @@ def _with_mu(snapshot, mu):
 def _check(snapshot, seed, iterations, *, reevaluate=True):
     """Objectives from costs.evaluate (``reevaluate``) or the plans' own, which other tests
     hold equal to it (the large snapshots take seconds per evaluation)."""
-    objective = (lambda plan: evaluate(snapshot, plan).f_obj) if reevaluate else \
+    objective = (lambda plan: evaluate(snapshot, plan).f_mix) if reevaluate else \
         (lambda plan: plan.objective)
     baseline = {}
     for name in BASELINES:

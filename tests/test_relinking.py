@@ -95,7 +95,7 @@ def test_pr_reports_its_choice_and_never_exceeds_its_slack() -> None:
     s = plan.stats
     assert s["elite_pool"] >= 1 and s["paths"] == s["elite_pool"] - 1
     assert s["chosen"] in ("paper", "relinked", "fifo", "edf", "priority")
-    assert s["best_f_obj"] <= plan.objective <= s["best_f_obj"] * (1 + DEFAULT_SLACK) + 1e-9
+    assert s["best_objective"] <= plan.objective <= s["best_objective"] * (1 + DEFAULT_SLACK) + 1e-9
     assert evaluate(snap, plan).f_obj == pytest.approx(plan.objective)
     rg = decide(snap, np.random.default_rng(0), "rg", iterations=300)
     problem = compile_problem(snap)
@@ -158,12 +158,12 @@ def test_cloud_pr_takes_the_best_f_obj_and_breaks_ties_by_restarts() -> None:
         check_plan(snap, plan)
         s = plan.stats
         if s["chosen"] == "relinked":
-            assert plan.objective < s["best_f_obj"]
+            assert plan.objective < s["best_objective"]
         else:
-            assert plan.objective == pytest.approx(s["best_f_obj"], rel=1e-12, abs=1e-9)
+            assert plan.objective == pytest.approx(s["best_objective"], rel=1e-12, abs=1e-9)
     snap = random_snapshot(np.random.default_rng(3200), 8, 30, cloud=True)
     wide = decide(snap, np.random.default_rng(0), "pr", iterations=200, slack=0.2)
-    assert wide.objective <= wide.stats["best_f_obj"] * 1.2 + 1e-9
+    assert wide.objective <= wide.stats["best_objective"] * 1.2 + 1e-9
 
 
 @pytest.mark.parametrize("seed", [1, 2, 4, 7])
@@ -177,7 +177,7 @@ def test_pr_s_window_only_when_the_best_plan_leaves_a_job_waiting(seed: int) -> 
     rg = decide(snap, np.random.default_rng(0), "rg", iterations=50)
     assert not plan.postponed
     assert plan.objective <= rg.objective + 1e-9
-    assert plan.objective == pytest.approx(plan.stats["best_f_obj"]) or \
+    assert plan.objective == pytest.approx(plan.stats["best_objective"]) or \
         plan.stats["chosen"] == "relinked"
     assert steady.objective > plan.objective
     assert steady.stats["restarts"] < plan.stats["restarts"]

@@ -44,6 +44,12 @@ DEFAULT_SWAP_SCALE = 0.5
 FLOOR = ("fifo", "edf", "priority")
 
 
+def objective_name(problem: Problem) -> str:
+    """What the constructions' policies minimise and report: f_mix in the cloud, f_obj on
+    premise (where the two are equal; ``costs.evaluate``)."""
+    return "f_mix" if problem.cloud else "f_obj"
+
+
 @dataclass(frozen=True, eq=False)
 class Batch:
     """B complete solutions: node index and configuration per job (-1: postponed)."""
@@ -53,6 +59,7 @@ class Batch:
     node_cls: np.ndarray    # (B, N) class each node is configured with (-1: unused)
     f_obj: np.ndarray       # (B,)
     f_bar: np.ndarray       # (B,)
+    f_mix: np.ndarray       # (B,) what the policies minimise (= f_obj on premise)
     strategy: np.ndarray    # (B,) index into ``names``
     work_conserving: np.ndarray   # (B,) no job waits next to GPUs that could run it
     names: tuple[str, ...] = ()
@@ -64,9 +71,10 @@ class Batch:
         return np.flatnonzero(paper | self.work_conserving)
 
     def best(self) -> int:
-        """The candidate with the lowest f_obj (the first on a tie: row 0 is the greedy)."""
+        """The candidate with the lowest f_mix (f_obj on premise; the first on a tie: row 0
+        is the greedy)."""
         rows = self.candidates
-        return int(rows[np.argmin(self.f_obj[rows])])
+        return int(rows[np.argmin(self.f_mix[rows])])
 
     def rows_of(self, *names: str) -> np.ndarray:
         """Indices of the rows built by the named strategies."""
@@ -157,16 +165,18 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
     out_ncls = np.empty((b, nn), dtype=np.int64)
     out_obj = np.empty(b)
     out_bar = np.empty(b)
+    out_mix = np.empty(b)
     out_wc = np.empty(b, dtype=np.bool_)
     construct_rows(
         row_strategy, row_random, row_seed, p.cloud, p.node_class, p.class_gpus,
         p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g, p.cfg_group, p.cfg_index,
         p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t_energy,
-        p.tard_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu), p.pin_job,
-        p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
+        p.rank, p.tard_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu),
+        p.pin_job, p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
         np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),
-        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_wc)
+        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc)
     return Batch(node=out_node, cfg=out_cfg, node_cls=out_ncls, f_obj=out_obj, f_bar=out_bar,
+                 f_mix=out_mix,
                  strategy=row_strategy, work_conserving=out_wc,
                  names=tuple(s.name for s in strat))
 

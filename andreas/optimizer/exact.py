@@ -2,7 +2,8 @@
 
 The ground truth the heuristics and the MILP are checked against: it visits each
 assignment of every job to "postponed" or to (node, g) that respects node capacities,
-and reports the optimum of both proxies. In cloud mode each node also chooses a catalog
+and reports the optimum of the proxies (f_obj, f_bar, and f_mix, what greedy, rg and pr
+minimise in the cloud). In cloud mode each node also chooses a catalog
 entry or stays closed; cloud nodes are interchangeable, so only one node layout per
 multiset of entries is visited. Exponential: meant for <= 3 nodes and <= 5 jobs.
 
@@ -38,12 +39,15 @@ CLOSED = -1
 class ExactResult:
     min_f_obj: float
     max_f_bar: float
+    min_f_mix: float     # = min_f_obj on premise (costs.evaluate)
     plans: int
     argmin_f_obj: tuple[tuple[int, int], ...]   # per job (node index, gpus); (-1, 0) postponed
     argmax_f_bar: tuple[tuple[int, int], ...]
     # cloud: per node the catalog entry it runs in that plan (None: closed); () on premise
     argmin_node_configs: tuple[str | None, ...] = ()
     argmax_node_configs: tuple[str | None, ...] = ()
+    argmin_f_mix: tuple[tuple[int, int], ...] = ()
+    argmin_mix_configs: tuple[str | None, ...] = ()
 
 
 def _layouts(p: Problem) -> Iterator[tuple[int, ...]]:
@@ -76,15 +80,18 @@ def enumerate_optimum(snapshot: Snapshot, *, work_conserving: bool = True) -> Ex
     total = sum(int(np.prod([len(o) for o in _options(p, lay)], dtype=float)) for lay in layouts)
     if total > MAX_PLANS:
         raise InputError(f"snapshot: {total} candidate plans exceed the exact limit {MAX_PLANS}")
-    best: dict[str, Any] = {"f_obj": np.inf, "f_bar": -np.inf, "plans": 0, "obj_at": (),
-                            "bar_at": (), "obj_cfg": (), "bar_cfg": ()}
+    best: dict[str, Any] = {"f_obj": np.inf, "f_bar": -np.inf, "f_mix": np.inf, "plans": 0,
+                            "obj_at": (), "bar_at": (), "obj_cfg": (), "bar_cfg": (),
+                            "mix_at": (), "mix_cfg": ()}
     blocked = _blocked_test(p) if work_conserving else None
     for layout in layouts:
         _search(p, layout, best, snapshot.params.mu, blocked)
     return ExactResult(min_f_obj=float(best["f_obj"]), max_f_bar=float(best["f_bar"]),
-                       plans=best["plans"], argmin_f_obj=best["obj_at"],
+                       min_f_mix=float(best["f_mix"]), plans=best["plans"],
+                       argmin_f_obj=best["obj_at"],
                        argmax_f_bar=best["bar_at"], argmin_node_configs=best["obj_cfg"],
-                       argmax_node_configs=best["bar_cfg"])
+                       argmax_node_configs=best["bar_cfg"], argmin_f_mix=best["mix_at"],
+                       argmin_mix_configs=best["mix_cfg"])
 
 
 def _fewest_gpus(p: Problem, key: np.ndarray, width: int) -> np.ndarray:
@@ -181,31 +188,36 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             return ()
         return tuple(p.class_name[k] if used[n] else None for n, k in enumerate(layout))
 
-    def leaf(partial_obj: float, partial_bar: float) -> None:
+    def leaf(partial_obj: float, partial_bar: float, partial_mix: float) -> None:
         if blocked is not None and any(n < 0 and blocked(j, layout, used)
                                        for j, (n, _) in enumerate(path)):
             return
-        node_cost = 0.0
+        node_cost = idle_cost = 0.0
         idle = 0
         for n in range(p.n_nodes):
             if used[n]:
-                node_cost += tmin[n] * cost_h[layout[n], used[n]] / SECONDS_PER_HOUR
+                hourly = cost_h[layout[n], used[n]]
+                node_cost += tmin[n] * hourly / SECONDS_PER_HOUR
                 idle += cap[n] - used[n]
+                idle_cost += tmin[n] * hourly * (cap[n] - used[n]) / cap[n] / SECONDS_PER_HOUR
         f_obj = partial_obj + node_cost + mu * idle
+        f_mix = partial_mix + idle_cost + mu * idle if p.cloud else f_obj
+        if f_mix < best["f_mix"]:
+            best["f_mix"], best["mix_at"], best["mix_cfg"] = f_mix, tuple(path), configs()
         best["plans"] += 1
         if f_obj < best["f_obj"]:
             best["f_obj"], best["obj_at"], best["obj_cfg"] = f_obj, tuple(path), configs()
         if partial_bar > best["f_bar"]:
             best["f_bar"], best["bar_at"], best["bar_cfg"] = partial_bar, tuple(path), configs()
 
-    def visit(j: int, obj: float, bar: float) -> None:
+    def visit(j: int, obj: float, bar: float, mix: float) -> None:
         if j == p.n_jobs:
-            leaf(obj, bar)
+            leaf(obj, bar, mix)
             return
         for n, c, g in options[j]:
             path.append((n, g))
             if n < 0:
-                visit(j + 1, obj + p.post_cost[j], bar)
+                visit(j + 1, obj + p.post_cost[j], bar, mix + p.post_cost[j])
                 path.pop()
                 continue
             if used[n] + g > cap[n]:
@@ -214,9 +226,10 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             saved = tmin[n]
             used[n] += g
             tmin[n] = min(saved, p.t_energy[j, c])
-            visit(j + 1, obj + p.tard_cost[j, c], bar + p.fbar_term[j, c])
+            visit(j + 1, obj + p.tard_cost[j, c], bar + p.fbar_term[j, c],
+                  mix + p.tard_cost[j, c] + p.rank[j, c])
             used[n] -= g
             tmin[n] = saved
             path.pop()
 
-    visit(0, 0.0, 0.0)
+    visit(0, 0.0, 0.0, 0.0)

@@ -1,4 +1,5 @@
-"""Greedy and ANDREAS Randomized Greedy (Algorithm 1), both minimising f_obj."""
+"""Greedy and ANDREAS Randomized Greedy (Algorithm 1), both minimising f_obj (in the cloud
+f_mix: ``costs.evaluate``, ARCHITECTURE.md "Ranking configurations by the mix they start")."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct, objective_name
 from andreas.optimizer.problem import DEFAULT_ORDER, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -38,7 +39,7 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
-                   objective=batch.f_obj[0], objective_name="f_obj",
+                   objective=batch.f_mix[0], objective_name=objective_name(problem),
                    stats={"jobs": problem.n_jobs})
 
 
@@ -46,8 +47,8 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
               floor: bool = False, **options: Any) -> Plan:
-    """Best f_obj over ``iterations`` constructions: the greedy first, with ``floor`` the
-    baselines' plans (when work-conserving), then randomized ones; so never worse than
+    """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
+    ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
     waiting next to free GPUs. Off by default: it costs more in the long run
     (ARCHITECTURE.md, "The proxy objectives, measured"). Rigid tasks: ``has_demands``."""
@@ -63,8 +64,8 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     best = batch.best()
     stats = {"jobs": problem.n_jobs, "iterations": iterations, "best_iteration": best,
              "best_strategy": batch.names[batch.strategy[best]],
-             "greedy_f_obj": float(batch.f_obj[0]),
+             "greedy_f_obj": float(batch.f_obj[0]), "f_obj": float(batch.f_obj[best]),
              "distinct_solutions": len({row.tobytes() for row in batch.cfg})}
     return to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
-                   policy="rg", objective=batch.f_obj[best], objective_name="f_obj",
+                   policy="rg", objective=batch.f_mix[best], objective_name=objective_name(problem),
                    stats=stats)

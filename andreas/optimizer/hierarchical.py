@@ -105,7 +105,7 @@ def _merge(snapshot: Snapshot, plans: list[Plan], time_limit_s: float) -> Plan:
                   assignments=tuple(a for p in plans for a in p.assignments),
                   postponed=tuple(j for p in plans for j in p.postponed),
                   node_configs={n: c for p in plans for n, c in p.node_configs.items()},
-                  objective=0.0, objective_name="f_obj")
+                  objective=0.0, objective_name="f_mix" if snapshot.cloud else "f_obj")
     statuses = [str(p.stats.get("status", "unknown")) for p in plans]
     worst = max(statuses, key=lambda s: _STATUS_RANK.index(s) if s in _STATUS_RANK
                 else len(_STATUS_RANK))
@@ -116,4 +116,5 @@ def _merge(snapshot: Snapshot, plans: list[Plan], time_limit_s: float) -> Plan:
         "solver_s": sum(float(p.stats.get("solver_s", 0.0)) for p in plans),
         "group_time_limit_s": float(time_limit_s),
     }
-    return dataclasses.replace(merged, objective=evaluate(snapshot, merged).f_obj, stats=stats)
+    value = getattr(evaluate(snapshot, merged), merged.objective_name)
+    return dataclasses.replace(merged, objective=value, stats=stats)

@@ -123,12 +123,17 @@ def _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable
 
 @njit(cache=True, nogil=True)
 def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, cfg_g, cfg_index,
-                 t, tard, fbar_term, post, mu):
-    """(f_obj, f_bar) of one assignment; rewrites cfg_of to each node's final class."""
+                 t, rank, tard, fbar_term, post, mu):
+    """(f_obj, f_bar, f_mix) of one assignment; rewrites cfg_of to each node's final class.
+
+    f_mix (``costs.evaluate``): in the cloud each job's ``rank`` (its remaining work at the
+    cheapest mix its configuration starts) instead of the node's price until its first
+    job ends, which is left only for the node's idle GPUs; on premise f_mix = f_obj."""
     n_nodes = ncls.shape[0]
     tmin = np.full(n_nodes, INF)
     tard_sum = 0.0
     post_sum = 0.0
+    rank_sum = 0.0
     bar = 0.0
     for j in range(node_of.shape[0]):
         n = node_of[j]
@@ -138,25 +143,34 @@ def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, c
         c = cfg_index[ncls[n], cfg_g[cfg_of[j]]]
         cfg_of[j] = c
         tard_sum += tard[j, c]
+        rank_sum += rank[j, c]
         bar += fbar_term[j, c]
         if t[j, c] < tmin[n]:
             tmin[n] = t[j, c]
     node_sum = 0.0
+    idle_sum = 0.0
     idle = 0
     for n in range(n_nodes):
         if used[n] > 0:
             node_sum += tmin[n] * class_cost_h[ncls[n], used[n]] / 3600.0
             idle += class_gpus[ncls[n]] - used[n]
-    return tard_sum + post_sum + node_sum + mu * idle, bar
+            if cloud:
+                idle_sum += (tmin[n] * (class_gpus[ncls[n]] - used[n])
+                             * class_cost_h[ncls[n], 1] / class_gpus[ncls[n]] / 3600.0)
+    obj = tard_sum + post_sum + node_sum + mu * idle
+    if not cloud:
+        return obj, bar, obj
+    return obj, bar, tard_sum + post_sum + rank_sum + idle_sum + mu * idle
 
 
 @njit(cache=True, nogil=True)
 def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, class_cost_h,
                   cfg_class, cfg_g, cfg_group, cfg_index, pack_class, group_cheapest,
-                  group_best, group_nodes, group_count, t, tard, fbar_term, post, runnable, mu,
-                  pin_job, pin_node, pin_cfg, queue, pref, cdf, pinned, exclusive, p_swap,
+                  group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable,
+                  mu, pin_job, pin_node, pin_cfg, queue, pref, cdf, pinned, exclusive, p_swap,
                   out_node, out_cfg, out_ncls):
-    """One construction (ANDREAS Algorithm 1); returns (f_obj, f_bar, work-conserving).
+    """One construction (ANDREAS Algorithm 1); returns (f_obj, f_bar, f_mix,
+    work-conserving).
 
     With ``pinned`` the running jobs are first kept where they run.
     """
@@ -342,30 +356,31 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
                    out_node, out_cfg)
     for n in range(n_nodes):
         out_ncls[n] = ncls[n]
-    obj, bar = evaluate_row(out_node, out_cfg, ncls, used, cloud, class_gpus, class_cost_h,
-                            cfg_g, cfg_index, t, tard, fbar_term, post, mu)
-    return obj, bar, wc
+    obj, bar, mix = evaluate_row(out_node, out_cfg, ncls, used, cloud, class_gpus, class_cost_h,
+                                 cfg_g, cfg_index, t, rank, tard, fbar_term, post, mu)
+    return obj, bar, mix, wc
 
 
 @njit(cache=True, nogil=True)
 def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_gpus,
                    class_group, class_cost_h, cfg_class, cfg_g, cfg_group, cfg_index,
-                   pack_class, group_cheapest, group_best, group_nodes, group_count, t, tard,
-                   fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue, s_pref,
-                   s_cdf, s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls, out_obj,
-                   out_bar, out_wc):
+                   pack_class, group_cheapest, group_best, group_nodes, group_count, t, rank,
+                   tard, fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue,
+                   s_pref, s_cdf, s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls,
+                   out_obj, out_bar, out_mix, out_wc):
     """Every row b with strategy ``row_strategy[b]``; results in the out_* arrays."""
     for b in range(row_strategy.shape[0]):
         s = row_strategy[b]
-        obj, bar, wc = construct_row(
+        obj, bar, mix, wc = construct_row(
             row_random[b], row_seed[b], cloud, node_class, class_gpus, class_group,
             class_cost_h, cfg_class, cfg_g, cfg_group, cfg_index, pack_class, group_cheapest,
-            group_best, group_nodes, group_count, t, tard, fbar_term, post, runnable, mu,
+            group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable, mu,
             pin_job,
             pin_node, pin_cfg, s_queue[s], s_pref[s], s_cdf[s], s_pinned[s], s_exclusive[s],
             p_swap, out_node[b], out_cfg[b], out_ncls[b])
         out_obj[b] = obj
         out_bar[b] = bar
+        out_mix[b] = mix
         out_wc[b] = wc
 
 

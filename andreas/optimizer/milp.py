@@ -1,4 +1,4 @@
-"""Policy ``milp``: andreas's f_obj minimised exactly by a MILP solver (HiGHS).
+"""Policy ``milp``: andreas's f_obj (cloud: f_mix) minimised exactly by a MILP solver (HiGHS).
 
 The model is the path-relinking paper's P1 specialised to andreas's f_obj (the
 reference definition is ``andreas.costs.evaluate``): times and tardiness costs are the
@@ -11,19 +11,26 @@ node's *rate option*):
   own class; in cloud any catalog entry, P1's x_jnv). A job with no x is postponed.
 - ``s[n,o]``, at most one per node: on premise o is the node's number of busy GPUs l
   (sum_l l s[n,l] = GPUs of its jobs, so capacity holds and the rate is c_{n,l}); in
-  cloud o is the VM type (P1's y_nv; sum_{j,c in v} g x[j,n,c] <= G_v y[n,v], which
-  also gives P1c's x <= y). Its rate is c_{n,l} per hour, or the VM price.
+  cloud o is (VM type v, busy GPUs l <= G_v) (P1's y_nv = sum_l s[n,v,l];
+  sum_{j,c in v} g x[j,n,c] = sum_l l s[n,v,l], which also gives P1c's x <= y). Its
+  rate is c_{n,l} per hour, or the VM price.
 - ``a[j,n,c,o]`` <= x[j,n,c] (summed over o), sum_{j,c} a[j,n,c,o] = s[n,o]: the one
   job the node is charged for, under the node's rate (P1k/l). Its cost t_jc / 3600 x
   rate_o is linear, so the node term needs no big-M; minimisation makes the charged
-  job the first-ending one (the min over the node's jobs). On premise o ranges over the
-  levels l >= the job's own g; in cloud it is the VM type of c.
+  job the first-ending one (the min over the node's jobs). o ranges over the levels
+  l >= the job's own g (in the cloud, of the VM type of c).
 
 Objective: sum tard_cost x + sum post_cost (1 - sum x) + sum rate t a + mu (capacity
-of running nodes - busy GPUs), i.e. f_obj exactly. Identical nodes are interchangeable
-(``to_plan`` relabels within a class so running jobs stay put), so the model orders
-them: busy GPUs non-increasing within an on-premise class, open cloud nodes first. The
-greedy plan is the solver's starting solution and the fallback when it finds nothing.
+of running nodes - busy GPUs), i.e. f_obj exactly. In the cloud the objective is f_mix
+(``costs.evaluate``, what greedy, rg and pr minimise there): each x also pays the job's
+``Problem.rank`` (its remaining work at the cheapest mix its configuration starts) and
+the charged job's time prices only the idle GPUs, rate (G_v - l) / G_v t a (a cost that
+is still >= 0, so minimisation still charges the first-ending job).
+
+Identical nodes are interchangeable (``to_plan`` relabels within a class so running jobs
+stay put), so the model orders them: busy GPUs non-increasing within an on-premise class,
+open cloud nodes first. The greedy plan is the solver's starting solution and the
+fallback when it finds nothing.
 
 Work conservation (``work_conserving``, default on). f_obj charges nothing for postponing
 a job that can still meet its due date after one more period, while running it costs
@@ -77,6 +84,7 @@ import numpy as np
 from andreas.costs import SECONDS_PER_HOUR, evaluate
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
+from andreas.optimizer.construction import objective_name
 from andreas.optimizer.problem import Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -98,7 +106,7 @@ class Model:
     ao: np.ndarray          # (A,) rate option of each charge candidate
     sn: np.ndarray          # (S,) node of each rate option
     sk: np.ndarray          # (S,) class of each rate option
-    sl: np.ndarray          # (S,) busy level (on premise) / VM capacity (cloud)
+    sl: np.ndarray          # (S,) busy level
     cost: np.ndarray        # (V,) objective coefficients; every column is binary
     offset: float
     start: np.ndarray       # (R+1,) CSR row starts
@@ -152,7 +160,8 @@ def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
                 time_limit_s: float = DEFAULT_TIME_LIMIT_S, mip_gap: float = DEFAULT_MIP_GAP,
                 max_variables: int = DEFAULT_MAX_VARIABLES, work_conserving: bool = True,
                 **_: object) -> Plan:
-    """Minimise f_obj with HiGHS; past the time limit, the best plan found and its gap.
+    """Minimise f_obj (cloud: f_mix, as the heuristics) with HiGHS; past the time limit, the
+    best plan found and its gap.
 
     ``work_conserving`` (default) restricts the plans to those that postpone a job only
     when no node has room for it (module docstring): f_obj alone prefers idle GPUs.
@@ -165,6 +174,7 @@ def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
     start_t = time.perf_counter()
     _check_inputs(snapshot)
     problem = compile_problem(snapshot)
+    name = objective_name(problem)
     _check_magnitudes(problem)
     greedy = decide_greedy(snapshot, np.random.default_rng(0))
     model = build_model(problem, max_variables=max_variables, work_conserving=work_conserving)
@@ -176,32 +186,33 @@ def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
         "start_accepted": int(solved.start_accepted), "resolved": int(solved.resolved),
         "time_limit_s": float(time_limit_s), "work_conserving": int(work_conserving),
         "work_conserving_rows": model.n_wc_rows,
-        "greedy_f_obj": evaluate(snapshot, greedy).f_obj,
+        "greedy_objective": getattr(evaluate(snapshot, greedy), name),
     }
     plan = None
     if solved.node is not None:
         assert solved.cfg is not None                 # the solver sets both or neither
         plan = to_plan(problem, solved.node, solved.cfg, solved.node_cls, policy="milp",
-                       objective=0.0, objective_name="f_obj")
-    return _finish(snapshot, plan, greedy, solved, stats)
+                       objective=0.0, objective_name=name)
+    return _finish(snapshot, plan, greedy, solved, stats, name)
 
 
 def _finish(snapshot: Snapshot, plan: Plan | None, greedy: Plan, solved: Solved,
-            stats: dict[str, Any]) -> Plan:
-    """The solver's plan scored by the reference f_obj; the greedy one if it is better or
-    the solver found nothing (then the gap is measured against the solver's bound)."""
-    f_obj = evaluate(snapshot, plan).f_obj if plan is not None else math.inf
-    fallback = f_obj > stats["greedy_f_obj"] * (1 + 1e-12) + 1e-12
+            stats: dict[str, Any], name: str) -> Plan:
+    """The solver's plan scored by the reference objective (``costs.evaluate``); the greedy
+    one if it is better or the solver found nothing (then the gap is measured against the
+    solver's bound)."""
+    value = getattr(evaluate(snapshot, plan), name) if plan is not None else math.inf
+    fallback = value > stats["greedy_objective"] * (1 + 1e-12) + 1e-12
     if fallback:
-        plan, f_obj = greedy, stats["greedy_f_obj"]
-    bound = min(solved.bound, f_obj)
-    gap = (f_obj - bound) / max(abs(f_obj), 1e-12) if f_obj > 0 else 0.0
+        plan, value = greedy, stats["greedy_objective"]
+    bound = min(solved.bound, value)
+    gap = (value - bound) / max(abs(value), 1e-12) if value > 0 else 0.0
     status = solved.status
     if status == "optimal" and gap > OPTIMAL_GAP:
         status = "gap_reached"
     stats.update(status=status, mip_gap=gap, bound=bound, fallback_greedy=int(fallback))
-    assert plan is not None                           # no solver plan: f_obj = inf, fallback
-    return dataclasses.replace(plan, policy="milp", objective=f_obj, objective_name="f_obj",
+    assert plan is not None                           # no solver plan: inf, fallback
+    return dataclasses.replace(plan, policy="milp", objective=value, objective_name=name,
                                stats=stats)
 
 
@@ -277,12 +288,14 @@ def _x_columns(p: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _s_columns(p: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rate options, grouped by node: (node, class, level or capacity, cost per hour)."""
+    """Rate options, grouped by node: (node, class, busy GPUs, cost per hour); in the cloud
+    one per VM type and busy level (f_mix prices the idle GPUs, G - level)."""
     options: list[tuple[int, int, int, float]] = []
     for n in range(p.n_nodes):
         if p.cloud:
-            options += [(n, k, int(p.class_gpus[k]), float(p.class_cost_h[k, 1]))
-                        for k in range(len(p.class_gpus))]
+            options += [(n, k, level, float(p.class_cost_h[k, 1]))
+                        for k in range(len(p.class_gpus))
+                        for level in range(1, int(p.class_gpus[k]) + 1)]
         else:
             k = int(p.node_class[n])
             options += [(n, k, level, float(p.class_cost_h[k, level]))
@@ -329,17 +342,19 @@ class _Rows:
 
 
 def _a_columns(p: Problem, xn, xc, sn, sk, sl) -> tuple[np.ndarray, np.ndarray]:
-    """Charge candidates (x column, rate option of its node): on premise every busy level
-    that leaves room for the job's own GPUs; in cloud the VM type of the job's configuration."""
+    """Charge candidates (x column, rate option of its node): every busy level that leaves
+    room for the job's own GPUs (in the cloud, of the VM type of its configuration)."""
     first = np.searchsorted(sn, np.arange(p.n_nodes))     # options are grouped by node
-    if p.cloud:
-        return np.arange(len(xn)), first[xn] + p.cfg_class[xc]
+    # cloud: a node's options are (class, level) in class order, levels 1..G_k
+    offset = np.concatenate([[0], np.cumsum(p.class_gpus)])[:-1] if p.cloud else None
     ax, ao = [], []
     for x, (n, c) in enumerate(zip(xn, xc)):
-        k, g = int(p.node_class[n]), int(p.cfg_g[c])
+        g = int(p.cfg_g[c])
+        k = int(p.cfg_class[c]) if p.cloud else int(p.node_class[n])
+        base = first[n] + (offset[k] if offset is not None else 0)
         for level in range(g, int(p.class_gpus[k]) + 1):
             ax.append(x)
-            ao.append(first[n] + level - 1)
+            ao.append(base + level - 1)
     return np.array(ax, dtype=np.int64), np.array(ao, dtype=np.int64)
 
 
@@ -350,7 +365,7 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
     xj, xn, xc = _x_columns(p)
     sn, sk, sl, rate = _s_columns(p)
     nx, ns = len(xj), len(sn)
-    per_x = 1 if p.cloud else int(p.class_gpus.max(initial=1))
+    per_x = int(p.class_gpus.max(initial=1))
     if nx * (1 + per_x) + ns > max_variables:
         raise InputError(f"snapshot: the MILP needs about {nx * (1 + per_x) + ns} variables for "
                          f"{p.n_jobs} jobs and {p.n_nodes} nodes, more than "
@@ -365,7 +380,12 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
 
     cost = np.zeros(n_cols)
     cost[X:A] = p.tard_cost[xj, xc] - post[xj] - mu * g
-    cost[A:S] = hours[ax] * rate[ao]             # the charged job's time x the node's rate
+    if p.cloud:    # f_mix: each job its rank, the charged job's time prices the idle GPUs
+        cost[X:A] += p.rank[xj, xc]
+        capacity = p.class_gpus[sk[ao]].astype(float)
+        cost[A:S] = hours[ax] * rate[ao] * (capacity - sl[ao]) / capacity
+    else:
+        cost[A:S] = hours[ax] * rate[ao]         # the charged job's time x the node's rate
     cost[S:] = mu * p.class_gpus[sk].astype(float)   # capacity of a running node
     rows = _Rows()
     ix, ia, io = np.arange(nx), np.arange(na), np.arange(ns)
@@ -380,7 +400,7 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
     rows.add(np.concatenate([ax, ix]), np.concatenate([A + ia, X + ix]),
              np.concatenate([np.ones(na), -np.ones(nx)]), nx, -np.inf, 0.0)
     if p.cloud:
-        _cloud_rows(p, rows, xn, xc, sn, sk, g, X, S)
+        _cloud_rows(p, rows, xn, xc, sn, sk, sl, g, X, S)
     else:
         _onprem_rows(p, rows, xn, sn, sl, g, X, S)
     before = rows.count
@@ -407,19 +427,22 @@ def _onprem_rows(p: Problem, rows: _Rows, xn, sn, sl, g, X: int, S: int) -> None
     _order_rows(rows, pairs, sn, S, sl.astype(float))
 
 
-def _cloud_rows(p: Problem, rows: _Rows, xn, xc, sn, sk, g, X: int, S: int) -> None:
-    """Capacity of the chosen VM (P1g), which also gives x <= y (P1c): a job of class k on
-    node n needs y[n,k] = 1. Open nodes come first.
+def _cloud_rows(p: Problem, rows: _Rows, xn, xc, sn, sk, sl, g, X: int, S: int) -> None:
+    """The GPUs of a node's jobs of VM type k = the busy level of its one-hot option (k, l),
+    l <= G_k: capacity (P1g), and x <= y (P1c), y[n,k] = sum_l s[n,k,l]. Open nodes come
+    first.
 
     Measured on 20 random cloud snapshots (<= 6 nodes, <= 15 jobs), proving optimality took
     40 s in all with P1c's one row per x and nodes ordered by (VM type, busy GPUs); 13 s
     with neither, only "open nodes first".
     """
     nx, ns = len(xn), len(sn)
-    opt = np.searchsorted(sn, np.arange(p.n_nodes))[xn] + p.cfg_class[xc]
-    rows.add(np.concatenate([opt, np.arange(ns)]),
+    n_k = len(p.class_gpus)
+    row_x = xn * n_k + p.cfg_class[xc]              # one row per (node, VM type)
+    row_s = sn * n_k + sk
+    rows.add(np.concatenate([row_x, row_s]),
              np.concatenate([X + np.arange(nx), S + np.arange(ns)]),
-             np.concatenate([g, -p.class_gpus[sk].astype(float)]), ns, -np.inf, 0.0)
+             np.concatenate([g, -sl.astype(float)]), p.n_nodes * n_k, 0.0, 0.0)
     _order_rows(rows, [(n, n + 1) for n in range(p.n_nodes - 1)], sn, S, np.ones(ns))
 
 
@@ -549,8 +572,7 @@ def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
     v = np.zeros(m.n_cols)
     for n, items in placed.items():
         slot = slots[n]
-        level = int(p.class_gpus[node_k[n]]) if p.cloud else busy[n]
-        o = opt.get((slot, node_k[n], level))
+        o = opt.get((slot, node_k[n], busy[n]))
         found = [col.get((j, slot, c)) for j, c in items]
         if o is None or None in found:
             return None

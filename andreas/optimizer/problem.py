@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, charged_s,
-                           job_time_s, node_classes, node_kinds, postponement_costs)
+                           job_time_s, mix_cost, node_classes, node_kinds,
+                           postponement_costs)
 from andreas.model import Job, Snapshot
 
 INF = np.inf
@@ -111,31 +112,6 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     late_idx = np.flatnonzero(late)
     late_sorted = late_idx[np.argsort(-wspt[late_idx], kind="stable")]
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
-
-
-def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarray,
-             runnable: np.ndarray) -> np.ndarray:
-    """(J, C): for each on-time configuration c of a job, the least it pays for its
-    remaining work if it runs on c now and switches, once on time there, to one slower
-    configuration s it pays less on: the mix ending on its due date (``left`` seconds
-    away), f pi_c + (1 - f) pi_s with f = (t_s - left) / (t_s - t_c) the share of the work
-    done on c; pi_c itself where no such s exists; pi where c is not on time.
-
-    Why: in the cloud a job mixes configurations over its life (revisits,
-    ``solution.revisit_s``), so the one to start on is not the cheapest on-time one but
-    the one whose mix is cheapest. With two GPU types, the cheapest on-time configuration
-    can lie above the lower hull of (time, cost): a job then ran through it on its way
-    from a fast configuration to a slow one and paid more than the hull's two-point mix
-    (the lower bound's, ``simulator/bounds.py``). O(J C^2) in C steps of (J, C) arrays."""
-    late = runnable & ~in_dstar & (t >= left[:, None])
-    best = np.where(in_dstar, pi, INF)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for s in np.flatnonzero(late.any(axis=0)):
-            t_slow, pi_slow = t[:, s, None], pi[:, s, None]
-            ok = in_dstar & late[:, s, None] & (pi_slow < pi) & (t_slow > t)
-            share = (t_slow - left[:, None]) / (t_slow - t)
-            best = np.where(ok, np.minimum(best, share * pi + (1.0 - share) * pi_slow), best)
-    return np.where(in_dstar, best, pi)
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:

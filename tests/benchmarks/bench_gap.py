@@ -1,10 +1,11 @@
-"""Optimality-gap study: every policy's f_obj against milp's proven optimum on small snapshots.
+"""Optimality-gap study: every policy's objective against milp's proven optimum on small snapshots.
 
 For each setting (on premise, cloud) it draws random snapshots with at most 6 nodes and
 15 jobs (``andreas.synthetic.random_snapshot``, scenario 1 or 2, some jobs running on
 premise), solves each to proven optimality with ``milp`` and scores the plans of greedy,
-rg, pr, fifo, edf and hierarchical with ``costs.evaluate``. Gap = (f_obj - optimum) /
-optimum.
+rg, pr, fifo, edf and hierarchical with ``costs.evaluate``. The objective is f_obj on
+premise and f_mix in the cloud (what greedy, rg, pr and milp minimise there; on premise
+the two are equal). Gap = (objective - optimum) / optimum.
 
 The optimum is the *work-conserving* one (milp's default): the best plan that postpones
 a job only when no node has room for it. f_obj charges nothing for postponing a job that
@@ -63,7 +64,7 @@ def timed(snap: Snapshot, policy: str, **options) -> tuple[object, float]:
 
 def study(settings: list[str], count: int, max_nodes: int, max_jobs: int, time_limit_s: float,
           iterations: int, seed: int, quiet: bool) -> list[dict]:
-    """One record per snapshot: milp's optimum, status and time, every policy's f_obj."""
+    """One record per snapshot: milp's optimum, status and time, every policy's objective."""
     records = []
     for setting in settings:
         cloud = setting == "cloud"
@@ -80,13 +81,13 @@ def study(settings: list[str], count: int, max_nodes: int, max_jobs: int, time_l
                    "jobs": len(snap.jobs), "status": milp.stats["status"],
                    "optimum": milp.objective, "milp_s": milp_s,
                    "free_status": free.stats["status"], "free_s": free_s,
-                   "f_obj": {FREE: free.objective}, "seconds": {FREE: free_s},
+                   "objective": {FREE: free.objective}, "seconds": {FREE: free_s},
                    "conserving": {FREE: not postponed_that_fit(snap, free)},
                    "postponed": {"milp": len(milp.postponed), FREE: len(free.postponed)}}
             for policy in POLICIES:
                 plan, seconds = timed(snap, policy, iterations=iterations)
                 check_plan(snap, plan)
-                rec["f_obj"][policy] = evaluate(snap, plan).f_obj
+                rec["objective"][policy] = evaluate(snap, plan).f_mix
                 rec["seconds"][policy] = seconds
                 rec["conserving"][policy] = not postponed_that_fit(snap, plan)
                 rec["postponed"][policy] = len(plan.postponed)
@@ -114,12 +115,12 @@ def summarize(records: list[dict]) -> list[dict]:
         times = [r["milp_s"] for r in mine]
         free_times = [r["free_s"] for r in mine]
         for policy in (*POLICIES, FREE):
-            gaps = sorted(gap_pct(r["f_obj"][policy], r["optimum"]) for r in positive)
-            euros = [r["f_obj"][policy] - r["optimum"] for r in proven]
+            gaps = sorted(gap_pct(r["objective"][policy], r["optimum"]) for r in positive)
+            euros = [r["objective"][policy] - r["optimum"] for r in proven]
             hits = sum(abs(f - r["optimum"]) <= SAME * max(1.0, r["optimum"])
-                       for r, f in ((r, r["f_obj"][policy]) for r in proven))
+                       for r, f in ((r, r["objective"][policy]) for r in proven))
             below = sum(f < r["optimum"] - SAME * max(1.0, r["optimum"])
-                        for r, f in ((r, r["f_obj"][policy]) for r in proven))
+                        for r, f in ((r, r["objective"][policy]) for r in proven))
             rows.append({
                 "setting": setting, "policy": policy, "snapshots": len(mine),
                 "proven": len(proven), "positive_optimum": len(positive),
@@ -150,9 +151,9 @@ def point_4x10(time_limit_s: float, iterations: int) -> list[dict]:
         rg, rg_s = timed(snap, "rg", iterations=iterations)
         out.append({"setting": "cloud" if cloud else "on-premise", "status": milp.stats["status"],
                     "milp_s": milp_s, "rg_s": rg_s, "ratio_to_rg": milp_s / rg_s,
-                    "milp_f_obj": milp.objective, "rg_f_obj": evaluate(snap, rg).f_obj,
+                    "milp_objective": milp.objective, "rg_objective": evaluate(snap, rg).f_mix,
                     "free_status": free.stats["status"], "free_s": free_s,
-                    "free_f_obj": free.objective,
+                    "free_objective": free.objective,
                     "under_60s": milp.stats["status"] == "optimal" and milp_s < 60.0})
     return out
 
@@ -189,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['positive_optimum']:>5} {pct[0]:>10} {pct[1]:>9} {pct[2]:>10} {pct[3]:>10} "
               f"{pct[4]:>10} {fmt(r['optimal_share_pct'], '{:.0f} %'):>8} "
               f"{r['below_optimum']:>5} {fmt(r['conserving_pct'], '{:.0f} %'):>6}")
-    print("optimum = milp's work-conserving optimum; gap % = (f_obj - optimum) / optimum over "
-          "the proven snapshots with a positive optimum (opt>0); mean abs = mean f_obj - "
+    print("optimum = milp's work-conserving optimum; gap % = (objective - optimum) / optimum over "
+          "the proven snapshots with a positive optimum (opt>0); mean abs = mean objective - "
           "optimum over all proven ones; below = proven snapshots where the plan undercuts "
           "the optimum (only a plan that is not work-conserving can); wc = share of the "
           f"policy's plans that are work-conserving; {FREE} = the unrestricted optimum")
@@ -205,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     for p in point:
         print(f"4 nodes / 10 jobs ({p['setting']}): milp {p['status']} in {p['milp_s']:.3f} s "
               f"(unrestricted {p['free_status']} in {p['free_s']:.3f} s), rg {p['rg_s']:.3f} s, "
-              f"ratio {p['ratio_to_rg']:.1f}x; f_obj milp {p['milp_f_obj']:.2f} (unrestricted "
-              f"{p['free_f_obj']:.2f}) vs rg {p['rg_f_obj']:.2f}; proven under 60 s: "
+              f"ratio {p['ratio_to_rg']:.1f}x; objective milp {p['milp_objective']:.2f} "
+              f"(unrestricted {p['free_objective']:.2f}) vs rg {p['rg_objective']:.2f}; "
+              f"proven under 60 s: "
               f"{'yes' if p['under_60s'] else 'NO'}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
