@@ -4,12 +4,13 @@ A batch of B rows is built by the compiled kernel (``kernels.construct_rows``); 
 follows one *strategy*: a queue order, a preference order of configurations per job (the
 deterministic choice and the fallback), the probabilities of the randomized choice, and
 two flags: ``pinned`` (running jobs first stay where they run) and ``exclusive`` (one job
-per node: a job never joins an open node).
+per node: a job never joins an open node). Every row is scored on f_obj, f_bar and f_mix
+(``costs.evaluate``); the policies choose by f_mix, which is f_obj on premise.
 
 - ``paper``: the papers' rule: jobs by pressure (late ones by Smith's rule, see
   ``problem.queue_order``), the cheapest configuration in D*_j, else the fastest,
   best-fit packing. "Cheapest" is ``problem.rank``: on premise pi, in the cloud the
-  cost of the best mix starting there (``problem.mix_cost``). Row 0 is its deterministic
+  cost of the best mix starting there (``costs.mix_cost``). Row 0 is its deterministic
   row, the greedy, so the best of a batch is never worse than the greedy; the randomized
   rows are all of this strategy.
 - ``fifo``, ``edf``, ``priority`` (the *floor*, ``floor=True``, off by default): the
