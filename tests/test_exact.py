@@ -120,10 +120,11 @@ def test_share_of_tiny_snapshots_where_heuristics_reach_the_optimum(alpha) -> No
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_cloud_f_mix_optimum_bounds_the_policies_and_is_attained(seed: int) -> None:
+def test_cloud_f_mix_optimum_bounds_the_policies(seed: int) -> None:
     """In the cloud greedy, rg and pr minimise f_mix (``costs.evaluate``): each reports its
-    plan's f_mix, none undercuts the enumerated optimum, and the optimum's plan
-    re-evaluates to it; on premise the enumerator's f_mix is its f_obj."""
+    plan's f_mix and none undercuts the enumerated optimum (that the optimum's plan
+    re-evaluates to it: tests/test_milp.py); on premise the enumerator's f_mix is its
+    f_obj."""
     rng = np.random.default_rng(seed)
     snap = random_snapshot(rng, int(rng.integers(1, 3)), int(rng.integers(1, 5)), cloud=True,
                            scenario=int(rng.integers(1, 3)), now_s=float(rng.uniform(0, 1e5)),
@@ -136,15 +137,5 @@ def test_cloud_f_mix_optimum_bounds_the_policies_and_is_attained(seed: int) -> N
         assert plan.objective_name == "f_mix"
         assert abs(plan.objective - ev.f_mix) <= 1e-9 * max(1.0, abs(ev.f_mix)), policy
         assert _at_least(ev.f_mix, exact.min_f_mix), policy
-    chosen, configs = exact.argmin_f_mix, exact.argmin_mix_configs
-    plan = Plan(policy="exact", objective=exact.min_f_mix, objective_name="f_mix",
-                assignments=tuple(Assignment(job=j.id, node=snap.nodes[n].name, gpus=g)
-                                  for j, (n, g) in zip(snap.jobs, chosen) if n >= 0),
-                postponed=tuple(j.id for j, (n, _) in zip(snap.jobs, chosen) if n < 0),
-                node_configs={snap.nodes[n].name: c for n, c in enumerate(configs)
-                              if c is not None})
-    check_plan(snap, plan)
-    got = evaluate(snap, plan).f_mix
-    assert abs(got - exact.min_f_mix) <= 1e-9 * max(1.0, abs(got))
     premise = enumerate_optimum(tiny(seed))
     assert premise.min_f_mix == premise.min_f_obj
