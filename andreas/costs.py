@@ -344,8 +344,8 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
     the cheapest mix its configuration starts) instead of its node's price until the
     node's first job ends, which is left only for the node's idle GPUs. Why: a VM's price
     per hour says nothing of how fast its jobs progress, so f_obj preferred the cheaper
-    but slower GPU type and jobs alternated between types (ARCHITECTURE.md, "Ranking
-    configurations by the mix they start"). On premise f_mix = f_obj.
+    but slower GPU type and jobs alternated between types (ARCHITECTURE.md, "Choosing the
+    plan by the mix: f_mix"). On premise f_mix = f_obj.
 
     ``sharing`` (an ``andreas.interference.Sharing``; default its defaults) predicts the
     slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``."""

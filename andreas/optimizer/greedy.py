@@ -1,5 +1,5 @@
 """Greedy and ANDREAS Randomized Greedy (Algorithm 1), both minimising f_obj (in the cloud
-f_mix: ``costs.evaluate``, ARCHITECTURE.md "Ranking configurations by the mix they start")."""
+f_mix: ``costs.evaluate``, ARCHITECTURE.md "Choosing the plan by the mix: f_mix")."""
 
 from __future__ import annotations
 
