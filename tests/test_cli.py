@@ -331,6 +331,26 @@ def test_compare_scores_every_policy_with_the_reference_cost_model() -> None:
     assert by["rg"]["f_obj"] <= by["greedy"]["f_obj"]
 
 
+def test_compare_shows_f_mix_for_cloud_snapshots(tmp_path: Path) -> None:
+    """In the cloud greedy, rg and pr minimise f_mix: compare reports it for every plan
+    (from costs.evaluate), and rg's is at most greedy's."""
+    from andreas.costs import evaluate
+    path = write(tmp_path, cloud_doc())
+    result = run("compare", path, "--policies", "greedy,rg,edf", "--json", "--iterations", "50")
+    assert result.exit_code == 0, result.output
+    rows = {r["policy"]: r for r in json.loads(result.stdout)}
+    snapshot = load_snapshot(path)
+    for name, row in rows.items():
+        plan = optimizer.decide(snapshot, __import__("numpy").random.default_rng(0), name,
+                                **({"iterations": 50} if name == "rg" else {}))
+        assert row["f_mix"] == pytest.approx(evaluate(snapshot, plan).f_mix)
+    assert rows["rg"]["objective_name"] == rows["greedy"]["objective_name"] == "f_mix"
+    assert rows["edf"]["objective_name"] == "f_obj"
+    assert rows["rg"]["f_mix"] <= rows["greedy"]["f_mix"] * (1 + 1e-12)
+    table = run("compare", path, "--policies", "greedy,rg")
+    assert table.exit_code == 0 and "f_mix" in table.output, table.output
+
+
 def test_compare_table_and_unknown_policy() -> None:
     result = run("compare", str(EXAMPLE), "--policies", "greedy,pr")
     assert result.exit_code == 0, result.output
