@@ -324,6 +324,12 @@ def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarr
     return np.where(in_dstar, best, pi)
 
 
+def objective_name(cloud: bool) -> str:
+    """The objective greedy, rg, pr, milp and hierarchical minimise and report: f_mix in
+    the cloud, f_obj on premise (where the two are equal; ``evaluate``)."""
+    return "f_mix" if cloud else "f_obj"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Evaluation:
     f_obj: float

@@ -45,12 +45,6 @@ DEFAULT_SWAP_SCALE = 0.5
 FLOOR = ("fifo", "edf", "priority")
 
 
-def objective_name(problem: Problem) -> str:
-    """What the constructions' policies minimise and report: f_mix in the cloud, f_obj on
-    premise (where the two are equal; ``costs.evaluate``)."""
-    return "f_mix" if problem.cloud else "f_obj"
-
-
 @dataclass(frozen=True, eq=False)
 class Batch:
     """B complete solutions: node index and configuration per job (-1: postponed)."""

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct, objective_name
+from andreas.costs import objective_name
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
 from andreas.optimizer.problem import DEFAULT_ORDER, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -39,7 +40,7 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
-                   objective=batch.f_mix[0], objective_name=objective_name(problem),
+                   objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
                    stats={"jobs": problem.n_jobs})
 
 
@@ -67,5 +68,6 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
              "greedy_f_obj": float(batch.f_obj[0]), "f_obj": float(batch.f_obj[best]),
              "distinct_solutions": len({row.tobytes() for row in batch.cfg})}
     return to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
-                   policy="rg", objective=batch.f_mix[best], objective_name=objective_name(problem),
+                   policy="rg", objective=batch.f_mix[best],
+                   objective_name=objective_name(problem.cloud),
                    stats=stats)

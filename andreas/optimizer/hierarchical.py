@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from andreas.costs import evaluate
+from andreas.costs import evaluate, objective_name
 from andreas.errors import InputError
 from andreas.model import Job, Plan, Snapshot
 from andreas.optimizer.milp import decide_milp
@@ -105,7 +105,7 @@ def _merge(snapshot: Snapshot, plans: list[Plan], time_limit_s: float) -> Plan:
                   assignments=tuple(a for p in plans for a in p.assignments),
                   postponed=tuple(j for p in plans for j in p.postponed),
                   node_configs={n: c for p in plans for n, c in p.node_configs.items()},
-                  objective=0.0, objective_name="f_mix" if snapshot.cloud else "f_obj")
+                  objective=0.0, objective_name=objective_name(snapshot.cloud))
     statuses = [str(p.stats.get("status", "unknown")) for p in plans]
     worst = max(statuses, key=lambda s: _STATUS_RANK.index(s) if s in _STATUS_RANK
                 else len(_STATUS_RANK))

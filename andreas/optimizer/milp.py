@@ -81,10 +81,9 @@ from typing import Any
 
 import numpy as np
 
-from andreas.costs import SECONDS_PER_HOUR, evaluate
+from andreas.costs import SECONDS_PER_HOUR, evaluate, objective_name
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import objective_name
 from andreas.optimizer.problem import Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -174,7 +173,7 @@ def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
     start_t = time.perf_counter()
     _check_inputs(snapshot)
     problem = compile_problem(snapshot)
-    name = objective_name(problem)
+    name = objective_name(problem.cloud)
     _check_magnitudes(problem)
     greedy = decide_greedy(snapshot, np.random.default_rng(0))
     model = build_model(problem, max_variables=max_variables, work_conserving=work_conserving)

@@ -42,8 +42,8 @@ class Problem:
     t_energy: np.ndarray          # seconds c_ng is charged for (costs.charged_s): t itself
     #                               at a constant price; with a tariff, integral / mean rate
     pi: np.ndarray                # deployment cost t * c / 3600 (c of the job's own g / VM price)
-    rank: np.ndarray              # what the constructions rank on-time configurations by:
-    #                               cloud mix_cost (pi of the best later switch), else pi
+    rank: np.ndarray              # what the constructions rank on-time configurations by
+    #                               and f_mix charges a job: cloud mix_cost, else pi
     tard_cost: np.ndarray         # w * max(0, now + t - d)
     fbar_term: np.ndarray         # M / (pi + tard_cost), 0 where the job cannot run
     runnable: np.ndarray          # bool

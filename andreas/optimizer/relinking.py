@@ -56,7 +56,8 @@ import numpy as np
 
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct, objective_name
+from andreas.costs import objective_name
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
 from andreas.optimizer.kernels import evaluate_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
@@ -367,7 +368,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
              "best_objective": lowest, "window": int(window.size), "chosen": chosen,
              "restarts": stops}
     return to_plan(p, node, cfg, ncls, policy="pr", objective=value,
-                   objective_name=objective_name(p), stats=stats)
+                   objective_name=objective_name(p.cloud), stats=stats)
 
 
 def _ncls_for_plan(problem: Problem, s: Solution) -> np.ndarray:
