@@ -299,6 +299,24 @@ def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
     return tuple(out)
 
 
+def switch_targets(t_cur: np.ndarray, pi_cur: np.ndarray, t: np.ndarray, pi: np.ndarray,
+                   left: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+    """Where a job on time on its current configuration (``t_cur`` seconds for its
+    remaining work, paying ``pi_cur``) could later switch to another (``t``, ``pi``) and
+    still end on time, paying less: the other is slower, late if started now (``left``
+    seconds to the due date), and cheaper. Broadcasts; the one rule of the switch model
+    (``mix_cost`` prices the mix, ``solution.revisit_s`` times the switch)."""
+    return runnable & (t > t_cur) & (t >= left) & (pi < pi_cur)
+
+
+def switch_share(t_cur: np.ndarray, t_slow: np.ndarray, left: np.ndarray) -> np.ndarray:
+    """The share of its remaining work a job does on its current configuration before it
+    switches to the slower one of ``switch_targets`` and ends exactly on its due date,
+    (t_slow - left) / (t_slow - t_cur): while it runs, the slower one's remaining time
+    shrinks in proportion, so the switch comes ``share * t_cur`` seconds from now."""
+    return (t_slow - left) / (t_slow - t_cur)
+
+
 def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarray,
              runnable: np.ndarray) -> np.ndarray:
     """(J, C): for each on-time configuration c of a job, the least it pays for its
@@ -318,8 +336,9 @@ def mix_cost(pi: np.ndarray, t: np.ndarray, left: np.ndarray, in_dstar: np.ndarr
     with np.errstate(invalid="ignore", divide="ignore"):
         for s in np.flatnonzero(late.any(axis=0)):
             t_slow, pi_slow = t[:, s, None], pi[:, s, None]
-            ok = in_dstar & late[:, s, None] & (pi_slow < pi) & (t_slow > t)
-            share = (t_slow - left[:, None]) / (t_slow - t)
+            ok = in_dstar & switch_targets(t, pi, t_slow, pi_slow, left[:, None],
+                                           late[:, s, None])
+            share = switch_share(t, t_slow, left[:, None])
             best = np.where(ok, np.minimum(best, share * pi + (1.0 - share) * pi_slow), best)
     return np.where(in_dstar, best, pi)
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from andreas.costs import switch_share
 from andreas.manager.plandoc import Target
 from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot, Trace
 from andreas.optimizer import decide
@@ -158,6 +159,21 @@ def test_the_cloud_ranks_an_on_time_configuration_by_the_mix_it_starts() -> None
     assert a.gpus == 4 and plan.node_configs[a.node] == "NV24"
     # it runs there until M60 x3 is on time: (215 588 - 212 865) / (215 588 / 180 223 - 1)
     assert plan.revisit_s == pytest.approx(13_877.0 + REVISIT_MARGIN_S, abs=2.0)
+
+
+@given(t_cur=st.floats(10.0, 1e5), slower=st.floats(1.01, 5.0), where=st.floats(0.01, 0.99))
+def test_the_switch_share_is_both_the_mix_and_the_revisit_moment(
+        t_cur: float, slower: float, where: float) -> None:
+    # on time on the current configuration, late on the slower one: the share of the work
+    # done fast ends the two-step mix on the due date, and after share * t_cur seconds
+    # the slower one needs exactly the time left (the revisit moment)
+    t_slow = t_cur * slower
+    left = t_cur + where * (t_slow - t_cur)
+    share = float(switch_share(np.float64(t_cur), np.float64(t_slow), np.float64(left)))
+    assert 0.0 < share < 1.0
+    assert share * t_cur + (1.0 - share) * t_slow == pytest.approx(left, rel=1e-9)
+    tau = share * t_cur
+    assert t_slow * (1.0 - tau / t_cur) == pytest.approx(left - tau, rel=1e-9)
 
 
 def test_on_premise_ranks_by_pi() -> None:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from andreas.costs import switch_share, switch_targets
 from andreas.model import Assignment, Plan
 from andreas.optimizer.problem import Problem
 
@@ -66,8 +67,8 @@ def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | No
     While a job runs on c its remaining time on a slower c' shrinks in proportion to its
     remaining work, t'(tau) = t' (1 - tau / t_c) (restart overheads are not scaled: an
     estimate of when to look, the policy decides then), and c' is on time once
-    t'(tau) <= (d - now) - tau, i.e. tau = (t' - left) / (t' / t_c - 1), which is below
-    t_c whenever c is on time."""
+    t'(tau) <= (d - now) - tau, i.e. tau = share * t_c with ``costs.switch_share``, below
+    t_c whenever c is on time: the switch of ``costs.mix_cost``'s two-step mix."""
     placed = np.flatnonzero(node >= 0)
     if not placed.size:
         return None
@@ -78,13 +79,13 @@ def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | No
     left = problem.due[placed] - now
     t_alt = problem.t[placed]
     on_time = np.isfinite(t_cur) & (t_cur > 0) & (t_cur < left)
-    cheaper_later = (on_time[:, None] & np.isfinite(t_alt) & (t_alt > t_cur[:, None])
-                     & (t_alt >= left[:, None]) & (problem.pi[placed] < pi_cur[:, None]))
+    cheaper_later = on_time[:, None] & switch_targets(
+        t_cur[:, None], pi_cur[:, None], t_alt, problem.pi[placed], left[:, None],
+        np.isfinite(t_alt))
     if not cheaper_later.any():
         return None
     rows, cols = np.nonzero(cheaper_later)
-    t_slow = t_alt[rows, cols]
-    tau = (t_slow - left[rows]) / (t_slow / t_cur[rows] - 1.0)
+    tau = switch_share(t_cur[rows], t_alt[rows, cols], left[rows]) * t_cur[rows]
     return float(now + tau.min() + REVISIT_MARGIN_S)
 
 
