@@ -111,6 +111,34 @@ def test_idle_gpus_of_a_rented_vm_go_to_a_job_on_it(jobs, gpus):
         assert evaluate(snap, plan).idle_gpus == 0
 
 
+def test_a_job_on_a_gpu_count_no_vm_has_swaps_into_a_full_node_rather_than_idle_a_gpu():
+    """Queue order a3, b2, c2, d1, e3 (by pressure; the number is each job's best GPU
+    count). Best fit fills one NC48 with a3 b2 c2 d1 and leaves e3 alone: 3 GPUs need an
+    NC24, whose fourth GPU went to e3 (x4, off its best mix). Swapping e3 with b2 + d1
+    (powers of two, 3 GPUs together) keeps the NC48 full and splits b2, d1 over an NC12
+    and an NC6: nothing idles, and every job runs on its best count."""
+    times = {"K80": (100.0, 60.0, 45.0, 40.0, 38.0, 37.0, 36.0, 35.0)}
+    jobs = tuple(Job(id=i, submit_s=0.0, due_s=due, weight=0.01, epochs=epochs,
+                     epoch_time_s=times)
+                 for i, epochs, due in (("a3", 10, 500.0), ("b2", 10, 700.0),
+                                        ("c2", 10, 700.0), ("d1", 10, 5000.0),
+                                        ("e3", 1000, 50_000.0)))
+    snap = Snapshot(now_s=0.0, nodes=tuple(Node(name=f"n{i}") for i in range(5)), jobs=jobs,
+                    catalog=CLOUD)
+    p = compile_problem(snap)
+    for policy in ("greedy", "rg"):
+        plan = decide(snap, np.random.default_rng(0), policy, iterations=20)
+        check_plan(snap, plan)
+        assert {a.job: a.gpus for a in plan.assignments} == {
+            "a3": 3, "b2": 2, "c2": 2, "d1": 1, "e3": 3}
+        assert sorted(plan.node_configs.values()) == ["NC12", "NC48", "NC6"]
+        ev = evaluate(snap, plan)
+        assert ev.idle_gpus == 0
+        # each job pays its least rank: no plan's f_mix is lower (e3 on x4: 7 % more)
+        assert ev.f_mix == pytest.approx(float(np.where(p.in_dstar, p.rank, np.inf)
+                                               .min(axis=1).sum()), rel=1e-9)
+
+
 def test_a_cloud_node_with_running_jobs_keeps_its_vm_in_the_baselines_rows():
     running = tuple(Job(id=f"r{i}", submit_s=0.0, due_s=1e6, weight=0.01, epochs=10,
                         epoch_time_s={"K80": (100.0, 60.0)},

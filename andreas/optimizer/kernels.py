@@ -8,8 +8,10 @@ a node; here a best-fit node is the head of a linked list, O(1).
 Placement groups: on premise a group is a node class; in the cloud a group is a GPU
 type. A cloud node opens as the group's *largest* VM so that later jobs pack onto it,
 and once every job is placed each node is downsized to the cheapest VM of its GPU type
-that holds its jobs (the published implementation's constructive step); GPUs it still
-leaves idle go to the job on it that they speed up most (``_fill_idle``). In *exclusive*
+that holds its jobs (the published implementation's constructive step), split over
+free nodes where that VM would idle GPUs (``_split``), after a job on a GPU count no VM
+size is swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
+the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
 nothing packs onto an open node.
 
@@ -84,6 +86,53 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
     ncls[n] = group_cheapest[grp, used[n]]
     ncls[m] = group_cheapest[grp, moved]
     return True
+
+
+@njit(cache=True, nogil=True)
+def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, class_group,
+              ncls, group_cheapest):
+    """Node n's cheapest VM would idle GPUs and a job on it runs on a GPU count no VM size
+    is (3, 5, 6, 7 with VMs of 1, 2, 4, 8): swap that job with jobs of a node its VM holds
+    exactly, of the same GPU type, whose counts are powers of two and add up to the
+    job's. That node stays exactly full; n's jobs can then be split among VMs that idle
+    nothing (``_split``). Returns whether it swapped."""
+    n_jobs = node_of.shape[0]
+    ys = np.empty(class_gpus.max(), np.int64)
+    swapped = False
+    for x in range(n_jobs):
+        if node_of[x] != n:
+            continue
+        gx = cfg_g[cfg_of[x]]
+        if gx & (gx - 1) == 0:
+            continue
+        for f in range(opened):
+            if (f == n or fixed[f] or used[f] <= 0 or class_group[ncls[f]] != grp
+                    or class_gpus[group_cheapest[grp, used[f]]] != used[f]):
+                continue
+            k = 0
+            for j in range(n_jobs):
+                if node_of[j] == f and k < ys.shape[0]:
+                    g = cfg_g[cfg_of[j]]
+                    if g & (g - 1) == 0:
+                        ys[k] = j
+                        k += 1
+            hit = 0
+            for mask in range(1, 1 << k):
+                total = 0
+                for i in range(k):
+                    if mask & (1 << i):
+                        total += cfg_g[cfg_of[ys[i]]]
+                if total == gx:
+                    hit = mask
+                    break
+            if hit:
+                for i in range(k):
+                    if hit & (1 << i):
+                        node_of[ys[i]] = n
+                node_of[x] = f
+                swapped = True
+                break
+    return swapped
 
 
 @njit(cache=True, nogil=True)
@@ -345,6 +394,9 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
             if used[n] > 0 and not fixed[n]:
                 grp = class_group[ncls[n]]
                 ncls[n] = group_cheapest[grp, used[n]]
+                if class_gpus[ncls[n]] > used[n] and opened < n_nodes:
+                    _swap_odd(n, opened, grp, fixed, out_node, out_cfg, cfg_g, used,
+                              class_gpus, class_group, ncls, group_cheapest)
                 while opened < n_nodes and class_gpus[ncls[n]] > used[n]:
                     if not _split(n, opened, grp, out_node, out_cfg, cfg_g, used, ncls,
                                   class_gpus, class_cost_h, group_cheapest, group_best):
