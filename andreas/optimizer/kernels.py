@@ -9,8 +9,8 @@ Placement groups: on premise a group is a node class; in the cloud a group is a 
 type. A cloud node opens as the group's *largest* VM so that later jobs pack onto it,
 and once every job is placed each node is downsized to the cheapest VM of its GPU type
 that holds its jobs (the published implementation's constructive step), split over
-free nodes where that VM would idle GPUs (``_split``), after a job on a GPU count no VM
-size is swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
+free nodes where that VM would idle GPUs (``_split``), after a job on a GPU count that is
+not a power of two swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
 the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
 nothing packs onto an open node.
@@ -91,14 +91,13 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
 @njit(cache=True, nogil=True)
 def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, class_group,
               ncls, group_cheapest):
-    """Node n's cheapest VM would idle GPUs and a job on it runs on a GPU count no VM size
-    is (3, 5, 6, 7 with VMs of 1, 2, 4, 8): swap that job with jobs of a node its VM holds
-    exactly, of the same GPU type, whose counts are powers of two and add up to the
-    job's. That node stays exactly full; n's jobs can then be split among VMs that idle
-    nothing (``_split``). Returns whether it swapped."""
+    """Node n's cheapest VM would idle GPUs and a job on it runs on a GPU count that is not
+    a power of two (3, 5, 6, 7: no VM size of the published catalog, whose VMs have 1, 2,
+    4 or 8 GPUs): swap that job with jobs of a node its VM holds exactly, of the same GPU
+    type, whose counts are powers of two and add up to the job's. That node stays exactly
+    full; n's jobs can then be split among VMs that idle nothing (``_split``)."""
     n_jobs = node_of.shape[0]
     ys = np.empty(class_gpus.max(), np.int64)
-    swapped = False
     for x in range(n_jobs):
         if node_of[x] != n:
             continue
@@ -130,9 +129,7 @@ def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, c
                     if hit & (1 << i):
                         node_of[ys[i]] = n
                 node_of[x] = f
-                swapped = True
                 break
-    return swapped
 
 
 @njit(cache=True, nogil=True)
