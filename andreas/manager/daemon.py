@@ -85,6 +85,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     unfence = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
+        from andreas.optimizer.kernels import warm
+        warm(notice=log.info)   # before the lease: a standby takes over ready to decide
         if not acquire(lock, settings.manager.lock, stop=stop):
             log.info("stopped while waiting for the manager lease")
             return 0
@@ -105,8 +107,6 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             metrics = serve([manager_collector(manager)],
                             address=settings.manager.metrics_address,
                             port=settings.manager.metrics_port)
-        from andreas.optimizer.kernels import warm
-        warm(notice=log.info)   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
         run_loop(manager, stop, once=once, lock=lock)
