@@ -35,6 +35,7 @@ _SLOW = (
     "examples/test_train.py::", "manager/test_daemon.py::test_sigterm_stops",
     "manager/test_random.py::", "manager/test_loop.py::", "manager/test_lock.py::",
     "manager/test_outage.py::test_an_outage_is_probed",
+    "manager/test_manager_unit.py::test_the_manager_decides", "agents_daemon/test_agent_gap.py::",
     "report/test_cli.py::test_html_page_opens_in_headless_chromium",
     "executor/test_docker_events.py::test_an_unreachable_engine",
     "store/test_retention.py::", "store/test_samples.py::test_batched_insert",
