@@ -305,7 +305,8 @@ class Agent:
                 self._running[item.container_id] = _Running(job, now_mono)
             else:
                 gone = self._running.pop(item.container_id, None)
-                ended.append(gone.job if gone is not None else job)
+                if gone is not None:     # (else dropped already: its process ended while
+                    ended.append(gone.job)   # the engine was away; nothing more to charge)
         if self.tracker is not None and self._running:
             followed = {i.container_id for i in self.tracker.followed()}
             for cid in [c for c, r in self._running.items()

@@ -118,6 +118,7 @@ class Fence:
         self._pending: cf.Future | None = None
         self._pending_sent = 0.0
         self._fenced = False           # all stopped for want of the store (log once)
+        self._store_down = False       # the last query failed (one line per change)
 
     def run(self, stop: threading.Event) -> None:
         next_check = self.mono()
@@ -146,9 +147,9 @@ class Fence:
         verdicts = self._ask(running)
         now = self.mono()
         if verdicts is not None:
-            if self._fenced:
+            if self._fenced or self._store_down:
                 log.warning("fence: the store answers again")
-            self._fenced = False
+            self._fenced = self._store_down = False
             for r in running:
                 v = verdicts.get((r.job_id, r.attempt))
                 if v is not None and v.stale:
@@ -180,13 +181,13 @@ class Fence:
             found = self._pending.result(timeout=None if wait_s is None else max(0.0, wait_s))
         except cf.TimeoutError:
             self.stats.failed_checks += 1
-            log.warning("fence: the store has not answered for %.0f s", self.mono() - sent)
+            self._note_down(f"the store has not answered for {self.mono() - sent:.0f} s")
             return None                     # still pending: collected at a later check
         except Exception as e:  # noqa: BLE001 - any store error: unreachable for the fence
             self._pending = None
             self.stats.failed_checks += 1
-            log.warning("fence: cannot ask the store (%.0f s since the last answer): %s",
-                        self.mono() - self.last_ok, error_line(e))
+            self._note_down(f"cannot ask the store ({self.mono() - self.last_ok:.0f} s since "
+                            f"the last answer): {error_line(e)}")
             return None
         self._pending = None
         self.stats.checks += 1
@@ -195,6 +196,11 @@ class Fence:
             return found
         wanted = {(r.job_id, r.attempt) for r in running}
         return found if wanted <= set(found) else None   # an older query's answer: next time
+
+    def _note_down(self, why: str) -> None:
+        """One warning when the store stops answering; later failures at debug level."""
+        (log.debug if self._store_down else log.warning)("fence: %s", why)
+        self._store_down = True
 
     # ------------------------------------------------------------------ stopping
 

@@ -114,6 +114,8 @@ class Lease:
                      rows.describe(state.holder),
                      "given back" if state.expires_s == 0 else
                      "expired" if state.expired else "its process has ended")
+        else:
+            log.info("manager lease taken (token %d)", token)
         return True
 
     def _free(self, state: rows.LeaseState) -> bool:
@@ -233,8 +235,6 @@ def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | No
     while True:
         try:
             if lock.try_acquire(0):
-                if down is not None or waiting:
-                    log.info("manager lease taken")
                 return True
             holder = lock.holder()
         except (LeaseLost, LockHeld):
