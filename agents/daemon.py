@@ -39,6 +39,7 @@ from agents.entries import heartbeat, to_entry
 from agents.fence import Fence, Verdicts
 from agents.meter import Meter
 from agents.records import GpuGap, GpuSample
+from agents.resume import Resume
 from agents.spool import Spool
 from agents.store_writer import StoreWriter
 from andreas.store.registry import NodeSpec, agent_engine
@@ -48,6 +49,7 @@ from andreas.store.engine import is_sqlite, parse_url
 log = logging.getLogger(__name__)
 
 RECONCILE_AFTER_S = 5.0      # a followed container the tracker no longer reads is gone
+GAP_WAIT_S = 30.0            # a restart's gap waits this long at most for the containers
 # Ticks are on a grid (t0 + k * interval); each one wakes a little late, so two ticks can be
 # a few ms *less* than an interval apart. The GPU sampler emits energy only over windows of
 # at least its minimum: with exactly the interval, about every other window would miss it
@@ -120,6 +122,9 @@ class Agent:
         self._docker_retry_at = 0.0
         self._docker_failures = 0           # failed connections to Docker in a row
         self._fence_verdicts = fence_verdicts
+        self.resume: Resume | None = None
+        self._gap_at: tuple[float, float, dict[str, int | None]] | None = None
+        self._gap_ready = False
         self.fence: Fence | None = None
         self._fence_stop = threading.Event()
         self._fence_thread: threading.Thread | None = None
@@ -133,6 +138,7 @@ class Agent:
         cfg = self.cfg
         if self.spool is None:
             self.spool = Spool(cfg.spool_dir, max_bytes=cfg.spool_max_bytes)
+        self.resume = Resume(self.spool.directory)
         if self.gpus is None:
             self.gpus = self._make_gpu_sampler()
         inventory = self.gpus.start()
@@ -149,7 +155,8 @@ class Agent:
                                       spec=self.node_spec, self_register=self_register)
         self.delivery = Delivery(self.writer, self.spool, batch_rows=cfg.batch_rows,
                                  batch_s=cfg.batch_s, shutdown_s=cfg.shutdown_s,
-                                 max_backoff_s=cfg.max_backoff_s)
+                                 max_backoff_s=cfg.max_backoff_s,
+                                 on_stored=self.resume.stored)
         self.delivery.start()
         log.info("delivering to %s (spool %s, at most %d bytes)", cfg.db_url_masked,
                  cfg.spool_dir, cfg.spool_max_bytes)
@@ -231,6 +238,9 @@ class Agent:
         if self.fake is not None:
             self._drive_fake(current)
         readings = self.gpus.sample(now_mono, now_wall)
+        if self.stats.ticks == 0 and self.resume is not None \
+                and self.resume.previous is not None:
+            self._gap_at = (now_mono, now_wall, self.gpus.counters())   # the baseline
         self._refresh_spec()
         sampled = set(self._spec_sampled)
         busy = {u for c in current for u in c.gpu_uuids if u in sampled}
@@ -247,10 +257,35 @@ class Agent:
                                                               shares)]
         self.meter.observe(now_wall, [r for r in readings if isinstance(r, (GpuSample, GpuGap))],
                            host, shares)
+        if self.resume is not None:
+            self.resume.holding = tuple(current)
+            if self._gap_at is not None:
+                entries += self._charge_gap(now_mono, current, len(busy))
         if now_mono >= self._next_heartbeat:
             entries.append(heartbeat(now_wall))
             self._next_heartbeat = now_mono + self.cfg.heartbeat_s
         self.delivery.put_many(entries)
+
+    def _charge_gap(self, now_mono: float, current: list[ContainerJob],
+                    busy: int) -> list[dict]:
+        """The time the previous run did not sample, charged from the GPUs' energy
+        counters (agents/resume.py), once the containers running now are known (the
+        tracker connected, a tick later) or after GAP_WAIT_S."""
+        assert self._gap_at is not None and self.resume is not None
+        first_mono, first_wall, counters = self._gap_at
+        wait = getattr(self.tracker, "wait_connected", None)
+        connected = wait is None or wait(0)
+        if not (self._gap_ready or now_mono - first_mono >= GAP_WAIT_S):
+            self._gap_ready = connected     # one more tick: its starts reach _running
+            return []
+        self._gap_at = None
+        limits = {g.uuid: g.power_limit_w for g in self.gpus.inventory}
+        gap = self.resume.gap(first_wall, counters, current, power_limits_w=limits)
+        if gap is None:
+            return []
+        (log.warning if not gap.row.charged else log.info)("%s", gap.row.reason)
+        return ([to_entry(s, busy_gpus=busy) for s in gap.samples]
+                + [to_entry(j) for j in gap.jobs] + [to_entry(gap.row)])
 
     # ------------------------------------------------------------------ containers
 
@@ -270,7 +305,8 @@ class Agent:
                 self._running[item.container_id] = _Running(job, now_mono)
             else:
                 gone = self._running.pop(item.container_id, None)
-                ended.append(gone.job if gone is not None else job)
+                if gone is not None:     # (else dropped already: its process ended while
+                    ended.append(gone.job)   # the engine was away; nothing more to charge)
         if self.tracker is not None and self._running:
             followed = {i.container_id for i in self.tracker.followed()}
             for cid in [c for c, r in self._running.items()

@@ -78,8 +78,12 @@ class Delivery:
                  batch_s: float = 1.0, replay_rows: int = 2000, backoff_s: float = 1.0,
                  max_backoff_s: float = 60.0, refused_backoff_s: float = 60.0,
                  shutdown_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_stored: Callable[[Sequence[Entry]], None] | None = None) -> None:
         self.writer = writer
+        # Told of every batch once it is durable (committed, or in the spool), in order:
+        # the agent's resume state (agents/resume.py).
+        self.on_stored = on_stored
         self.spool = spool
         self.batch_rows = int(batch_rows)
         self.batch_s = float(batch_s)
@@ -204,6 +208,7 @@ class Delivery:
     def _write(self, entries: Sequence[Entry]) -> None:
         heartbeat = self._heartbeat
         self.writer.write(entries, heartbeat_t=heartbeat)
+        self._stored(entries)
         newest = max((e["t"] for e in entries if isinstance(e.get("t"), (int, float))),
                      default=None)
         if newest is not None and (self.stats.stored_t is None or newest > self.stats.stored_t):
@@ -212,6 +217,13 @@ class Delivery:
             self._heartbeat = None
         if self._error_logged is not None:
             self._error_logged = None
+
+    def _stored(self, entries: Sequence[Entry]) -> None:
+        if self.on_stored is not None and entries:
+            try:
+                self.on_stored(entries)
+            except Exception:
+                log.exception("delivery: the stored-records callback failed")
 
     def _enter_spool(self, e: DeliveryError) -> None:
         self.stats.mode = "spool"
@@ -235,6 +247,7 @@ class Delivery:
     def _to_spool(self, batch: list[Entry]) -> None:
         taken = self.spool.append(batch)
         self.spool.flush()
+        self._stored(batch)       # refused ones too: a mark past a lost sample undercharges
         self.stats.spooled += taken
         self.stats.refused += len(batch) - taken
 

@@ -7,8 +7,8 @@ node's GPUs were busy). They are keyed by GPU UUID, never by a database id, so a
 that starts while the database is down can spool before it has registered its GPUs.
 
 Kinds: ``gpu`` (GpuSample), ``gap`` (GpuGap), ``host`` (HostSample), ``epoch``
-(EpochRecord), ``job_energy`` (JobEnergy) and ``heartbeat`` (never spooled: only the
-latest one matters).
+(EpochRecord), ``job_energy`` (JobEnergy), ``agent_gap`` (AgentGap) and ``heartbeat``
+(never spooled: only the latest one matters).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import enum
 from dataclasses import fields
 from typing import Any
 
-from agents.records import EpochRecord, GpuGap, GpuSample, HostSample, JobEnergy
+from agents.records import AgentGap, EpochRecord, GpuGap, GpuSample, HostSample, JobEnergy
 
 Entry = dict[str, Any]
 KINDS = {GpuSample: "gpu", GpuGap: "gap", HostSample: "host", EpochRecord: "epoch",
-         JobEnergy: "job_energy"}
+         JobEnergy: "job_energy", AgentGap: "agent_gap"}
 HEARTBEAT = "heartbeat"
 
 

@@ -27,6 +27,15 @@ Unknown attempts (no row: ``andreas profile`` runs) are the manager's to judge; 
 that was not running while its node was cut off cannot fence (it stops them at most
 ``fence_after_s`` after it starts, if the store is still unreachable then).
 
+*Without the engine*: a container engine that crashes (dockerd SIGKILLed) leaves its
+containers' processes running under their shims, and the manager, which cannot reach
+the engine either, ends their attempts and starts the jobs elsewhere after its hold. So
+the fence remembers each container's main process (``State.Pid`` and its start time,
+``andreas.infra.procs``) when it lists it, and while the engine does not answer it
+watches those processes through ``/proc`` and signals them directly (SIGTERM to the
+container's init, as ``docker stop`` does; SIGKILL after the grace period ends the whole
+PID namespace), on the same verdicts.
+
 Inputs are constructor arguments (the Docker client, the store's verdicts, clocks), so the
 tests drive the same loop with a real engine and a real store or with stubs.
 """
@@ -35,13 +44,16 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from andreas.errors import error_line
+from andreas.infra import procs
 from andreas.job import LABEL_JOB, job_labels
 from andreas.store.fence import Verdict
 
@@ -61,6 +73,7 @@ class Running:
     job_id: str
     attempt: int
     grace_s: float | None = None      # the ``andreas.grace_s`` label (the job's grace_s)
+    process: procs.ProcessRef | None = None   # its main process here (None: unknown)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,15 +93,20 @@ class FenceStats:
     stopped: int = 0           # containers sent SIGTERM by the fence
     killed: int = 0            # ... and SIGKILL after their grace period
     self_fenced: int = 0       # times the store stayed unreachable for fence_after_s
+    without_engine: int = 0    # signals sent through /proc while the engine was away
 
 
 class Fence:
     """The fence loop; :meth:`run` until the stop event (a thread of the agent)."""
 
     def __init__(self, *, docker: Callable[[], Any], verdicts: Verdicts, check_s: float,
-                 after_s: float, mono: Callable[[], float] = time.monotonic) -> None:
+                 after_s: float, mono: Callable[[], float] = time.monotonic,
+                 proc: Path = procs.PROC) -> None:
         self.docker = docker               # makes the Docker client (again, after a failure)
         self.client: Any = None
+        self.proc = proc
+        self.known: dict[str, Running] = {}   # the last listing, with the processes
+        self.engine_down: str | None = None   # why the engine does not answer
         self.verdicts = verdicts
         self.check_s = check_s
         self.after_s = after_s
@@ -100,6 +118,7 @@ class Fence:
         self._pending: cf.Future | None = None
         self._pending_sent = 0.0
         self._fenced = False           # all stopped for want of the store (log once)
+        self._store_down = False       # the last query failed (one line per change)
 
     def run(self, stop: threading.Event) -> None:
         next_check = self.mono()
@@ -120,20 +139,17 @@ class Fence:
 
     def check(self) -> None:
         """List, ask the store (waiting at most until the self-fence is due), act."""
-        try:
-            if self.client is None:
-                self.client = self.docker()
-            running = self._running()
-        except Exception as e:  # noqa: BLE001 - Docker down: nothing to stop, nothing to see
-            self.client = None
-            log.warning("fence: cannot list containers: %s", error_line(e))
+        running = self._listed()
+        if running is None:
+            if self.engine_down is not None:
+                self._forget(())             # the processes it was stopping have ended
             return
         verdicts = self._ask(running)
         now = self.mono()
         if verdicts is not None:
-            if self._fenced:
+            if self._fenced or self._store_down:
                 log.warning("fence: the store answers again")
-            self._fenced = False
+            self._fenced = self._store_down = False
             for r in running:
                 v = verdicts.get((r.job_id, r.attempt))
                 if v is not None and v.stale:
@@ -165,13 +181,13 @@ class Fence:
             found = self._pending.result(timeout=None if wait_s is None else max(0.0, wait_s))
         except cf.TimeoutError:
             self.stats.failed_checks += 1
-            log.warning("fence: the store has not answered for %.0f s", self.mono() - sent)
+            self._note_down(f"the store has not answered for {self.mono() - sent:.0f} s")
             return None                     # still pending: collected at a later check
         except Exception as e:  # noqa: BLE001 - any store error: unreachable for the fence
             self._pending = None
             self.stats.failed_checks += 1
-            log.warning("fence: cannot ask the store (%.0f s since the last answer): %s",
-                        self.mono() - self.last_ok, error_line(e))
+            self._note_down(f"cannot ask the store ({self.mono() - self.last_ok:.0f} s since "
+                            f"the last answer): {error_line(e)}")
             return None
         self._pending = None
         self.stats.checks += 1
@@ -181,21 +197,65 @@ class Fence:
         wanted = {(r.job_id, r.attempt) for r in running}
         return found if wanted <= set(found) else None   # an older query's answer: next time
 
+    def _note_down(self, why: str) -> None:
+        """One warning when the store stops answering; later failures at debug level."""
+        (log.debug if self._store_down else log.warning)("fence: %s", why)
+        self._store_down = True
+
     # ------------------------------------------------------------------ stopping
+
+    def _listed(self) -> list[Running] | None:
+        """The running andreas containers: from the engine, else (it does not answer)
+        those of the last listing whose process still runs here; None: nothing to watch."""
+        try:
+            if self.client is None:
+                self.client = self.docker()
+            running = self._running()
+        except Exception as e:  # noqa: BLE001 - the engine is away: watch the processes
+            self.client = None
+            running = [r for r in self.known.values()
+                       if r.process is not None and procs.alive(r.process, self.proc)]
+            if self.engine_down is None:
+                log.warning("fence: the container engine does not answer (%s); %s",
+                            error_line(e),
+                            f"watching the processes of {len(running)} andreas container(s) "
+                            "here through /proc" if running else "no andreas container "
+                            "known to run here")
+            self.engine_down = error_line(e)
+            self.known = {r.container_id: r for r in running}
+            return running or None
+        if self.engine_down is not None:
+            log.warning("fence: the container engine answers again")
+            self.engine_down = None
+        self.known = {r.container_id: r for r in running}
+        return running
+
+    def _signal(self, r: Running, sig: str) -> None:
+        """Through the engine; while it is away, to the container's process directly.
+        Raises when neither way reached it."""
+        if self.engine_down is None and self.client is not None:
+            self.client.api.kill(r.container_id, signal=sig)
+            return
+        if r.process is None or not procs.send(r.process, signal.Signals[sig], self.proc):
+            raise ProcessLookupError(f"engine away ({self.engine_down}) and no process of "
+                                     "it runs here")
+        self.stats.without_engine += 1
 
     def _stop(self, r: Running, why: str, now: float) -> None:
         if r.container_id in self.stopping:
             return
         grace = r.grace_s if r.grace_s is not None else DEFAULT_GRACE_S
         try:
-            self.client.api.kill(r.container_id, signal="SIGTERM")
+            self._signal(r, "SIGTERM")
         except Exception as e:  # noqa: BLE001 - gone meanwhile, or Docker down: next check
             log.warning("fence: SIGTERM to %s failed: %s", r.name, error_line(e))
             return
         self.stopping[r.container_id] = Stopping(running=r, why=why, kill_at=now + grace)
         self.stats.stopped += 1
-        log.warning("fence: SIGTERM container %s (job=%s attempt=%d): %s; SIGKILL after "
-                    "%.0f s", r.name, r.job_id, r.attempt, why, grace)
+        how = "" if self.engine_down is None else f" (process {r.process.pid}, engine away)" \
+            if r.process is not None else ""
+        log.warning("fence: SIGTERM container %s%s (job=%s attempt=%d): %s; SIGKILL after "
+                    "%.0f s", r.name, how, r.job_id, r.attempt, why, grace)
 
     def kill_due(self) -> None:
         now = self.mono()
@@ -203,7 +263,7 @@ class Fence:
             if s.killed or now < s.kill_at:
                 continue
             try:
-                self.client.api.kill(cid, signal="SIGKILL")
+                self._signal(s.running, "SIGKILL")
             except Exception as e:  # noqa: BLE001 - exited meanwhile (409/404): fine
                 log.debug("fence: SIGKILL %s: %s", s.running.name, error_line(e))
             self.stopping[cid] = Stopping(running=s.running, why=s.why, kill_at=s.kill_at,
@@ -228,7 +288,20 @@ class Fence:
             if labels is None:
                 continue
             names = row.get("Names") or [row["Id"][:12]]
+            known = self.known.get(row["Id"])
             out.append(Running(container_id=row["Id"], name=str(names[0]).lstrip("/"),
                                job_id=labels.job_id, attempt=labels.attempt,
-                               grace_s=labels.grace_s))
+                               grace_s=labels.grace_s,
+                               process=known.process if known is not None
+                               and known.process is not None else self._process(row["Id"])))
         return out
+
+    def _process(self, container_id: str) -> procs.ProcessRef | None:
+        """The container's main process on this machine (one inspect per container)."""
+        try:
+            pid = int((self.client.api.inspect_container(container_id).get("State") or {})
+                      .get("Pid") or 0)
+        except Exception as e:  # noqa: BLE001 - no process known: only the engine stops it
+            log.debug("fence: container %s: no process (%s)", container_id[:12], e)
+            return None
+        return procs.ref(pid, self.proc) if pid > 0 else None

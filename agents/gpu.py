@@ -274,6 +274,11 @@ class GpuSampler:
         return frozenset(u for u, g in self._gpus.items()
                          if not g.healthy and not g.info.mig_enabled)
 
+    def counters(self) -> dict[str, int | None]:
+        """Each sampled healthy GPU's energy counter at its last reading (None: none)."""
+        return {u: g.last_counter_mj for u, g in self._gpus.items()
+                if not g.info.mig_enabled and g.healthy}
+
     def has_instant_power(self, uuid: str) -> bool:
         """Whether the instant-power field works on this GPU (else the 1-s average is used)."""
         return self._gpus[uuid].has_instant
@@ -628,7 +633,7 @@ class GpuSampler:
             pids=tuple(sorted(int(p.pid) for p in procs)) if procs else (),
             counter_reset=gpu.window_reset,
             process_memory_mib=_process_memory(procs) if procs and len(procs) > 1 else (),
-            process_sm=sm)
+            process_sm=sm, counter_mj=counter)
         gpu.window_start, gpu.window_counter_mj = now, counter
         gpu.window_integrated_mj, gpu.window_reset = 0.0, False
         gpu.window_integration_ok = power_w is not None

@@ -52,6 +52,9 @@ class GpuSample:
     # over the interval, when NVML reports them; they split a shared GPU's energy.
     process_memory_mib: tuple[tuple[int, int], ...] = ()
     process_sm: tuple[tuple[int, float], ...] = ()
+    # The energy counter's reading at ``t`` (None: no counter): what a restarted agent
+    # charges the time it was not running from (agents/resume.py); not stored.
+    counter_mj: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +63,16 @@ class GpuGap:
 
     uuid: str
     t: float
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentGap:
+    """Time the agent was not sampling, recorded when it starts again (agents/resume.py)."""
+
+    start_s: float
+    end_s: float
+    charged: bool
     reason: str
 
 

@@ -45,8 +45,9 @@ from andreas.store.faults import describe, error_kind
 from andreas.store.tables import NodeState
 from andreas.store.nodes import move_if, touch_heartbeat
 from andreas.store.registry import NodeSpec, Registration, RegistrationRefused, register
-from andreas.store.samples import (GapRow, HostRow, JobEnergyRow, PowerRow, insert_epoch_events,
-                                   insert_gpu_gaps, insert_host_samples, insert_job_energy,
+from andreas.store.samples import (AgentGapRow, GapRow, HostRow, JobEnergyRow, PowerRow,
+                                   insert_agent_gaps, insert_epoch_events, insert_gpu_gaps,
+                                   insert_host_samples, insert_job_energy,
                                    insert_power_samples)
 from andreas.store.schema import schema_problem
 
@@ -149,6 +150,7 @@ class StoreWriter:
                 insert_gpu_gaps(conn, rows["gap"], skip_duplicates=True)
                 insert_epoch_events(conn, rows["epoch"], skip_duplicates=True)
                 insert_job_energy(conn, rows["job_energy"], skip_duplicates=True)
+                insert_agent_gaps(conn, rows["agent_gap"], skip_duplicates=True)
                 if heartbeat_t is not None:
                     touch_heartbeat(conn, reg.node_id, heartbeat_t)
         except Exception as e:
@@ -174,7 +176,8 @@ class StoreWriter:
 
 def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[str, list]:
     """Store rows of the entries, by kind; InputError for an entry that cannot be one."""
-    rows: dict[str, list] = {"gpu": [], "host": [], "gap": [], "epoch": [], "job_energy": []}
+    rows: dict[str, list] = {"gpu": [], "host": [], "gap": [], "epoch": [], "job_energy": [],
+                             "agent_gap": []}
     node_id = reg.node_id
     for e in entries:
         kind = e.get("kind")
@@ -212,6 +215,9 @@ def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[s
                     e["job_id"], e["attempt"], e["t"], node_id, e["interval_s"],
                     len(e.get("gpu_uuids") or []), e.get("gpu_energy_mj"),
                     e.get("host_energy_mj")))
+            elif kind == "agent_gap":
+                rows["agent_gap"].append(AgentGapRow(node_id, e["start_s"], e["end_s"],
+                                                     bool(e["charged"]), e["reason"]))
             elif kind != HEARTBEAT:
                 raise InputError(f"unknown entry kind {kind!r}")
         except (KeyError, TypeError) as err:

@@ -30,6 +30,12 @@ Records go to ``on_epoch``, exits to ``on_exit``, newly followed containers to
 serialised (one at a time, from the tracker's threads), so a callback need not be
 thread-safe, but it should be quick: hand the record to a queue.
 
+An engine that goes away while a container runs (dockerd crashed: the container's
+process runs on under its shim) does not end the run: the thread waits for the engine
+with back-off, the run stays followed (its GPUs stay the job's) while its main process
+runs (``/proc``, ``andreas.infra.procs``), and when the engine answers again the lines
+the container wrote meanwhile are read and its exit reported with Docker's exit code.
+
 Known limits: a container removed before its log was read (``--rm``, ``auto_remove``)
 cannot be read any more; after an agent restart the epochs of a still-running container
 are read again from its start (the store's (job, attempt, epoch) key identifies them).
@@ -46,6 +52,7 @@ from typing import Any
 from agents.epochs import ContainerExit, ContainerInfo, EpochPairer, LineSplitter, split_timestamp
 from andreas.infra.backoff import Backoff
 from andreas.executor.events import ContainerEvent, EventFollower, close_stream, docker_time
+from andreas.infra import procs
 from andreas.job import LABEL_JOB, job_labels, parse_progress
 
 log = logging.getLogger(__name__)
@@ -101,6 +108,8 @@ class _Run:
         self.force_closed = False
         self.timer: threading.Timer | None = None
         self.last_log_s: float | None = None
+        self.process: procs.ProcessRef | None = None   # its main process (State.Pid)
+        self.gone = False        # that process ended while the engine was away
 
     def set_stream(self, stream: Any) -> bool:
         with self.lock:
@@ -157,6 +166,7 @@ class EpochTracker:
         self._started = False
         self._connected = threading.Event()
         self._errors = 0
+        self._opened = 0          # times the events stream was (re)opened: the engine is up
 
     # --- life cycle ------------------------------------------------------------------
 
@@ -202,7 +212,7 @@ class EpochTracker:
         """The container runs being read now."""
         with self._lock:
             return [r.info for r in self._runs.values()
-                    if r.thread is not None and r.thread.is_alive()]
+                    if r.thread is not None and r.thread.is_alive() and not r.gone]
 
     # --- events ----------------------------------------------------------------------
 
@@ -218,6 +228,7 @@ class EpochTracker:
         return self.client
 
     def _discover(self) -> None:
+        self._opened += 1
         containers = self.client.containers.list(
             filters={"label": LABEL_JOB, "status": "running"})
         for container in containers:
@@ -300,6 +311,9 @@ class EpochTracker:
             run = _Run(info, since, EpochPairer(job_id=labels.job_id, attempt=labels.attempt,
                                                 container_id=container.id,
                                                 gpu_uuids=labels.gpu_uuids, emitted=emitted))
+            pid = state.get("Pid")
+            if state.get("Running") and isinstance(pid, int) and pid > 0:
+                run.process = procs.ref(pid)
             self._runs[key] = run
             # Started under the lock, so that stop() joins only started threads.
             run.thread = threading.Thread(target=self._run_loop, args=(run, container),
@@ -329,6 +343,7 @@ class EpochTracker:
     def _read(self, run: _Run, container: Any) -> None:
         retry = Backoff(initial_s=self.reconnect_s, max_s=self.max_reconnect_s)
         failures = 0
+        lost = False           # the engine went away while the container ran
         while not self._stopping.is_set():
             try:
                 since = self._since(run)
@@ -350,10 +365,18 @@ class EpochTracker:
             if run.force_closed:
                 self._drain(run, container)     # the window closed: read what is left
                 return
-            if run.died.is_set() or not self._still_running(run, container):
+            if run.died.is_set():
+                return
+            alive = self._still_running(run, container)
+            if alive is None:      # the engine does not answer: its process may run on
+                lost = True
+                self._watch_process(run)
+            elif not alive:
+                if lost:           # what it wrote while the engine was away
+                    self._drain(run, container)
                 return
             # The stream ended while the container runs (daemon restart, lost socket).
-            if self._stopping.wait(retry.delay_s(failures)):
+            if self._pause(run, retry.delay_s(failures), watch=lost):
                 return
             failures += 1
 
@@ -392,13 +415,39 @@ class EpochTracker:
             return
         self._consume(run, [rest])
 
-    def _still_running(self, run: _Run, container: Any) -> bool:
+    def _pause(self, run: _Run, wait_s: float, *, watch: bool) -> bool:
+        """Wait ``wait_s`` before the next try (True: stopping); with ``watch`` (the
+        engine is away) look at the container's process every second meanwhile, so a
+        process that ended stops counting as the job's within a second."""
+        deadline = time.monotonic() + wait_s
+        opened = self._opened
+        while (left := deadline - time.monotonic()) > 0:
+            if self._stopping.wait(min(left, 1.0) if watch else left):
+                return True
+            if watch:
+                self._watch_process(run)
+                if self._opened != opened:
+                    return False            # the engine answers again: read now
+        return False
+
+    def _watch_process(self, run: _Run) -> None:
+        if run.gone or run.process is None or procs.alive(run.process):
+            return
+        run.gone = True
+        log.warning("container %s (job=%s attempt=%d): its process ended while the engine "
+                    "was away; the rest of its log is read when the engine answers",
+                    run.info.container_id[:12], run.info.job_id, run.info.attempt)
+
+    def _still_running(self, run: _Run, container: Any) -> bool | None:
+        """Whether this run of the container still runs; None: the engine does not
+        answer (its process may run on)."""
         try:
             container.reload()
         except Exception as e:  # noqa: BLE001
             if _is_not_found(e):
                 run.removed = True
-            return False
+                return False
+            return None
         state = container.attrs.get("State") or {}
         return bool(state.get("Running")) \
             and docker_time(state.get("StartedAt")) == run.info.started_s

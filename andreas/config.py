@@ -176,6 +176,9 @@ class ManagerSettings:
     restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0, le=MAX_GRACE_S))
     # A second manager waits for the lock, or exits (2).
     lock: str = field(default="wait", metadata=rule(choices=LOCK_CHOICES))
+    # The manager lease lasts this long unless renewed (every third of it): a standby on
+    # another host takes over this long after the holder's host died (same host: at once).
+    lease_s: float = field(default=15.0, metadata=rule(ge=1, le=600))
     # Measured c_ng replaces profiles/ after this many samples.
     min_power_samples: int = field(default=60, metadata=rule(ge=0, le=10**9))
     # Epoch time guessed for an application nobody measured.

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 _HERE = Path(__file__).parent
-_MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py"}
+_MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py",
+                    "test_lease_privileges.py"}
 _SLOW = (
     "test_milp.py::", "test_never_worse.py::", "test_dp.py::", "test_exact.py::",
     "agents_daemon/test_spool_file.py::test_sigkill_at_random_moments",
@@ -33,6 +34,8 @@ _SLOW = (
     "jobs/test_submit_script.py::", "store/test_jobs.py::test_processes_race",
     "examples/test_train.py::", "manager/test_daemon.py::test_sigterm_stops",
     "manager/test_random.py::", "manager/test_loop.py::", "manager/test_lock.py::",
+    "manager/test_outage.py::test_an_outage_is_probed",
+    "manager/test_manager_unit.py::test_the_manager_decides", "agents_daemon/test_agent_gap.py::",
     "report/test_cli.py::test_html_page_opens_in_headless_chromium",
     "executor/test_docker_events.py::test_an_unreachable_engine",
     "store/test_retention.py::", "store/test_samples.py::test_batched_insert",

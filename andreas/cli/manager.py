@@ -43,7 +43,7 @@ def manager_group() -> None:
 @click.pass_context
 def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: float | None,
             once: bool, metrics_port: int | None) -> None:
-    """Run the Job Manager until SIGTERM / SIGINT (one manager per store: a lock).
+    """Run the Job Manager until SIGTERM / SIGINT (one manager per store: a lease).
 
     Logs one INFO line per action (job, node, GPUs, decision, reason); the log level is
     INFO unless --log-level / ANDREAS_LOG_LEVEL says otherwise.

@@ -1,7 +1,13 @@
-"""``andreas manager run``: store, lock, executor, signals, loop.
+"""``andreas manager run``: store, lease, executor, signals, loop.
+
+The manager waits for the manager lease (``lock.py``), then fences every write of its
+store with the lease's token (``andreas.store.lease.install_fence``) and renews it in the
+background. Once another manager holds the lease this one stops acting at once (its next
+write or check raises LeaseLost) and exits with code 1, so systemd restarts it as a
+standby.
 
 SIGTERM / SIGINT set a stop event: the tick in progress finishes, the period timer stops,
-the executor's event watchers stop, the lock is released and the process exits 0.
+the executor's event watchers stop, the lease is given back and the process exits 0.
 Running containers are left running; the next manager adopts them (reconciliation at
 start).
 
@@ -21,10 +27,11 @@ from dataclasses import replace
 from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
-from andreas.manager.lock import acquire, make_lock
+from andreas.manager.lock import Lease, LeaseLost, Renewer, acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
 from andreas.store.engine import Store, open_store
+from andreas.store.lease import install_fence
 
 log = logging.getLogger("andreas.manager")
 
@@ -71,16 +78,23 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         signal.signal(signal.SIGINT, on_signal)
     own_store = store is None
     store = store or open_store(settings=settings)
-    lock = make_lock(store.engine)
+    lock = make_lock(store.engine, ttl_s=settings.manager.lease_s)
     manager = None
     metrics = None
+    renewer = None
+    unfence = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
+        from andreas.optimizer.kernels import warm
+        warm(notice=log.info)   # before the lease: a standby takes over ready to decide
         if not acquire(lock, settings.manager.lock, stop=stop):
-            log.info("stopped while waiting for the manager lock")
+            log.info("stopped while waiting for the manager lease")
             return 0
+        if isinstance(lock, Lease):
+            unfence = install_fence(store.engine, lock.fence_token)
+            renewer = Renewer(lock).start()
         executor = executor or make_executor(settings, dry_run=dry_run)
-        manager = Manager(store, executor, settings, clock=clock)
+        manager = Manager(store, executor, settings, clock=clock, fence=lock.check)
         manager.mark_profiling_nodes()   # an unknown [profiler] node: one line, exit 2
         log.info("manager started: store %s, policy %s, period %.0f s, poll %.1f s%s",
                  store.url, settings.manager.policy, settings.manager.period_s,
@@ -93,20 +107,26 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             metrics = serve([manager_collector(manager)],
                             address=settings.manager.metrics_address,
                             port=settings.manager.metrics_port)
-        from andreas.optimizer.kernels import warm
-        warm(notice=log.info)   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
         run_loop(manager, stop, once=once, lock=lock)
         log.info("manager stopped; running containers are left running and will be "
                  "adopted at the next start")
         return 0
+    except LeaseLost as e:
+        log.error("%s: this manager stops acting and exits (1); restarted, it waits as a "
+                  "standby", e)
+        return 1
     finally:
         watching.set()
+        if renewer is not None:
+            renewer.stop()
         if metrics is not None:
             metrics.close()
         if manager is not None:
             manager.close()
         lock.release()
+        if unfence is not None:
+            unfence()
         if own_store:
             store.dispose()

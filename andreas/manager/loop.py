@@ -1,7 +1,14 @@
 """The manager's loop: start (reconcile, reschedule, apply), then one tick every ``poll_s``
 and a ``period`` trigger every ``period_s`` (an APScheduler 3 interval job), until asked
-to stop. A tick that fails (the database is down, say) is logged and retried with
-back-off; a lost manager lock ends the loop.
+to stop. A lost manager lease (:class:`LeaseLost`) ends the loop.
+
+A tick that fails because the database is away (a transient error: server down,
+connection lost) puts the loop in *outage* mode: one warning, then a cheap probe (the
+lease renewal, else ``SELECT 1``) every 0.25-2 s (``PROBE``), and the first tick as soon
+as it answers, with one line saying so. The probe renews the lease, so after any outage
+the manager knows it still holds it before it acts again. Any other failure is retried
+with exponential back-off (``ERROR_BACKOFF``): its traceback is logged once, repeats of
+the same error one line each.
 
 Between ticks the loop waits on ``manager.wakeup`` (set by :meth:`Manager.request`, e.g.
 the period timer, and by the executor's container events through :meth:`Manager.wake`)
@@ -20,13 +27,15 @@ from collections.abc import Callable
 from typing import Any
 
 from andreas.infra.backoff import Backoff
-from andreas.manager.lock import LockLost, ManagerLock
+from andreas.manager.lock import LeaseLost, ManagerLock
 from andreas.manager.manager import Manager
+from andreas.store.engine import connect
+from andreas.store.faults import describe, error_kind
 
 log = logging.getLogger("andreas.manager")
 
-LOCK_CHECK_S = 10.0
 MAX_ERROR_BACKOFF_S = 60.0
+PROBE = Backoff(initial_s=0.25, max_s=2.0)   # while the database is away
 SETTLE_S = 0.05            # after a wake: wait this long for the rest of a burst
 MIN_TICK_S = 0.1           # ticks start at least this far apart (event storms)
 STOP_CHECK_S = 0.2         # a stop is noticed this quickly while waiting for a wake
@@ -60,6 +69,35 @@ def wait_for_tick(stop: threading.Event, wakeup: threading.Event, timeout_s: flo
     return True
 
 
+def wait_for_database(manager: Manager, stop: threading.Event, lock: ManagerLock | None,
+                      why: str, *, mono: Callable[[], float] = time.monotonic) -> bool:
+    """Outage mode: probe until the database answers (True) or ``stop`` is set (False).
+    The probe is the lease's renewal when there is a lease (LeaseLost passes: another
+    manager took over meanwhile), else ``SELECT 1``."""
+    log.warning("database unreachable (%s); probing it every %.2g-%.2g s", why,
+                PROBE.initial_s, PROBE.max_s)
+    since = mono()
+    tries = 0
+    while not stop.wait(PROBE.delay_s(tries)):
+        tries += 1
+        try:
+            if lock is not None:
+                lock.check()
+            else:
+                connect(manager.store.engine)
+        except LeaseLost:
+            raise
+        except Exception as e:  # noqa: BLE001 - still away (one line when the cause changes)
+            now_why = describe(e)
+            if now_why != why:
+                log.warning("database still unreachable: %s", now_why)
+                why = now_why
+            continue
+        log.info("database answers again after %.1f s; resuming", mono() - since)
+        return True
+    return False
+
+
 def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
              lock: ManagerLock | None = None,
              scheduler_factory: Callable[[Manager, float], Any] = period_scheduler,
@@ -74,8 +112,8 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
         return
     scheduler = scheduler_factory(manager, settings.period_s)
     errors = 0
+    last_error = ""
     error_backoff = Backoff(initial_s=settings.poll_s, max_s=MAX_ERROR_BACKOFF_S)
-    next_lock_check = monotonic() + LOCK_CHECK_S
     last_tick = time.monotonic()
     try:
         wait_s = settings.poll_s
@@ -90,18 +128,26 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
             last_tick = time.monotonic()
             try:
                 manager.tick()
-                errors, wait_s = 0, settings.poll_s
-            except Exception:
+                if errors:
+                    log.info("ticks succeed again after %d failure(s)", errors)
+                errors, last_error, wait_s = 0, "", settings.poll_s
+            except LeaseLost:
+                raise
+            except Exception as e:
+                if error_kind(e) == "transient":
+                    if not wait_for_database(manager, stop, lock, describe(e),
+                                             mono=monotonic):
+                        break
+                    errors, last_error, wait_s = 0, "", 0.0
+                    continue
                 errors += 1
                 wait_s = error_backoff.delay_s(errors)
-                log.exception("tick failed (%d in a row); next try in %.1f s", errors, wait_s)
-            if lock is not None and monotonic() >= next_lock_check:
-                next_lock_check = monotonic() + LOCK_CHECK_S
-                try:
-                    lock.check()
-                except LockLost:
-                    raise
-                except Exception as e:  # noqa: BLE001 - database briefly away: check later
-                    log.warning("could not check the manager lock: %s", e)
+                line = describe(e)
+                if line != last_error:
+                    log.exception("tick failed; next try in %.1f s", wait_s)
+                else:
+                    log.warning("tick failed again (%d in a row): %s; next try in %.1f s",
+                                errors, line, wait_s)
+                last_error = line
     finally:
         scheduler.shutdown(wait=False)

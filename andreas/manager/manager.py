@@ -28,6 +28,7 @@ from andreas.config import Settings
 from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
+from andreas.infra.backoff import Backoff
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
@@ -39,6 +40,8 @@ from andreas.manager.state import StoreState, load_state
 from andreas.model import Config, Plan
 from andreas.store.decisions import add_decision, latest_decision
 from andreas.store.engine import Store
+from andreas.store.faults import error_kind
+from andreas.store.lease import LeaseLost
 from andreas.store.jobs import WAITING, fill_predicted_cost
 from andreas.store.models import NodeState
 from andreas.store.nodes import set_profiling_by_name, states
@@ -47,7 +50,7 @@ log = logging.getLogger("andreas.manager")
 
 TRIGGERS = ("submit", "complete", "failed", "node-down", "node-up", "period", "start",
             "profile")
-MAX_BACKOFF_S = 60.0
+RESCHEDULE_BACKOFF = Backoff(initial_s=1.0, max_s=60.0)   # after a policy error
 POWER_REFRESH_S = 300.0          # the 24-h mean power is re-read at most this often
 
 
@@ -65,8 +68,12 @@ class Manager:
     def __init__(self, store: Store, executor: Executor, settings: Settings, *,
                  clock: Callable[[], float] = time.time,
                  rng: np.random.Generator | None = None,
-                 estimator: Estimator | None = None, workers: int = 16) -> None:
+                 estimator: Estimator | None = None, workers: int = 16,
+                 fence: Callable[[], None] | None = None) -> None:
         self.store = store
+        # Renews the manager lease and raises LeaseLost once another manager holds it:
+        # called after each observation, before anything is acted on (lock.py).
+        self.fence = fence
         self.executor = executor
         self.settings = settings
         self.clock = clock
@@ -164,7 +171,9 @@ class Manager:
             with self.store.session() as s:
                 self.review = self.profiling.review(s, state, self.clock(),
                                                     unreachable=self.reconciler.unreachable)
-        except Exception:            # profiling refines estimates, never blocks plans
+        except Exception as e:       # profiling refines estimates, never blocks plans
+            if isinstance(e, LeaseLost) or error_kind(e) == "transient":
+                raise
             log.exception("automatic profiling: review failed; planning without it")
             self.review = Review()
         return self.review
@@ -296,6 +305,8 @@ class Manager:
             self.load_target()
         rec = self.reconciler
         obs = rec.observe()
+        if self.fence is not None:
+            self.fence()         # what was observed was written under this lease (or before)
         triggers = rec.settle(obs)
         with self.store.session() as s:
             state = load_state(s)
@@ -369,13 +380,18 @@ class Manager:
         label = "+".join(sorted(triggers))
         try:
             decision_id = self.reschedule(label[:32], state=state)
-        except Exception:
+        except LeaseLost:
+            raise
+        except Exception as e:
+            if error_kind(e) == "transient":
+                self._defer(*triggers)
+                raise                         # the database is away: the loop probes it
             decision_id = None
             self.meter.decision_failed()
             log.exception("rescheduling (%s) failed", label)
         if decision_id is None:
             self._failures += 1
-            self._retry_after = now + min(MAX_BACKOFF_S, 2.0 ** self._failures)
+            self._retry_after = now + RESCHEDULE_BACKOFF.delay_s(self._failures)
             self._defer(*triggers)
         else:
             self._failures = 0

@@ -55,8 +55,8 @@ from andreas.manager.profiling import Review
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
 from andreas.model import GPU_MILLI, Config
-from andreas.store.attempts import (end_attempt, note_stop, open_attempt, record_container,
-                                    request_stop, save_log_tail)
+from andreas.store.attempts import (end_attempt, note_ran_on, note_stop, open_attempt,
+                                    record_container, request_stop, save_log_tail)
 from andreas.store.engine import Store
 from andreas.store.errors import TransitionConflict
 from andreas.store.jobs import LIVE, TERMINAL, WAITING, record, transition
@@ -68,6 +68,7 @@ log = logging.getLogger("andreas.manager")
 
 UNREACHABLE_REASON = "node unreachable"
 UNREACHABLE_MARGIN_S = 5.0   # beyond grace + fence: the SIGKILL, the exit, clock steps
+RAN_ON_MARGIN_S = 1.0        # an exit this long after its attempt ended "ran on"
 KEPT_LOG_LINES = 200         # the end of a log kept in the store when its container goes
 KEPT_LOG_BYTES = 64 * 1024
 
@@ -278,11 +279,13 @@ class Reconciler:
                        else f"job is {job.state.value}" if job.state in TERMINAL
                        else f"stale attempt {c.attempt} (latest {latest})")
                 self._stop_orphan(node, c, job, why, now)
-            elif job is not None and c.attempt < latest:
+            elif job is None:
+                continue
+            elif not self._ran_on(job, c, node) and c.attempt < latest:
                 if self._remove_keeping_log(node, c, job, now):
                     log.info("removed container %s (job=%s attempt=%d, superseded by attempt "
                              "%d)", c.name, c.job_id, c.attempt, latest)
-            elif job is not None and self._expired(job, c, now):
+            elif self._expired(job, c, now):
                 if self._remove_keeping_log(node, c, job, now):
                     log.info("removed container %s (job=%s attempt=%d): exited more than "
                              "%.0f s ago; the end of its log is kept in the store", c.name,
@@ -292,6 +295,30 @@ class Reconciler:
         for key in [k for k in self._orphans if k[0] == node.name and k not in live]:
             del self._orphans[key]
         return triggers
+
+    def _ran_on(self, job: JobView, c: ContainerState, node: NodeView) -> bool:
+        """Whether this exited container belongs to an attempt the manager ended blind
+        (its engine did not answer): kept ``keep_exited_s``, not removed at once, so
+        that the node's agent reads the epochs it logged while nobody could; if it ran on
+        after that end, reported once, as a warning and in the attempt (exit code,
+        reason)."""
+        a = next((x for x in job.attempts if x.attempt == c.attempt), None)
+        if a is None or a.end_s is None or a.reason is None \
+                or not a.reason.startswith(UNREACHABLE_REASON):
+            return False
+        if c.finished_s is None or c.finished_s <= a.end_s + RAN_ON_MARGIN_S:
+            return True
+        if a.exit_code is None and c.exit_code is not None:
+            ran_s = c.finished_s - a.end_s
+            with self.store.session() as s:
+                noted = note_ran_on(s, a.id, exit_code=c.exit_code, reason=_clip(
+                    f"{a.reason or 'ended'}; ran on {ran_s:.0f} s after (exit {c.exit_code})"))
+            if noted:
+                log.warning("job=%s attempt=%d node=%s ran on for %.0f s after its attempt "
+                            "ended (%s), exit %d; kept %.0f s for its epochs", job.id,
+                            a.attempt, node.name, ran_s, a.reason or "ended", c.exit_code,
+                            self.settings.executor.keep_exited_s)
+        return True
 
     def _adopt(self, job: JobView, a: AttemptView, c: ContainerState, now: float) -> None:
         with self.store.session() as s:

@@ -106,12 +106,25 @@ class Totals:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GapRow:
+    """A node's agent was not sampling: charged from the GPUs' counters, or a hole."""
+
+    node: str
+    start_s: float
+    end_s: float
+    seconds: float
+    charged: bool
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report:
     window: Window
     prices: Prices
     jobs: tuple[JobRow, ...]
     nodes: tuple[NodeRow, ...]
     totals: Totals
+    gaps: tuple[GapRow, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -218,8 +231,11 @@ def build_report(data: ReportData, prices: Prices) -> Report:
             gpu_hours=hours, predicted_cost=j.predicted_cost, actual_cost=actual,
             deviation_pct=deviation, co2_kg=prices.co2_kg(kwh)))
     nodes = node_rows(data, prices)
+    gaps = tuple(GapRow(node=names.get(g.node_id, f"#{g.node_id}"), start_s=g.start_s,
+                        end_s=g.end_s, seconds=g.end_s - g.start_s, charged=g.charged,
+                        reason=g.reason) for g in data.gaps)
     return Report(window=w, prices=prices, jobs=tuple(jobs), nodes=nodes,
-                  totals=totals(jobs, nodes, prices))
+                  totals=totals(jobs, nodes, prices), gaps=gaps)
 
 
 def node_rows(data: ReportData, prices: Prices) -> tuple[NodeRow, ...]:

@@ -49,7 +49,7 @@ def prices_doc(p: Prices) -> dict[str, Any]:
 def report_json(report: Report, by: str, rows: Sequence[Any]) -> str:
     doc = {"format": REPORT_FORMAT, "by": by, "window": window_doc(report.window),
            "prices": prices_doc(report.prices), "totals": asdict(report.totals),
-           "rows": [asdict(r) for r in rows]}
+           "rows": [asdict(r) for r in rows], "agent_gaps": [asdict(g) for g in report.gaps]}
     return json.dumps(doc, allow_nan=False, indent=1) + "\n"
 
 
@@ -114,6 +114,15 @@ def summary_line(report: Report) -> str:
             f"{t.energy_cost:,.2f} + tardiness {t.tardiness_cost:,.2f} = total "
             f"{t.total_cost:,.2f}; {t.gpu_hours:,.2f} GPU-h, {t.jobs} job(s), "
             f"{t.nodes} node(s){co2}")
+
+
+def gap_lines(report: Report) -> tuple[str, ...]:
+    """One line per time an agent was not sampling in the window (charged or a hole)."""
+    return tuple(
+        f"agent of {g.node} not running {duration(g.seconds)} from {stamp(g.start_s)}: "
+        + ("GPU energy charged from the energy counters" if g.charged
+           else "energy NOT measured (figures of that node are low)") + f" [{g.reason}]"
+        for g in report.gaps)
 
 
 def _table(heading: str, columns: Sequence[tuple[str, bool]], keys: Sequence[str] = ()):

@@ -14,6 +14,8 @@ What is read for [since, until):
   after ``since``) or have energy or attempts in it, with *all* their attempts (the end of
   a job is its last attempt's end);
 - decisions with ``t`` in the window, with their plan documents (validation);
+- the agents' gaps (``agent_gaps``: time an agent was not sampling, charged from the
+  GPUs' energy counters or not) that meet the window;
 - raw samples (``power_samples``, ``host_samples``: energy since the previous sample, so a
   sample at t belongs to (t_prev, t]) for the *short* validation slots only (under
   :data:`RAW_SLOT_MAX_S`), where minute aggregates are too coarse: a 5-second slot would
@@ -31,8 +33,8 @@ from andreas.report.window import Window
 from andreas.store.decisions import DecisionInfo, decisions_between
 from andreas.store.engine import Store
 from andreas.store.read import AttemptView, JobView, load_jobs, load_nodes
-from andreas.store.window import (EnergyWindow, NodeMinute, energy_windows, jobs_in_window,
-                                  node_minutes, raw_energy)
+from andreas.store.window import (AgentGapInfo, EnergyWindow, NodeMinute, agent_gaps,
+                                  energy_windows, jobs_in_window, node_minutes, raw_energy)
 
 RAW_SLOT_MAX_S = 600.0
 
@@ -79,6 +81,7 @@ class ReportData:
     # node id -> (sample times, GPU + host mJ) in the short slots' seconds; see module doc
     raw: Mapping[int, tuple[tuple[float, ...], tuple[int, ...]]] = field(default_factory=dict)
     raw_intervals: tuple[tuple[float, float], ...] = ()
+    gaps: tuple[AgentGapInfo, ...] = ()
 
 
 def read_window(store: Store, window: Window, *, decisions: bool = True) -> ReportData:
@@ -93,11 +96,12 @@ def read_window(store: Store, window: Window, *, decisions: bool = True) -> Repo
         found = decisions_between(s, since, until) if decisions else ()
         intervals = short_slot_runs([d.t_s for d in found], min(until, window.now_s))
         raw = raw_energy(s, intervals) if intervals else {}
+        gaps = agent_gaps(s, since, until)
     return ReportData(window=window, nodes=nodes, minutes=minutes, energy=energy,
                       jobs=tuple(sorted((_job(j) for j in jobs.values()),
                                         key=lambda j: (j.submit_s, j.id))),
                       attempts=tuple(_attempt(a) for j in sorted(jobs) for a in jobs[j].attempts),
-                      decisions=found, raw=raw, raw_intervals=tuple(intervals))
+                      decisions=found, raw=raw, raw_intervals=tuple(intervals), gaps=gaps)
 
 
 def _job(j: JobView) -> JobInfo:

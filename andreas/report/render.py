@@ -81,4 +81,5 @@ def render(data: ReportData, prices: Prices, *, by: str = "job", fmt: str = "tab
         return Output(text=formats.rows_csv(rows, row_type))
     table = (formats.job_table(report) if by == "job" else formats.node_table(report)
              if by == "node" else formats.period_table(report, rows, by))
-    return Output(tables=(table,), lines=(formats.summary_line(report),))
+    return Output(tables=(table,), lines=(formats.summary_line(report),
+                                          *formats.gap_lines(report)))

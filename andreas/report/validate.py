@@ -39,7 +39,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping
 from itertools import chain
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from andreas.costs import MJ_PER_KWH, Prices, energy_time_s, spread
@@ -92,7 +92,8 @@ def validate(data: ReportData) -> Validation:
         start = d.t_s
         end = decisions[k + 1].t_s if k + 1 < len(decisions) else end_of_window
         raw = data.raw if any(a <= start and end <= b for a, b in data.raw_intervals) else None
-        slots.append(_slot(d, start, max(start, end), names, minutes, raw))
+        slots.append(_gap_note(_slot(d, start, max(start, end), names, minutes, raw),
+                               d, data))
     compared = [s for s in slots if s.deviation_pct is not None]
     pred = sum(s.predicted_cost for s in compared)
     act = sum(s.actual_cost for s in compared)
@@ -160,6 +161,25 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
                    deviation_pct=(100.0 * (pred_cost - act_cost) / pred_cost
                                   if measured and pred_cost > 0 else None),
                    note=note, resolution=resolution)
+
+
+def _gap_note(slot: SlotRow, d: Any, data: ReportData) -> SlotRow:
+    """A slot during which an agent of the plan's nodes was not sampling: not compared
+    when that energy was not measured; when it was charged from the GPUs' counters (all
+    of it at the gap's end) compared, with a note."""
+    planned = set((d.plan or {}).get("nodes") or ()) if isinstance(d.plan, Mapping) else set()
+    names = {n.id: n.name for n in data.nodes}
+    hit = [g for g in data.gaps if names.get(g.node_id) in planned
+           and overlap_s(g.start_s, max(g.end_s, g.start_s + 1e-9), slot.start_s,
+                         slot.end_s) > 0]
+    if not hit:
+        return slot
+    words = "; ".join(f"agent of {names[g.node_id]} not running {g.end_s - g.start_s:.0f} s"
+                      + (": energy from the GPU counters" if g.charged else ": not measured")
+                      for g in hit)
+    if all(g.charged for g in hit):
+        return replace(slot, note=words)
+    return replace(slot, deviation_pct=None, note=words)
 
 
 def _in_slot(series: tuple[tuple[float, ...], tuple[int, ...]] | None, start: float,

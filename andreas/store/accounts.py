@@ -2,8 +2,8 @@
 
 =========  =============================================================================
 agent      INSERT on power_samples, host_samples, their 1-minute aggregate tables,
-           epoch_events, gpu_gaps and job_energy (the last three replayed with INSERT
-           IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and
+           epoch_events, gpu_gaps, job_energy and agent_gaps (the last four replayed with
+           INSERT IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and
            on the key columns of the sample tables (which samples are stored, for spool
            replays, not their values); SELECT on job_attempts' job_id, attempt, node_id
            and end_s (the fence: is a container it runs still its job's current attempt
@@ -52,7 +52,7 @@ DEFAULT_PREFIX = "andreas_"
 DEFAULT_HOST = "%"
 VERSION_TABLE = "alembic_version"
 AGENT_INSERT = ("power_samples", "power_minutes", "host_samples", "host_minutes",
-                "epoch_events", "gpu_gaps", "job_energy")
+                "epoch_events", "gpu_gaps", "job_energy", "agent_gaps")
 AGENT_SELECT = ("nodes", "gpus")
 AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
 AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}

@@ -68,6 +68,17 @@ def end_attempt(db: Db, attempt_id: int, end_s: float, *, exit_code: int | None,
     return done.rowcount == 1
 
 
+def note_ran_on(db: Db, attempt_id: int, *, exit_code: int, reason: str) -> bool:
+    """An ended attempt whose container ran on after the end (its engine was unreachable
+    when the manager ended it): its real exit code and the reason saying so. Once only
+    (where the exit code is still unknown); returns whether it was noted now."""
+    done = db.execute(update(JobAttempt)
+                      .where(JobAttempt.id == attempt_id, JobAttempt.exit_code.is_(None))
+                      .values(exit_code=exit_code, reason=reason)
+                      .execution_options(synchronize_session=False))
+    return done.rowcount == 1
+
+
 def save_log_tail(db: Db, attempt_id: int, text: str, now_s: float) -> None:
     """Keep the end of the attempt's log (its container is about to be removed)."""
     db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)

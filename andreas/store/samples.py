@@ -93,6 +93,17 @@ class GapRow(NamedTuple):
     reason: str
 
 
+class AgentGapRow(NamedTuple):
+    """Time the node's agent did not sample (``agent_gaps``); ``charged``: its GPUs'
+    energy over it came from their energy counters."""
+
+    node_id: int
+    start_s: float
+    end_s: float
+    charged: bool
+    reason: str
+
+
 class JobEnergyRow(NamedTuple):
     """Energy attributed to a job over a window ending at ``t`` (see models.JobEnergy)."""
 
@@ -349,6 +360,19 @@ def insert_gpu_gaps(db: Db, rows: Iterable[GapRow | Mapping | Sequence], *,
             raise InputError(f"gap {r}: reason must be a non-empty string")
     data = [(g, t, reason[:255]) for g, t, reason in data]
     return _insert(_connection(db), "gpu_gaps", GapRow._fields, data, skip_duplicates)
+
+
+def insert_agent_gaps(db: Db, rows: Iterable[AgentGapRow | Mapping | Sequence], *,
+                      skip_duplicates: bool = False) -> int:
+    """Record the times a node's agent was not running (one row per gap)."""
+    data = _rows(rows, AgentGapRow)
+    for r in data:
+        _finite(r[1], "start_s", r, None)
+        _finite(r[2], "end_s", r, None)
+        if r[2] < r[1] or not isinstance(r[4], str) or not r[4]:
+            raise InputError(f"agent gap {r}: end before start, or no reason")
+    data = [(n, a, b, bool(c), reason[:255]) for n, a, b, c, reason in data]
+    return _insert(_connection(db), "agent_gaps", AgentGapRow._fields, data, skip_duplicates)
 
 
 def insert_job_energy(db: Db,

@@ -363,3 +363,30 @@ app_models = Table(
     _col("source", String(32)),
     _col("updated_s", Double()),
     **MYSQL)
+
+# Who may act as the Job Manager (one row, id 1; ``andreas/store/lease.py``): the holder
+# (host, process), until when (``expires_s``, the database server's clock) and the
+# fencing token. A manager takes the lease by raising ``token`` and every manager write
+# runs in a transaction that first checks ``token`` is still its own, so a manager that
+# lost the lease cannot write. Only the manager's account may write it (accounts.py).
+manager_lease = Table(
+    "manager_lease", metadata,
+    _pk("id", Integer, autoincrement=False),
+    _col("holder", String(255)),
+    _col("token", BigInteger),
+    _col("expires_s", Double()),
+    _col("renewed_s", Double()),
+    **MYSQL)
+
+# Time a node's agent did not sample (it was not running), recorded by the agent when it
+# starts again (``[start_s, end_s]``). ``charged``: the GPUs' energy over the gap came
+# from their cumulative energy counters and is in the samples (and the job's share in
+# ``job_energy``); False: that energy is not in the store. Reports name these gaps.
+agent_gaps = Table(
+    "agent_gaps", metadata,
+    _pk("node_id", Integer, ForeignKey("nodes.id")),
+    _pk("start_s", Double()),
+    _col("end_s", Double()),
+    _bool("charged", False, server=True),
+    _col("reason", String(255)),
+    **MYSQL)

@@ -15,6 +15,7 @@ from andreas.store.jobs import TERMINAL
 from andreas.store.models import (Gpu, HostMinute, HostSample, Job, JobAttempt, JobEnergy,
                                   PowerMinute, PowerSample)
 from andreas.store.nodes import Db
+from andreas.store.tables import agent_gaps as AgentGaps
 
 MINUTE_S = 60.0
 CHUNK = 500                  # GPU and node ids per IN-clause (several per raw-sample run)
@@ -44,6 +45,28 @@ class EnergyWindow:
     end_s: float
     gpu_energy_mj: int
     host_energy_mj: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentGapInfo:
+    """An ``agent_gaps`` row: the node's agent was not sampling in [start_s, end_s]."""
+
+    node_id: int
+    start_s: float
+    end_s: float
+    charged: bool                      # its GPUs' energy came from their counters
+    reason: str
+
+
+def agent_gaps(s: Db, since: float, until: float) -> tuple[AgentGapInfo, ...]:
+    """The agents' gaps that meet [since, until), by time."""
+    return tuple(
+        AgentGapInfo(node_id=n, start_s=float(a), end_s=float(b), charged=bool(c), reason=r)
+        for n, a, b, c, r in s.execute(
+            select(AgentGaps.c.node_id, AgentGaps.c.start_s, AgentGaps.c.end_s,
+                   AgentGaps.c.charged, AgentGaps.c.reason)
+            .where(AgentGaps.c.end_s >= since, AgentGaps.c.start_s < until)
+            .order_by(AgentGaps.c.start_s, AgentGaps.c.node_id)))
 
 
 def energy_windows(s: Db, since: float, until: float) -> tuple[EnergyWindow, ...]:

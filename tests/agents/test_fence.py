@@ -133,3 +133,93 @@ def test_after_zero_never_self_fences_and_docker_down_is_retried():
     fence.check()
     assert len(made) == 2 and fence.stats.failed_checks == 1
     assert client.api.signals == [] and fence.stats.self_fenced == 0
+
+
+# ---------------------------------------------------------------------- engine gone
+
+GRACEFUL = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))\n"
+            "print('ready', flush=True)\ntime.sleep(120)\n")
+STUBBORN = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('ready', flush=True)\ntime.sleep(120)\n")
+
+
+def process(script: str):
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+class CrashingApi(Api):
+    """An engine that lists its containers (each with its main process) until it crashes;
+    the containers' processes run on without it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pids: dict[str, int] = {}
+        self.crashed = False
+
+    def containers(self, filters: dict) -> list[dict]:
+        if self.crashed:
+            raise ConnectionError("Error while fetching server API version: connection "
+                                  "refused")
+        return super().containers(filters)
+
+    def inspect_container(self, cid: str) -> dict:
+        return {"State": {"Pid": self.pids[cid]}}
+
+    def kill(self, cid: str, signal: str) -> None:
+        if self.crashed:
+            raise ConnectionError("connection refused")
+        super().kill(cid, signal)
+
+
+def test_with_the_engine_gone_stale_processes_are_stopped_through_proc():
+    client, clock = Client(), Clock()
+    client.api = CrashingApi()
+    graceful, stubborn = process(GRACEFUL), process(STUBBORN)
+    try:
+        for cid, job, p in (("c1", "j", graceful), ("c2", "k", stubborn)):
+            client.api.add(cid, job, 1, grace_s=5)
+            client.api.pids[cid] = p.pid
+        verdict = {("j", 1): Verdict(stale=False), ("k", 1): Verdict(stale=False)}
+        fence = Fence(docker=lambda: client, verdicts=lambda keys: verdict, check_s=5.0,
+                      after_s=60.0, mono=clock)
+        fence.check()                                   # listed: processes remembered
+        assert {r.process.pid for r in fence.known.values()} == {graceful.pid, stubborn.pid}
+        client.api.crashed = True                       # dockerd SIGKILLed; shims run on
+        fence.check()
+        assert fence.engine_down and graceful.poll() is None and stubborn.poll() is None
+        verdict = {k: Verdict(stale=True, why="attempt ended in the store") for k in verdict}
+        fence.check()                                   # the manager ended the attempts
+        assert graceful.wait(10) == 143                 # SIGTERM reached it without Docker
+        assert stubborn.poll() is None and fence.stats.without_engine == 2
+        clock.t += 5.0
+        fence.kill_due()
+        assert stubborn.wait(10) == -9                  # SIGKILL after the grace period
+        fence.check()
+        assert fence.known == {} and fence.stopping == {}
+        assert client.api.signals == []                 # nothing went through the engine
+    finally:
+        for p in (graceful, stubborn):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_a_pid_reused_by_another_process_is_never_signalled():
+    from andreas.infra import procs
+
+    p = process(GRACEFUL)
+    try:
+        now = procs.ref(p.pid)
+        assert now is not None and procs.alive(now)
+        other = procs.ProcessRef(pid=p.pid, start_ticks=now.start_ticks + 1)
+        assert not procs.alive(other) and not procs.send(other, __import__("signal").SIGTERM)
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()

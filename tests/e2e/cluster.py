@@ -208,7 +208,7 @@ class Monitor:
 
 def _fresh_database(admin_url: str) -> tuple[str, Callable[[], None]]:
     name = f"e2e_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(admin_url)
+    admin = sa.create_engine(admin_url, pool_pre_ping=True)   # a test may restart MariaDB
     with admin.begin() as conn:
         conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 "
                              "COLLATE utf8mb4_unicode_ci")
@@ -256,7 +256,7 @@ def start_cluster(tmp: Path, admin_url: str, node_specs: list[tuple[str, str, in
 
     def account_drop() -> None:
         from andreas.store import accounts
-        e = sa.create_engine(admin_url)
+        e = sa.create_engine(admin_url, pool_pre_ping=True)
         try:
             accounts.drop(e, prefix)
         finally:

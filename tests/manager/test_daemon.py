@@ -79,7 +79,7 @@ def test_once_and_second_daemon_refused(mstore, db_url):
         try:
             run(cfg, store=mstore, executor=FakeExecutor(), install_signals=False)
         except LockHeld as e:
-            assert "another manager holds the manager lock" in str(e)
+            assert "another manager holds the manager lease" in str(e)
         else:
             raise AssertionError("a second manager ran beside the first")
     finally:

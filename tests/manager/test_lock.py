@@ -31,7 +31,7 @@ def test_second_manager_cannot_lock_until_the_holder_is_killed(db_url):
     lock = make_lock(engine)
     try:
         assert not lock.try_acquire(0)
-        with pytest.raises(LockHeld, match="another manager holds the manager lock"):
+        with pytest.raises(LockHeld, match="another manager holds the manager lease"):
             acquire(lock, "exit")
         stop = threading.Event()
         stop.set()

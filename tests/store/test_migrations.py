@@ -16,7 +16,7 @@ from andreas.store.engine import make_engine
 from andreas.store.migrate import downgrade, head_revision, status, upgrade
 
 TABLES = {"nodes", "gpus", "power_samples", "host_samples", "power_minutes", "host_minutes",
-          "gpu_gaps", "job_energy", "app_models",
+          "gpu_gaps", "job_energy", "app_models", "manager_lease", "agent_gaps",
           "jobs", "job_attempts", "epoch_events", "decisions", "app_profiles",
           "alembic_version"}
 
