@@ -18,23 +18,21 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from andreas.infra import jsontext
-from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
 from andreas.console import console, printable
 from andreas.errors import InputError, options
-from andreas.executor.base import Executor
-from andreas.executor.errors import ExecutorError
-from andreas.store.engine import Store, open_store
-from andreas.service.submit import (JobSpec, cancel, check_image_allowed, load_job_file,
-                            parse_submission, submit)
 from andreas.infra.timefmt import duration, relative, stamp, stamp_relative
-from andreas.manager.plandoc import describe_estimate
+
+if TYPE_CHECKING:   # imported where used: `andreas submit` needs neither the views nor numpy
+    from andreas.executor.base import Executor
+    from andreas.service import views
+    from andreas.store.engine import Store
 
 JOB_FILE_SUFFIXES = (".yaml", ".yml")
 
@@ -55,6 +53,8 @@ def _default_executor(settings: Settings) -> Executor:
 
 
 def _open(settings: Settings) -> Store:
+    from andreas.store.engine import open_store
+
     return open_store(settings=settings, retries=0)
 
 
@@ -132,6 +132,9 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
     The job is queued; the manager starts it at its next rescheduling point. Prints the
     job id. Nothing is stored when any field is wrong.
     """
+    from andreas.service.submit import (JobSpec, check_image_allowed, load_job_file,
+                                        parse_submission, submit_configured)
+
     now = _now(ctx)
     options = {"--epochs": epochs, "--due": due, "--weight": weight, "--app": app,
                "--cmd": cmd, "--env": env or None, "--max-gpus": max_gpus,
@@ -156,11 +159,7 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
                                 gpu_memory_mib=gpu_memory_mib, now_s=now)
     settings = load_settings()
     check_image_allowed(spec.image, settings.executor.image_allowlist)
-    store = _open(settings)
-    try:
-        job_id = submit(store, spec, now, default_grace_s=settings.executor.stop_grace_s)
-    finally:
-        store.dispose()
+    job_id = submit_configured(settings, spec, now)
     if quiet:
         click.echo(job_id)
         return
@@ -193,6 +192,8 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
     ("-": before owners were recorded); with a MariaDB account of your own you see only
     your jobs.
     """
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
@@ -265,6 +266,9 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Everything about one job: its spec, state, costs, every attempt (node, GPUs,
     container, start, end, exit code, reason, and the decisions that started and stopped
     it) and its measured epoch times per configuration."""
+    from andreas.manager.plandoc import describe_estimate
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
@@ -386,6 +390,8 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     then SIGKILL after the job's grace period). A finished job cannot be cancelled, nor
     can someone else's job unless you are an operator (exit 2).
     """
+    from andreas.service.submit import cancel
+
     now = _now(ctx)
     if reason is None:
         try:
@@ -424,6 +430,9 @@ def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
     engine. Containers are kept for ``[executor] keep_exited_s`` after they exit; then
     the end of the log (the last 200 lines, at most 64 KiB) is printed from the store,
     and a note on stderr says so."""
+    from andreas.executor.errors import ExecutorError
+    from andreas.service import views
+
     settings = load_settings()
     store = _open(settings)
     try:
@@ -472,6 +481,8 @@ def nodes_cmd(ctx: click.Context, as_json: bool) -> None:
     sample (none: "-"). HEARTBEAT is the age of the agent's last heartbeat. UNHEALTHY lists
     GPU indexes marked unhealthy or unreadable in the last 60 s.
     """
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)

@@ -6,7 +6,8 @@ Running containers are left running; the next manager adopts them (reconciliatio
 start).
 
 Container events (``executor.watch``) wake the loop for the nodes the last tick read
-(:meth:`Manager.watched_nodes`); polling every ``poll_s`` stays the source of truth.
+(:meth:`Manager.watched_nodes`), and so do submissions and cancellations on this host
+(``andreas.infra.nudge``); polling every ``poll_s`` stays the source of truth.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import replace
 from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
+from andreas.infra.nudge import listen
 from andreas.manager.lock import acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
@@ -74,6 +76,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     lock = make_lock(store.engine)
     manager = None
     metrics = None
+    wake = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
         if not acquire(lock, settings.manager.lock, stop=stop):
@@ -97,12 +100,15 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         warm(notice=log.info)   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
+            wake = listen(store.wake_key, manager.wake)   # submissions wake the loop
         run_loop(manager, stop, once=once, lock=lock)
         log.info("manager stopped; running containers are left running and will be "
                  "adopted at the next start")
         return 0
     finally:
         watching.set()
+        if wake is not None:
+            wake.close()
         if metrics is not None:
             metrics.close()
         if manager is not None:
