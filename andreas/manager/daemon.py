@@ -23,6 +23,7 @@ from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
 from andreas.infra.nudge import listen
+from andreas.manager.decider import make_decider
 from andreas.manager.lock import acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
@@ -83,7 +84,9 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             log.info("stopped while waiting for the manager lock")
             return 0
         executor = executor or make_executor(settings, dry_run=dry_run)
-        manager = Manager(store, executor, settings, clock=clock)
+        manager = Manager(store, executor, settings, clock=clock,
+                          decider=make_decider(0.0 if once else
+                                               settings.manager.optimizer_idle_s))
         manager.mark_profiling_nodes()   # an unknown [profiler] node: one line, exit 2
         log.info("manager started: store %s, policy %s, period %.0f s, poll %.1f s%s",
                  store.url, settings.manager.policy, settings.manager.period_s,
@@ -96,8 +99,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             metrics = serve([manager_collector(manager)],
                             address=settings.manager.metrics_address,
                             port=settings.manager.metrics_port)
-        from andreas.optimizer.kernels import warm
-        warm(notice=log.info)   # the first decision need not wait for the compiler
+        manager.decider.start()   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
             wake = listen(store.wake_key, manager.wake)   # submissions wake the loop

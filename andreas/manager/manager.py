@@ -28,6 +28,7 @@ from andreas.config import Settings
 from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
+from andreas.manager.decider import Decider, InProcess
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
@@ -65,7 +66,8 @@ class Manager:
     def __init__(self, store: Store, executor: Executor, settings: Settings, *,
                  clock: Callable[[], float] = time.time,
                  rng: np.random.Generator | None = None,
-                 estimator: Estimator | None = None, workers: int = 16) -> None:
+                 estimator: Estimator | None = None, workers: int = 16,
+                 decider: Decider | None = None) -> None:
         self.store = store
         self.executor = executor
         self.settings = settings
@@ -76,6 +78,7 @@ class Manager:
         self.estimator = estimator or Estimator(settings.manager,
                                                 power_refresh_s=POWER_REFRESH_S)
         self.policy = settings.manager.policy
+        self.decider: Decider = decider or InProcess()     # where the policy runs
         self._pool = cf.ThreadPoolExecutor(max_workers=workers,
                                            thread_name_prefix="andreas-engine")
         self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
@@ -256,9 +259,9 @@ class Manager:
         t1 = time.perf_counter()
         if snap.nodes and snap.jobs:
             try:
-                options = ({"state": self.policy_state}
-                           if self.policy in optimizer.STATEFUL_POLICIES else {})
-                plan = optimizer.decide(snap, self.rng, self.policy, **options)
+                state = (self.policy_state if self.policy in optimizer.STATEFUL_POLICIES
+                         else None)
+                plan, self.rng = self.decider.decide(snap, self.rng, self.policy, state)
                 check_plan(snap, plan)
             except (AndreasError, ValueError) as e:
                 kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
@@ -384,5 +387,6 @@ class Manager:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self.decider.close()
         self.executor.close()
 
