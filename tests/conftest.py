@@ -39,6 +39,7 @@ _SLOW = (
     "test_cli.py::test_python_dash_m", "test_cli_sim.py::test_simulate_a_trace_writes",
     "test_simulator.py::test_conservation_on_random_traces",
     "test_snapshot.py::test_fuzz_parse",
+    "manager/test_decider.py::",
 )
 
 
