@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 _HERE = Path(__file__).parent
-_MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py"}
+_MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py",
+                    "test_readme_mariadb.py"}
 _SLOW = (
     "test_milp.py::", "test_never_worse.py::", "test_dp.py::", "test_exact.py::",
     "agents_daemon/test_spool_file.py::test_sigkill_at_random_moments",

@@ -33,10 +33,11 @@ from andreas.store.attempts import stored_log
 from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
 from andreas.store.engine import Store
 from andreas.store.epochs import ConfigEpochs, job_epochs
-from andreas.store.jobs import LIVE, TERMINAL
+from andreas.store.jobs import TERMINAL
 from andreas.store.models import JobState
 from andreas.store.nodes import Db
-from andreas.store.read import JobView, load_jobs, load_nodes, load_queue, node_names
+from andreas.store.read import (JobView, load_jobs, load_nodes, load_queue, node_jobs,
+                                node_names)
 from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps, job_energy,
                                     job_energy_parts, latest_gpu_power, latest_host_power,
                                     total)
@@ -238,13 +239,9 @@ def nodes(store: Store, now_s: float) -> list[NodeRow]:
         gpu_ids = [g.id for n in nodes_ for g in n.gpus]
         busy: dict[int, set[int]] = defaultdict(set)
         jobs_on: dict[int, set[str]] = defaultdict(set)
-        for job in load_jobs(s).values():
-            if job.state not in LIVE:
-                continue
-            for a in job.open_attempts:
-                if a.node_id is not None:
-                    busy[a.node_id].update(a.gpu_ids)
-                    jobs_on[a.node_id].add(job.id)
+        for node_id, job_id, gpu_ids in node_jobs(s):
+            busy[node_id].update(gpu_ids)
+            jobs_on[node_id].add(job_id)
         gpu_power = latest_gpu_power(s, gpu_ids, since)
         host_power = latest_host_power(s, [n.id for n in nodes_], since)
         gaps = gpus_with_gaps(s, gpu_ids, since)
