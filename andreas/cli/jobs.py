@@ -25,7 +25,7 @@ import click
 from andreas.infra import jsontext
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
-from andreas.console import console, printable
+from andreas.console import console, money, printable
 from andreas.errors import InputError, options
 from andreas.infra.timefmt import duration, relative, stamp, stamp_relative
 
@@ -63,7 +63,7 @@ def _json(data: Any) -> None:
 
 
 def _money(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+    return money(x)
 
 
 # --------------------------------------------------------------------------- submit
@@ -265,7 +265,9 @@ _STATE_STYLE = {"running": "green", "preempting": "yellow", "preempted": "yellow
 def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Everything about one job: its spec, state, costs, every attempt (node, GPUs,
     container, start, end, exit code, reason, and the decisions that started and stopped
-    it) and its measured epoch times per configuration."""
+    it), what the recent decisions did with it and why (the last 100 since its
+    submission; equal neighbours as one row), and its measured epoch times per
+    configuration."""
     from andreas.manager.plandoc import describe_estimate
     from andreas.service import views
 
@@ -351,6 +353,18 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             out.print(f"decision #{ref.id}: {what}", highlight=False)
     else:
         out.print("no attempts yet", highlight=False)
+    if d.history:
+        t = Table(title="decisions (newest first)")
+        for col in ("decision", "time", "trigger", "action", "node", "GPUs", "reason"):
+            t.add_column(col, overflow="fold", no_wrap=col in ("time", "decision"))
+        for h in d.history:
+            when = stamp(h.t) if h.decisions == 1 else (
+                f"{stamp(h.first_t)} .. {stamp(h.t)}" if h.first_t is not None else stamp(h.t))
+            t.add_row(*map(Text, (
+                f"#{h.decision_id}" + (f" (x{h.decisions})" if h.decisions > 1 else ""),
+                when, h.trigger, h.action, h.node or "-",
+                "-" if h.gpus is None else str(h.gpus), printable(h.reason or "-"))))
+        out.print(t)
     if d.epoch_stats:
         t = Table(title="epochs")
         for col in ("node", "GPU type", "GPUs", "epochs", "mean", "min", "max", "last epoch",

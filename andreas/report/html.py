@@ -18,8 +18,8 @@ from html import escape
 from typing import Any
 
 from andreas.report.compute import PeriodRow, PowerSeries, Report
-from andreas.report.formats import (job_cells, node_cells, slot_cells, summary_line, title,
-                                    validation_summary)
+from andreas.report.formats import (cost_text, job_cells, node_cells, slot_cells,
+                                    summary_line, title, validation_summary)
 from andreas.report.validate import Validation
 from andreas.infra.timefmt import stamp
 
@@ -98,9 +98,9 @@ def _job_table(report: Report) -> str:
     if not report.jobs:
         return "<p>no jobs in this window</p>"
     t = report.totals
-    total = ["TOTAL", "", "", f"{t.jobs_energy_kwh:,.3f}", f"{t.jobs_energy_cost:,.2f}", "",
-             f"{t.tardiness_cost:,.2f}", f"{t.gpu_hours:,.2f}", f"{t.predicted_cost:,.2f}",
-             f"{sum(r.actual_cost for r in report.jobs):,.2f}", ""] + \
+    total = ["TOTAL", "", "", f"{t.jobs_energy_kwh:,.3f}", cost_text(t.jobs_energy_cost), "",
+             cost_text(t.tardiness_cost), f"{t.gpu_hours:,.2f}", cost_text(t.predicted_cost),
+             cost_text(sum(r.actual_cost for r in report.jobs)), ""] + \
         ([f"{sum(r.co2_kg or 0 for r in report.jobs):,.2f}"] if co2 else [])
     return _html_table(header, [job_cells(r, co2) for r in report.jobs], 3, total)
 
@@ -112,7 +112,7 @@ def _node_table(report: Report) -> str:
         (["CO2 kg"] if co2 else [])
     t = report.totals
     total = ["TOTAL", "", "", f"{t.energy_kwh:,.3f}", "", "", f"{t.jobs_energy_kwh:,.3f}",
-             f"{t.unattributed_energy_kwh:,.3f}", f"{t.energy_cost:,.2f}", "", "", ""] + \
+             f"{t.unattributed_energy_kwh:,.3f}", cost_text(t.energy_cost), "", "", ""] + \
         ([f"{t.co2_kg:,.2f}"] if co2 else [])
     return _html_table(header, [node_cells(r, co2) for r in report.nodes], 2, total)
 
@@ -121,13 +121,13 @@ def _day_rows(days: Sequence[PeriodRow], report: Report) -> str:
     header = ["day", "kWh", "jobs kWh", "unattributed kWh", "energy cost", "penalty",
               "total cost", "GPU-h", "jobs"]
     rows = [[d.period, f"{d.energy_kwh:,.3f}", f"{d.jobs_energy_kwh:,.3f}",
-             f"{d.unattributed_energy_kwh:,.3f}", f"{d.energy_cost:,.2f}",
-             f"{d.tardiness_cost:,.2f}", f"{d.total_cost:,.2f}", f"{d.gpu_hours:,.2f}",
+             f"{d.unattributed_energy_kwh:,.3f}", cost_text(d.energy_cost),
+             cost_text(d.tardiness_cost), cost_text(d.total_cost), f"{d.gpu_hours:,.2f}",
              str(d.jobs)] for d in days]
     t = report.totals
     total = ["TOTAL", f"{t.energy_kwh:,.3f}", f"{t.jobs_energy_kwh:,.3f}",
-             f"{t.unattributed_energy_kwh:,.3f}", f"{t.energy_cost:,.2f}",
-             f"{t.tardiness_cost:,.2f}", f"{t.total_cost:,.2f}", f"{t.gpu_hours:,.2f}",
+             f"{t.unattributed_energy_kwh:,.3f}", cost_text(t.energy_cost),
+             cost_text(t.tardiness_cost), cost_text(t.total_cost), f"{t.gpu_hours:,.2f}",
              str(t.jobs)]
     return _html_table(header, rows, 1, total)
 

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from andreas.config import ManagerSettings
 from andreas.costs import MJ_PER_KWH, late_s, spread
 from andreas.errors import InputError
 from andreas.executor.base import NodeRef
-from andreas.manager.plandoc import PlanEntry, read_assignments
+from andreas.manager.plandoc import PlanEntry, read_assignments, read_job_action
 from andreas.manager.snapshot import settings_prices
 from andreas.store.attempts import stored_log
-from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
+from andreas.store.decisions import (DecisionInfo, DecisionRef, decision_refs, latest_decision,
+                                     recent_decisions)
 from andreas.store.engine import Store
-from andreas.store.epochs import ConfigEpochs, job_epochs
+from andreas.store.epochs import ConfigEpochs, job_epochs, max_epochs
 from andreas.store.jobs import TERMINAL
 from andreas.store.models import JobState
 from andreas.store.nodes import Db
@@ -45,6 +46,7 @@ from andreas.store.lookup import resolve_job_id
 from andreas.store.owners import access, require
 
 POWER_WINDOW_S = 60.0
+HISTORY_DECISIONS = 100          # `andreas show`: the decisions read for a job's history
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +97,24 @@ class AttemptRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecisionAction:
+    """What the decisions did with a job: runs of the same action collapsed, so a job
+    that waited through 40 decisions for the same reason is one row (``decisions``: 40,
+    ``first_t``..``t``)."""
+
+    decision_id: int                    # the newest of the run
+    t: float
+    trigger: str
+    policy: str
+    action: str
+    node: str | None
+    gpus: int | None
+    reason: str
+    decisions: int = 1
+    first_t: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class JobDetail:
     id: str
     state: str
@@ -122,6 +142,8 @@ class JobDetail:
     attempts: tuple[AttemptRow, ...]
     epoch_stats: tuple[ConfigEpochs, ...]
     owner: str | None = None
+    # what the last HISTORY_DECISIONS decisions since its submission did with it, newest first
+    history: tuple[DecisionAction, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +189,7 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         jobs = load_queue(s, include_finished=include_finished, owner=owner)
         names = node_names(s, {a.node_id for j in jobs.values() for a in j.attempts})
         energy = job_energy(s, list(jobs))
+        measured = max_epochs(s, [j for j, v in jobs.items() if v.state not in TERMINAL])
         parts = job_energy_parts(s, list(jobs)) if settings.tariff_file is not None else {}
         plan = latest_plan(s)
     rows = []
@@ -180,7 +203,8 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         rows.append(QueueRow(
             id=j.id, state=j.state.value, application=j.application,
             node=names.get(here.node_id) if here is not None else None,
-            gpus=len(here.gpu_ids) if here is not None else None, epochs_done=j.epochs_done,
+            gpus=len(here.gpu_ids) if here is not None else None,
+            epochs_done=min(j.epochs, max(j.epochs_done, measured.get(j.id, 0))),
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
             cost_so_far=costs.so_far, cost_to_go=costs.to_go,
@@ -210,6 +234,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
                                       for d in (a.decision_id, a.stop_decision_id)
                                       if d is not None})
         entry = latest_plan(s).get(job_id) if job.state not in TERMINAL else None
+        history = _history(recent_decisions(s, job.submit_s, HISTORY_DECISIONS), job_id)
+        done = max_epochs(s, [job_id]).get(job_id, 0)
     rows = tuple(AttemptRow(
         attempt=a.attempt, node=names.get(a.node_id) if a.node_id is not None else None,
         gpus=a.gpu_ids, container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
@@ -222,13 +248,33 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
                    total(per_attempt.values()), entry, parts)
     return JobDetail(
         id=job.id, state=job.state.value, image=job.image, application=job.application,
-        command=job.command, env=dict(job.env), epochs=job.epochs, epochs_done=job.epochs_done,
+        command=job.command, env=dict(job.env), epochs=job.epochs,
+        epochs_done=min(job.epochs, max(job.epochs_done, done)),
         submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
         grace_s=job.grace_s, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib,
         state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
         finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs),
-        owner=job.owner)
+        owner=job.owner, history=history)
+
+
+def _history(decisions: Iterable[DecisionInfo], job_id: str) -> tuple[DecisionAction, ...]:
+    """The job's actions in ``decisions`` (newest first), equal neighbours collapsed."""
+    out: list[DecisionAction] = []
+    for d in decisions:
+        act = read_job_action(d.plan, job_id)
+        if act is None:
+            continue
+        row = DecisionAction(decision_id=d.id, t=d.t_s, trigger=d.trigger, policy=d.policy,
+                             action=act.kind, node=act.node, gpus=act.gpus,
+                             reason=act.reason)
+        last = out[-1] if out else None
+        if last is not None and (last.action, last.node, last.gpus, last.reason) == (
+                row.action, row.node, row.gpus, row.reason):
+            out[-1] = replace(last, decisions=last.decisions + 1, first_t=row.t)
+        else:
+            out.append(row)
+    return tuple(out)
 
 
 def nodes(store: Store, now_s: float) -> list[NodeRow]:
