@@ -190,7 +190,8 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
     is the measured energy (kWh x PUE x price) plus the tardiness penalty already
     incurred; TO GO is what the latest plan predicts. OWNER is who submitted the job
     ("-": before owners were recorded); with a MariaDB account of your own you see only
-    your jobs.
+    your jobs. STATE "dry-run": `andreas manager run --dry-run` recorded a start, and no
+    container runs (``--json``: state running, dry_run true).
     """
     from andreas.service import views
 
@@ -237,7 +238,9 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
                       and conf is not None else "")
             finish = Text(relative(r.finish_s, now) + (" (late)" if late else "") + unsure,
                           style="red" if late else "")
-        table.add_row(Text(r.id), Text(r.state, style=_STATE_STYLE.get(r.state, "")),
+        state = "dry-run" if r.dry_run else r.state       # planned; no container runs
+        table.add_row(Text(r.id), Text(state, style="dim" if r.dry_run else
+                                       _STATE_STYLE.get(r.state, "")),
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
                       Text(f"{r.epochs_done}/{r.epochs}"), finish,
                       Text(stamp(r.due_s)), Text(_money(r.cost_so_far)),
@@ -299,7 +302,8 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
     for key, value in (
             ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
-            ("state", d.state + (f" ({d.reason})" if d.reason else "")),
+            ("state", ("dry-run (the manager recorded a start; no container runs)"
+                       if d.dry_run else d.state) + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
             ("image", d.image), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),

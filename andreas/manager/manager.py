@@ -169,6 +169,7 @@ class Manager:
                                                     unreachable=self.reconciler.unreachable)
         except Exception:            # profiling refines estimates, never blocks plans
             log.exception("automatic profiling: review failed; planning without it")
+            self.profiling.forget()
             self.review = Review()
         return self.review
 
@@ -281,6 +282,7 @@ class Manager:
         """At daemon start (after :meth:`mark_profiling_nodes`): read the previous
         target, reconcile, reschedule, apply."""
         self.load_target()
+        self.power.warn_left_off()
         self._defer("start")
         return self.tick()
 

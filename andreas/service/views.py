@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from andreas.config import ManagerSettings
 from andreas.costs import MJ_PER_KWH, late_s, spread
 from andreas.errors import InputError
-from andreas.executor.base import NodeRef
+from andreas.executor.base import DRY_RUN_PREFIX, NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments, read_job_action
 from andreas.manager.snapshot import settings_prices
 from andreas.store.attempts import stored_log
@@ -78,6 +78,7 @@ class QueueRow:
     # (source, confidence) of the plan's epoch-time estimate behind finish_s (None: no plan)
     estimate: tuple[str | None, float | None] | None = None
     owner: str | None = None            # None: submitted before owners were recorded
+    dry_run: bool = False               # its open attempt is a dry run's: nothing runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +145,7 @@ class JobDetail:
     owner: str | None = None
     # what the last HISTORY_DECISIONS decisions since its submission did with it, newest first
     history: tuple[DecisionAction, ...] = ()
+    dry_run: bool = False               # its open attempt is a dry run's: nothing runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +211,7 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
             cost_so_far=costs.so_far, cost_to_go=costs.to_go,
             estimate=(entry.estimate_source, entry.confidence) if entry else None,
-            owner=j.owner))
+            owner=j.owner, dry_run=_dry_run(j)))
     active = sorted((r for r in rows if not _terminal(r.state)),
                     key=lambda r: (r.due_s, r.submit_s, r.id))
     done = sorted((r for r in rows if _terminal(r.state)),
@@ -255,7 +257,12 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
         state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
         finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs),
-        owner=job.owner, history=history)
+        owner=job.owner, history=history, dry_run=_dry_run(job))
+
+
+def _dry_run(job: JobView) -> bool:
+    """Whether the job's open attempt was "started" by a dry run (no container exists)."""
+    return any((a.container_id or "").startswith(DRY_RUN_PREFIX) for a in job.open_attempts)
 
 
 def _history(decisions: Iterable[DecisionInfo], job_id: str) -> tuple[DecisionAction, ...]:
