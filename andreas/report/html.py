@@ -147,8 +147,10 @@ def _plots(report: Report, days: Sequence[PeriodRow], series: Sequence[PowerSeri
            validation: Validation | None) -> list[tuple[str, Callable[[Any], None]]]:
     out: list[tuple[str, Callable[[Any], None]]] = []
     if series:
-        out.append(("Power per node (GPUs + host, mean per interval)",
-                    lambda ax: _power(ax, series)))
+        first = min(s.t_s[0] for s in series)
+        last = max(s.t_s[-1] for s in series)
+        out.append((f"Power per node (GPUs + host, mean per interval), measured "
+                    f"{stamp(first)} .. {stamp(last)}", lambda ax: _power(ax, series)))
     if any(j.energy_kwh > 0 for j in report.jobs):
         out.append((f"Energy per job (largest {TOP_JOBS})", lambda ax: _job_energy(ax, report)))
     if days:
@@ -176,6 +178,9 @@ def _draw(caption: str, draw: Callable[[Any], None], plt: Any) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     try:
         draw(ax)
+        height = getattr(ax, "andreas_height_in", None)   # a chart that needs more room
+        if height is not None:
+            fig.set_size_inches(6.4, height)
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
@@ -191,24 +196,47 @@ def _dt(t_s: float) -> datetime:
 
 
 def _power(ax, series: Sequence[PowerSeries]) -> None:
+    """Over the measured span (at least two minutes): matplotlib widens a span of one
+    instant to four years, which drew an empty plot from 2025 to 2029."""
     import matplotlib.dates as mdates
 
+    few = max(len(s.t_s) for s in series) <= 60
     for s in series:
-        ax.plot([_dt(t) for t in s.t_s], s.power_w, label=s.node, linewidth=1)
+        ax.plot([_dt(t) for t in s.t_s], s.power_w, label=s.node, linewidth=1,
+                marker="o" if few else None, markersize=3)
+    first = min(s.t_s[0] for s in series)
+    last = max(s.t_s[-1] for s in series)
+    pad = max(60.0, 0.02 * (last - first))
+    ax.set_xlim(_dt(first - pad), _dt(last + pad))
+    ax.set_ylim(0, 1.15 * max((max(s.power_w) for s in series), default=1.0) or 1.0)
     ax.set_ylabel("W")
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(mdates.AutoDateLocator()))
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     if len(series) <= 12:
         ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
 
 
 def _job_energy(ax, report: Report) -> None:
+    """One bar per job, the figure as tall as its labels need (0.19 in per bar: 7-point
+    labels never overlap), long ids shortened in the middle (the table has them whole)."""
     jobs = sorted((j for j in report.jobs if j.energy_kwh > 0),
                   key=lambda j: -j.energy_kwh)[:TOP_JOBS][::-1]
-    ax.barh([j.job for j in jobs], [j.energy_kwh for j in jobs], color="#4477aa")
+    ax.barh(range(len(jobs)), [j.energy_kwh for j in jobs], color="#4477aa")
+    ax.set_yticks(range(len(jobs)), [_short(j.job) for j in jobs])
+    ax.set_ylim(-0.6, len(jobs) - 0.4)
     ax.set_xlabel("kWh")
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
+    ax.andreas_height_in = max(3.2, 0.9 + 0.19 * len(jobs))
+
+
+def _short(label: str, width: int = 28) -> str:
+    if len(label) <= width:
+        return label
+    keep = (width - 1) // 2
+    return f"{label[:keep]}…{label[-(width - 1 - keep):]}"
 
 
 def _days(ax, days: Sequence[PeriodRow]) -> None:

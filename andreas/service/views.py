@@ -292,8 +292,8 @@ def nodes(store: Store, now_s: float) -> list[NodeRow]:
         gpu_ids = [g.id for n in nodes_ for g in n.gpus]
         busy: dict[int, set[int]] = defaultdict(set)
         jobs_on: dict[int, set[str]] = defaultdict(set)
-        for node_id, job_id, gpu_ids in node_jobs(s):
-            busy[node_id].update(gpu_ids)
+        for node_id, job_id, held in node_jobs(s):
+            busy[node_id].update(held)
             jobs_on[node_id].add(job_id)
         gpu_power = latest_gpu_power(s, gpu_ids, since)
         host_power = latest_host_power(s, [n.id for n in nodes_], since)
