@@ -208,6 +208,35 @@ def test_the_agent_does_without_the_ssh_transport_unless_it_needs_it():
     assert local.stdout.strip() == "False" and remote.stdout.strip() == "True"
 
 
+def test_the_agent_imports_pymysql_without_cryptography_until_rsa_is_asked(tmp_path):
+    """Issue 34: from an environment that also has andreas[manager] (demo.sh's .venv, whose
+    paramiko pulls cryptography in), an agent on MariaDB held 66 MB (bench_agent
+    --mariadb): PyMySQL imports cryptography for MySQL 8's RSA password exchange only. The
+    agent imports it on the first such exchange instead, and that exchange still works."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    (tmp_path / "key.pem").write_bytes(pem)
+    code = ("import sys; from agents.cli import lean_docker_sdk; lean_docker_sdk('unix://'); "
+            "import pymysql; print('cryptography' in sys.modules); "
+            "from pymysql import _auth; "
+            "out = _auth.sha2_rsa_encrypt(b'pw', b'0123456789abcdefghij', "
+            "open(sys.argv[1], 'rb').read()); print('cryptography' in sys.modules); "
+            "sys.stdout.write(out.hex())")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "key.pem")],
+                          capture_output=True, text=True, check=True)
+    before, after, cipher = done.stdout.split("\n")
+    assert (before, after) == ("False", "True")
+    oaep = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(),
+                        label=None)
+    plain = key.decrypt(bytes.fromhex(cipher), oaep)
+    salt = b"0123456789abcdefghij"
+    assert plain == bytes(c ^ salt[i % len(salt)] for i, c in enumerate(b"pw\0"))
+
+
 def test_the_agent_never_loads_the_orm_nor_a_charset_detector(tmp_path):
     """Issue 17 (resident memory < 60 MB): a whole ``--once`` run (registration, two
     ticks, delivery of every kind, the fence, a clean stop) writes through the store's
