@@ -5,8 +5,8 @@ An idle cluster of one node (2 fake V100s) whose Docker engine is ``$DOCKER_HOST
 store is the embedded SQLite default (``--mariadb``: a fresh database on
 ``ANDREAS_TEST_MARIADB_URL``); the manager is the real daemon (``andreas manager run``, a
 subprocess, default ``poll_s``). Each trial runs the ``andreas submit`` command as a user
-would (a subprocess, timed from before its start to its exit), then polls the engine
-every 5 ms until the job's container is running; then cancels it and waits until the
+would (a subprocess, timed from before its start to its exit), then waits for the engine's
+``start`` event of the job's container (a stream opened before the submission); then cancels it and waits until the
 manager has stopped it, so every trial starts on an idle cluster. Trials start at a
 random phase (0-1 s) against the manager's polling.
 
@@ -51,13 +51,19 @@ TARGETS = {"cli": 0.3, "after": 0.3, "ratio": 2.0, "rss_mb": 120.0}
 STOPS_ON_SIGTERM = "sh -c 'trap \"exit 143\" TERM; while :; do sleep 1; done'"
 
 
-def wait_running(api: docker.APIClient, job: str, timeout_s: float = 30.0) -> float:
-    deadline = time.perf_counter() + timeout_s
-    while time.perf_counter() < deadline:
-        if api.containers(filters={"label": f"andreas.job={job}", "status": "running"}):
-            return time.perf_counter()
-        time.sleep(0.005)
-    raise RuntimeError(f"job {job}: no running container after {timeout_s:.0f} s")
+def start_events(api: docker.APIClient, job: str, timeout_s: float = 60.0):
+    """The engine's ``start`` events of the job's containers, opened before the submission
+    (an event stream costs the engine nothing while it waits; polling every 5 ms did)."""
+    now = int(time.time())
+    return api.events(since=now - 1, until=now + int(timeout_s), decode=True,
+                      filters={"label": f"andreas.job={job}", "event": "start"})
+
+
+def wait_running(events, job: str) -> float:
+    """When the first ``start`` event arrives (the container runs)."""
+    for _ in events:
+        return time.perf_counter()
+    raise RuntimeError(f"job {job}: no container started")
 
 
 def wait_gone(api: docker.APIClient, job: str, timeout_s: float = 60.0) -> None:
@@ -146,10 +152,12 @@ def trial(env: dict[str, str], api: docker.APIClient, image: str) -> tuple[float
     argv = [str(BIN / "andreas"), "submit", image, "--epochs", "1", "--due", "+1h",
             "--weight", "0.01", "--app", "bench", "--cmd", STOPS_ON_SIGTERM, "--max-gpus", "1",
             "--grace-s", "2", "--name", job, "--quiet"]
+    events = start_events(api, job)
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, check=True, capture_output=True)
     t1 = time.perf_counter()
-    t2 = wait_running(api, job)
+    t2 = wait_running(events, job)
+    events.close()
     subprocess.run([str(BIN / "andreas"), "cancel", job], env=env, check=True,
                    capture_output=True)
     wait_gone(api, job)
