@@ -169,42 +169,12 @@ def lean_docker_sdk(docker_url: str) -> None:
 
 
 def lazy_pymysql_crypto() -> None:
-    """PyMySQL imports cryptography (about 9 MB of resident memory) at import time when it
-    is installed (a node that also has andreas[manager], whose paramiko pulls it in), for
-    one thing: MySQL 8's RSA password exchange (sha256_password, caching_sha2_password
-    without TLS), which MariaDB's accounts never use. Import PyMySQL without it, and import
-    it on the first such exchange instead."""
-    if "pymysql" in sys.modules:
-        return
-    missing = object()
-    saved = sys.modules.get("cryptography", missing)
-    sys.modules["cryptography"] = None  # type: ignore[assignment]
-    try:
-        from pymysql import _auth
-    except ImportError:
-        return                                   # no PyMySQL: nothing to do
-    finally:
-        if saved is missing:
-            del sys.modules["cryptography"]
-        else:
-            sys.modules["cryptography"] = saved  # type: ignore[assignment]
-    if getattr(_auth, "_have_cryptography", True) or not hasattr(_auth, "sha2_rsa_encrypt"):
-        return
-    eager = _auth.sha2_rsa_encrypt
+    """PyMySQL without cryptography until an RSA password exchange needs it (about 9 MB
+    of resident memory on a node that also has andreas[manager]): the store's one place
+    that imports the driver so, :func:`andreas.store.quick.import_pymysql`."""
+    from andreas.store.quick import import_pymysql
 
-    def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
-        try:
-            from cryptography.hazmat.backends import default_backend
-            from cryptography.hazmat.primitives import hashes, serialization
-            from cryptography.hazmat.primitives.asymmetric import padding
-        except ImportError:
-            return eager(password, salt, public_key)   # PyMySQL's own error message
-        _auth.default_backend, _auth.hashes = default_backend, hashes
-        _auth.serialization, _auth.padding = serialization, padding
-        _auth._have_cryptography = True
-        return eager(password, salt, public_key)
-
-    _auth.sha2_rsa_encrypt = sha2_rsa_encrypt
+    import_pymysql()
 
 
 def _run(cfg: Any, *, once: bool) -> int:
