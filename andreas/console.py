@@ -50,8 +50,8 @@ UNLIMITED_WIDTH = 100_000
 def console():
     """A terminal's own width (``COLUMNS`` when set). Piped or redirected, output is for
     programs: ``COLUMNS`` when set, else every row whole on one line, and tables without
-    borders or titles (columns separated by spaces, one row per line; ``--json`` where a
-    command has it is the exact form)."""
+    borders (columns separated by spaces, one row per line, the title on its own line
+    above; ``--json`` where a command has it is the exact form)."""
     import os
 
     from rich.console import Console
@@ -80,13 +80,14 @@ def console():
 
 
 def _plain(table: Any, *, whole: bool) -> Any:
-    """A copy of ``table`` for a pipe: no box, no title, one space between columns;
+    """A copy of ``table`` for a pipe: no box, the title on a line of its own, one space
+    between columns;
     ``whole``: no cell folded (the width is not limited), else as the table says."""
     import copy
 
     plain = copy.copy(table)
     plain.box = None
-    plain.title = plain.caption = None
+    plain.title_justify = plain.caption_justify = "left"     # a line of its own, kept
     plain.show_edge = False
     plain.pad_edge = False
     plain.padding = (0, 0, 0, 1)
