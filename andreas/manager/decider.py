@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from andreas.errors import AndreasError, InputError
@@ -62,9 +63,27 @@ class InProcess:
 
 
 def _warm() -> None:
+    """The helper's start: end with the manager, then compile or load the kernels."""
+    _follow_parent()
     from andreas.optimizer.kernels import warm
 
     warm(notice=log.info)
+
+
+def _follow_parent(every_s: float = 1.0) -> None:
+    """A helper whose manager died (SIGKILL, OOM) must not live on holding the kernels:
+    a daemon thread ends the process once its parent is no longer the one that started
+    it (an orphan is re-parented)."""
+    import os
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="andreas-helper-parent", daemon=True).start()
 
 
 def _remote(snapshot: Snapshot, rng: np.random.Generator, policy: str,

@@ -92,3 +92,36 @@ def test_the_managers_process_does_not_load_the_kernels():
                          cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "[]" and int(out.stdout.split()[0]) > 0
+
+
+def test_a_helper_ends_with_a_killed_manager():
+    """A manager killed by SIGKILL (the end-to-end test does it) left its helper running,
+    orphaned, with the kernels' memory; the helper now follows its parent."""
+    import psutil
+
+    code = ("import numpy as np\n"
+            "from andreas.formats.snapshot import load_snapshot\n"
+            "from andreas.manager.decider import Helper\n"
+            "if __name__ == '__main__':\n"
+            "    h = Helper(600.0)\n"
+            f"    h.decide(load_snapshot({str(SNAPSHOT)!r}), np.random.default_rng(0), "
+            "'greedy', None)\n"
+            "    import os, time\n"
+            "    print(' '.join(str(p.pid) for p in h._pool._processes.values()), flush=True)\n"
+            "    time.sleep(600)\n")
+    manager = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                               text=True, cwd=ROOT)
+    try:
+        helpers = [int(p) for p in manager.stdout.readline().split()]
+        assert helpers
+        os.kill(manager.pid, signal.SIGKILL)
+        manager.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                  for p in helpers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                       for p in helpers)
+    finally:
+        if manager.poll() is None:
+            manager.kill()
