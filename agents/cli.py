@@ -34,9 +34,10 @@ def _error(message: str, code: int) -> None:
 
 
 def _setup_logging(level: str) -> None:
-    """To stderr, without timestamps (journald adds them)."""
+    """To stderr, with timestamps (journald adds its own, but a terminal, a file or
+    `docker logs` do not), as the manager's lines."""
     logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,7 +114,8 @@ def _register(cfg: Any) -> int:
     try:
         reg = writer.ensure_registered()
     except Exception as e:  # noqa: BLE001 - one line for the operator
-        _error(f"registration in {cfg.db_url_masked} failed: {e}", EXIT_FAILED)
+        _error(f"registration in {cfg.db_url_masked} failed: {e}{_register_hint(e)}",
+               EXIT_FAILED)
     finally:
         writer.close()
         sampler.close()
@@ -121,6 +123,18 @@ def _register(cfg: Any) -> int:
     click.echo(f"node {cfg.node_name} (id {reg.node_id}) with {len(reg.gpu_ids)} GPU(s) in "
                f"{cfg.db_url_masked}: {what}")
     return 0
+
+
+def _register_hint(e: BaseException) -> str:
+    """What to do when the account may not write the inventory (the agent's own)."""
+    from andreas.store.engine import error_code
+
+    if error_code(e.__cause__ or e) not in (1142, 1143, 1044, 1227, 1370):
+        return ""
+    return ("; this account may not write the node inventory (the agent's account never "
+            "may): run --register once with the manager's account, e.g. ANDREAS_DB_URL="
+            "'mysql+pymysql://andreas_manager@DBHOST/andreas' ANDREAS_DB_PASSWORD_FILE="
+            "/etc/andreas/manager-db-password andreas-agent --config ... --register")
 
 
 def without_ssh_transport(docker_url: str) -> None:
@@ -147,10 +161,20 @@ def without_charset_detection() -> None:
 
 
 def lean_docker_sdk(docker_url: str) -> None:
-    """Before the Docker SDK is imported: leave out what it would load and the agent never
-    uses (see the two functions above)."""
+    """Before the Docker SDK (and PyMySQL) is imported: leave out what it would load and
+    the agent never uses (see the functions above and below)."""
     without_ssh_transport(docker_url)
     without_charset_detection()
+    lazy_pymysql_crypto()
+
+
+def lazy_pymysql_crypto() -> None:
+    """PyMySQL without cryptography until an RSA password exchange needs it (about 9 MB
+    of resident memory on a node that also has andreas[manager]): the store's one place
+    that imports the driver so, :func:`andreas.store.quick.import_pymysql`."""
+    from andreas.store.quick import import_pymysql
+
+    import_pymysql()
 
 
 def _run(cfg: Any, *, once: bool) -> int:

@@ -174,6 +174,9 @@ class ManagerSettings:
     energy_pue: float = field(default=1.33, metadata=rule(gt=0, le=10))
     price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=1e6))
     restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0, le=MAX_GRACE_S))
+    # The policies run in a helper process that ends after this long without a decision
+    # (its ~110 MB of compiled kernels go with it); 0: in the manager's process.
+    optimizer_idle_s: float = field(default=300.0, metadata=rule(ge=0, le=MAX_DAYS * 86400))
     # A second manager waits for the lock, or exits (2).
     lock: str = field(default="wait", metadata=rule(choices=LOCK_CHOICES))
     # The manager lease lasts this long unless renewed (every third of it): a standby on

@@ -71,7 +71,14 @@ if [ "$which" = all ] || [ "$which" = submit ]; then
     source scripts/docker-test-daemon.sh
     trap docker_test_stop EXIT
     docker_test_start out/docker-bench
+    # SQLite, then a private MariaDB (scripts/mariadb-test-server.sh), in the same run.
+    # shellcheck source=scripts/mariadb-test-server.sh
+    source scripts/mariadb-test-server.sh
+    trap 'docker_test_stop; mariadb_test_stop' EXIT
+    mariadb_test_start out/mariadb-bench
     .venv/bin/python tests/benchmarks/bench_submit.py --json out/bench_submit.json "$@"
+    .venv/bin/python tests/benchmarks/bench_submit.py --mariadb \
+        --json out/bench_submit_mariadb.json "$@"
 fi
 if [ "$which" = published ]; then
     # Builds the C++ with g++/make under out/published; --published DIR or ANDREAS_PUBLISHED_DIR

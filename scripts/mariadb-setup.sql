@@ -103,6 +103,10 @@ GRANT SELECT ON `andreas`.`gpus` TO `andreas_submitter`;
 GRANT SELECT ON `andreas`.`decisions` TO `andreas_submitter`;
 GRANT SELECT ON `andreas`.`epoch_events` TO `andreas_submitter`;
 GRANT SELECT ON `andreas`.`job_energy` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`node_jobs` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`power_samples` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`host_samples` TO `andreas_submitter`;
+GRANT SELECT ON `andreas`.`gpu_gaps` TO `andreas_submitter`;
 GRANT EXECUTE ON PROCEDURE `andreas`.`andreas_submit` TO `andreas_submitter`;
 GRANT EXECUTE ON PROCEDURE `andreas`.`andreas_cancel` TO `andreas_submitter`;
 

@@ -22,7 +22,7 @@ import pytest
 
 _HERE = Path(__file__).parent
 _MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py",
-                    "test_lease_privileges.py"}
+                    "test_lease_privileges.py", "test_readme_mariadb.py"}
 _SLOW = (
     "test_milp.py::", "test_never_worse.py::", "test_dp.py::", "test_exact.py::",
     "agents_daemon/test_spool_file.py::test_sigkill_at_random_moments",
@@ -42,6 +42,7 @@ _SLOW = (
     "test_cli.py::test_python_dash_m", "test_cli_sim.py::test_simulate_a_trace_writes",
     "test_simulator.py::test_conservation_on_random_traces",
     "test_snapshot.py::test_fuzz_parse",
+    "manager/test_decider.py::",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,10 @@ DATA = Path(__file__).resolve().parent / "data" / "alibaba"
 PODS = DATA / "openb_pod_list_excerpt.csv"
 NODES = DATA / "openb_node_list_excerpt.csv"
 FULL = Path("/work/shared/traces/alibaba-openb-2023")
+MULTI = DATA / "openb_pod_list_multigpu50_excerpt.csv"     # no time, qos or phase columns
+# The published files as the project keeps them (README there): ../shared from the root.
+SHARED = Path(os.environ.get("ANDREAS_SHARED_DIR") or Path(__file__).resolve().parents[1].parent
+              / "shared") / "traces" / "alibaba-openb-2023"
 
 # Counted by hand on the excerpt (58 pods, 20 GPU nodes).
 CPU_ONLY = {"openb-pod-0005", "openb-pod-0016", "openb-pod-0210", "openb-pod-0477"}
@@ -48,7 +53,7 @@ def write_rows(path: Path, lines: list[str]) -> Path:
 # --------------------------------------------------------------------------- rules
 
 def test_excerpt_keeps_scheduled_gpu_pods_and_counts_the_rest() -> None:
-    trace, report = import_alibaba(PODS, NODES)
+    trace, report = import_alibaba(PODS, NODES, keep_times=True)
     ids = {j.id for j in trace.jobs}
     assert report.pods == 58 and report.jobs == len(trace.jobs) == 51
     assert report.dropped == {"cpu-only": 4, "pending": 3}
@@ -58,7 +63,7 @@ def test_excerpt_keeps_scheduled_gpu_pods_and_counts_the_rest() -> None:
     assert report.nodes == report.nodes_read == 20 and report.gpus == 92
     assert report.nodes_by_type == {"A10": 1, "G2": 5, "G3": 1, "P100": 3, "T4": 5,
                                     "V100M16": 3, "V100M32": 2}
-    # everything kept: the load-preserving scale is exactly 1, submit = creation time
+    # the file's own times: scale 1, submit = creation time, the full trace's busy share
     assert report.time_scale == 1.0 and report.load == pytest.approx(report.load_full)
     assert next(j for j in trace.jobs if j.id == "openb-pod-0033").submit_s == 9965463
 
@@ -170,27 +175,27 @@ def test_stratified_sampling_keeps_the_type_mix() -> None:
 def test_stratified_on_the_full_node_list() -> None:
     _, report = import_alibaba(FULL / "openb_pod_list_default.csv",
                                FULL / "openb_node_list_gpu_node.csv", max_nodes=100,
-                               sample=300, seed=2)
+                               sample=300, seed=2, busy_share="full")
     assert report.nodes == 100
     assert report.nodes_by_type == {"G2": 45, "G3": 3, "P100": 11, "T4": 33, "V100M16": 5,
                                     "V100M32": 3}
     assert report.load == pytest.approx(report.load_full)
 
 
-def test_load_preserving_time_scale_and_target_load() -> None:
-    full, rf = import_alibaba(PODS, NODES)
-    part, rp = import_alibaba(PODS, NODES, max_nodes=10, seed=1)
+def test_busy_share_preserving_time_scale_and_target_share() -> None:
+    full, rf = import_alibaba(PODS, NODES, busy_share="full")
+    part, rp = import_alibaba(PODS, NODES, max_nodes=10, seed=1, busy_share="full")
     assert rp.gpus < rf.gpus and rp.time_scale > 1       # fewer GPUs: arrivals stretched
     assert rp.load == pytest.approx(rf.load_full, rel=1e-9)
     assert summary(part)["load"] == rp.offered        # trace show's figure, also reported
-    busy, rb = import_alibaba(PODS, NODES, max_nodes=10, seed=1, load=0.3)
+    busy, rb = import_alibaba(PODS, NODES, max_nodes=10, seed=1, busy_share=0.3)
     assert rb.load == pytest.approx(0.3, rel=1e-9) and rb.time_scale < rp.time_scale
     assert _busy_share(busy) == pytest.approx(0.3, rel=1e-6)    # the documented definition
-    # more load than all tasks submitted at once give: an error naming --load
-    with pytest.raises(InputError, match=r"^load: must be < [0-9.]+ for these pods"):
-        import_alibaba(PODS, NODES, max_nodes=10, seed=1, load=50)
-    with pytest.raises(InputError, match="cannot offer the full trace's GPU load"):
-        import_alibaba(PODS, NODES, sample=3, seed=1)
+    # more than all tasks submitted at once give: an error naming --busy-share
+    with pytest.raises(InputError, match=r"^busy_share: must be < [0-9.]+ for these pods"):
+        import_alibaba(PODS, NODES, max_nodes=10, seed=1, busy_share=50)
+    with pytest.raises(InputError, match="cannot keep the full trace's busy share"):
+        import_alibaba(PODS, NODES, sample=3, seed=1, busy_share="full")
     # durations are not scaled, only submissions
     jobs = {j.id: j for j in busy.jobs}
     for j in part.jobs:
@@ -267,7 +272,9 @@ def corrupt(tmp_path: Path, source: Path, line: int, old: str, new: str) -> Path
      "row 3: field 'scheduled_time' must be >= creation_time (427061)"),
     ("pods", 3, "openb-pod-0001", "openb-pod-0000", "row 3: field 'name' must be unique "
                                                     "(row 2 has it too)"),
-    ("pods", 1, ",qos,", ",class,", "row 1: header lacks column \"qos\""),
+    ("pods", 1, ",num_gpu,", ",gpus,", "row 1: header lacks column \"num_gpu\""),
+    ("pods", 1, ",qos,", ",class,", "row 1: header has unknown column \"class\""),
+    ("pods", 1, ",deletion_time,", ",deleted,", "row 1: header has unknown column"),
     ("pods", 4, ",LS,", ",LS,extra,", "row 4: has 12 fields, the header has 11"),
     ("nodes", 2, ",2,P100", ",2,H100", "row 2: field 'model' must be one of P100, T4"),
     ("nodes", 3, ",64000,", ",64k,", "row 3: field 'cpu_milli' must be an integer >= 1"),
@@ -377,17 +384,36 @@ def test_imported_trace_simulates_with_packing_policies(tmp_path: Path) -> None:
         assert r["energy_kwh"] > 0 and r["starts"] >= len(trace.jobs)
 
 
-def test_unreachable_load_names_the_option(tmp_path: Path) -> None:
+def test_unreachable_busy_share_names_the_option(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
-                 "--out", str(out), "--load", "50")
+                 "--out", str(out), "--busy-share", "50")
     assert result.exit_code == 2
-    assert result.output.startswith("andreas: error: --load: must be < ")
-    assert result.output.strip().endswith("got 50") and not out.exists()
+    assert result.output.startswith("andreas: error: --busy-share: must be < ")
+    assert result.output.endswith("got 50\n") and not out.exists()   # one whole line
+
+
+def test_load_is_the_offered_load_trace_show_reports(tmp_path: Path) -> None:
+    """--load 1.5 was refused (it meant the busy share, < 0.22 here) and --load 0.2 gave
+    an offered load of 72; now it is what `trace show` calls load."""
+    for load in (0.2, 1.5, 3.0):
+        out = tmp_path / f"t{load}.json"
+        result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
+                     "--out", str(out), "--load", str(load))
+        assert result.exit_code == 0, result.output
+        shown = json.loads(run("trace", "show", str(out), "--json").output)
+        assert shown["load"] == pytest.approx(load, rel=1e-6)
+        assert f"for offered load {load:g}" in result.output
+    default, report = import_alibaba(PODS, NODES)
+    assert report.offered == pytest.approx(1.0, rel=1e-6)     # where placement matters
+    _, kept = import_alibaba(PODS, NODES, keep_times=True)
+    assert kept.offered < 0.5 and "placement hardly matters" in " ".join(kept.notes)
+    with pytest.raises(InputError, match="load: cannot be combined with keep_times"):
+        import_alibaba(PODS, NODES, load=1.0, keep_times=True)
 
 
 def test_since_replays_the_window_from_then_on() -> None:
-    trace, report = import_alibaba(PODS, NODES, since=10_000_000)
+    trace, report = import_alibaba(PODS, NODES, since=10_000_000, keep_times=True)
     # 38 GPU pods were created before 1e7 s; 14 of them had ended by then (counted by hand)
     assert report.dropped == {"cpu-only": 4, "pending": 3, "ended before --since": 14}
     assert report.jobs == 37 and report.time_scale == 1.0
@@ -414,3 +440,53 @@ def test_bad_since_names_the_option(tmp_path: Path) -> None:
                  "--out", str(out), "--since", "2e7")
     assert result.output.strip() == "andreas: error: --since: every GPU pod ended by 2e+07"
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- variants
+
+def test_every_published_pod_list_here_imports(tmp_path: Path) -> None:
+    """Every openb_pod_list_*.csv of the shared folder (the default one; the repository
+    publishes 24, two header shapes: the multigpu* ones below)."""
+    lists = sorted(SHARED.glob("openb_pod_list_*.csv"))
+    assert lists, f"no pod lists under {SHARED} (the shared data folder, ../shared)"
+    for pods in lists:
+        out = tmp_path / f"{pods.stem}.json"
+        result = run("trace", "import-alibaba", "--pods", str(pods), "--nodes",
+                     str(SHARED / "openb_node_list_gpu_node.csv"), "--out", str(out),
+                     "--sample", "300", "--max-nodes", "40", "--json")
+        assert result.exit_code == 0, (pods.name, result.output)
+        doc = json.loads(result.output)
+        assert doc["jobs"] == 300 and doc["offered"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_pod_list_without_times_arrives_in_file_order_and_says_so(tmp_path: Path) -> None:
+    """openb_pod_list_multigpu50.csv has name,cpu_milli,memory_mib,num_gpu,gpu_milli only:
+    it was refused ("header lacks column gpu_spec")."""
+    out = tmp_path / "m.json"
+    result = run("trace", "import-alibaba", "--pods", str(MULTI), "--nodes", str(NODES),
+                 "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "no time columns: tasks arrive in file order every" in result.output
+    assert "has no time, qos or phase columns: every task runs 3600 s" in result.output
+    trace = load_trace(out)
+    gpu_rows = [r.split(",")[0] for r in rows(MULTI)[1:] if r.split(",")[3] != "0"]
+    by_submit = sorted(trace.jobs, key=lambda j: j.submit_s)
+    assert [j.id for j in by_submit] == [i for i in gpu_rows if i in {j.id for j in trace.jobs}]
+    gaps = {round(b.submit_s - a.submit_s, 2) for a, b in zip(by_submit, by_submit[1:])}
+    assert summary(trace)["load"] == pytest.approx(1.0, rel=1e-4)        # the default
+    assert all(j.epochs * next(iter(j.epoch_time_s.values()))[0] == pytest.approx(3600, abs=1)
+               for j in trace.jobs)
+    assert all(j.weight == pytest.approx(QOS_WEIGHT["LS"] * WEIGHT_UNIT) for j in trace.jobs)
+    # at a chosen rate: 120 per hour, one every 30 s of file order (CPU-only rows skipped)
+    rated, report = import_alibaba(MULTI, NODES, arrival_rate_per_h=120, duration_s=600)
+    index = {r.split(",")[0]: i for i, r in enumerate(rows(MULTI)[1:])}
+    first = min(index[j.id] for j in rated.jobs)
+    assert all(j.submit_s == pytest.approx(30.0 * (index[j.id] - first)) for j in rated.jobs)
+    assert "(120 per hour)" in report.spacing and len(gaps) >= 1
+    for bad, message in ((dict(keep_times=True), "no time columns: there are no times"),
+                         (dict(since=5.0), "has no time columns"),
+                         (dict(busy_share="full"), "no time columns")):
+        with pytest.raises(InputError, match=message):
+            import_alibaba(MULTI, NODES, **bad)
+    with pytest.raises(InputError, match="arrival_rate_per_h: the pod list has creation"):
+        import_alibaba(PODS, NODES, arrival_rate_per_h=10)

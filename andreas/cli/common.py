@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
-
-from andreas.store.faults import database_errors
 
 
 def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -18,8 +17,15 @@ def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with database_errors():
+        try:
             return fn(*args, **kwargs)
+        except Exception:
+            if "sqlalchemy" not in sys.modules:     # not a database error: no SQLAlchemy
+                raise                                # imported for nothing (`submit`)
+            from andreas.store.faults import database_errors
+
+            with database_errors():
+                raise
 
     return wrapper
 

@@ -18,23 +18,21 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from andreas.infra import jsontext
-from andreas.service import views
 from andreas.cli.common import db_errors
 from andreas.config import Settings, load_settings
-from andreas.console import console, printable
+from andreas.console import console, money, printable
 from andreas.errors import InputError, options
-from andreas.executor.base import Executor
-from andreas.executor.errors import ExecutorError
-from andreas.store.engine import Store, open_store
-from andreas.service.submit import (JobSpec, cancel, check_image_allowed, load_job_file,
-                            parse_submission, submit)
 from andreas.infra.timefmt import duration, relative, stamp, stamp_relative
-from andreas.manager.plandoc import describe_estimate
+
+if TYPE_CHECKING:   # imported where used: `andreas submit` needs neither the views nor numpy
+    from andreas.executor.base import Executor
+    from andreas.service import views
+    from andreas.store.engine import Store
 
 JOB_FILE_SUFFIXES = (".yaml", ".yml")
 
@@ -55,6 +53,8 @@ def _default_executor(settings: Settings) -> Executor:
 
 
 def _open(settings: Settings) -> Store:
+    from andreas.store.engine import open_store
+
     return open_store(settings=settings, retries=0)
 
 
@@ -63,7 +63,7 @@ def _json(data: Any) -> None:
 
 
 def _money(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+    return money(x)
 
 
 # --------------------------------------------------------------------------- submit
@@ -132,6 +132,9 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
     The job is queued; the manager starts it at its next rescheduling point. Prints the
     job id. Nothing is stored when any field is wrong.
     """
+    from andreas.service.submit import (JobSpec, check_image_allowed, load_job_file,
+                                        parse_submission, submit_configured)
+
     now = _now(ctx)
     options = {"--epochs": epochs, "--due": due, "--weight": weight, "--app": app,
                "--cmd": cmd, "--env": env or None, "--max-gpus": max_gpus,
@@ -156,11 +159,7 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
                                 gpu_memory_mib=gpu_memory_mib, now_s=now)
     settings = load_settings()
     check_image_allowed(spec.image, settings.executor.image_allowlist)
-    store = _open(settings)
-    try:
-        job_id = submit(store, spec, now, default_grace_s=settings.executor.stop_grace_s)
-    finally:
-        store.dispose()
+    job_id = submit_configured(settings, spec, now)
     if quiet:
         click.echo(job_id)
         return
@@ -191,8 +190,11 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
     is the measured energy (kWh x PUE x price) plus the tardiness penalty already
     incurred; TO GO is what the latest plan predicts. OWNER is who submitted the job
     ("-": before owners were recorded); with a MariaDB account of your own you see only
-    your jobs.
+    your jobs. STATE "dry-run": `andreas manager run --dry-run` recorded a start, and no
+    container runs (``--json``: state running, dry_run true).
     """
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
@@ -236,7 +238,9 @@ def queue_cmd(ctx: click.Context, show_all: bool, mine: bool, as_json: bool) -> 
                       and conf is not None else "")
             finish = Text(relative(r.finish_s, now) + (" (late)" if late else "") + unsure,
                           style="red" if late else "")
-        table.add_row(Text(r.id), Text(r.state, style=_STATE_STYLE.get(r.state, "")),
+        state = "dry-run" if r.dry_run else r.state       # planned; no container runs
+        table.add_row(Text(r.id), Text(state, style="dim" if r.dry_run else
+                                       _STATE_STYLE.get(r.state, "")),
                       Text(r.node or "-"), Text("-" if r.gpus is None else str(r.gpus)),
                       Text(f"{r.epochs_done}/{r.epochs}"), finish,
                       Text(stamp(r.due_s)), Text(_money(r.cost_so_far)),
@@ -264,7 +268,12 @@ _STATE_STYLE = {"running": "green", "preempting": "yellow", "preempted": "yellow
 def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Everything about one job: its spec, state, costs, every attempt (node, GPUs,
     container, start, end, exit code, reason, and the decisions that started and stopped
-    it) and its measured epoch times per configuration."""
+    it), what the recent decisions did with it and why (the last 100 since its
+    submission; equal neighbours as one row), and its measured epoch times per
+    configuration."""
+    from andreas.manager.plandoc import describe_estimate
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)
@@ -293,7 +302,8 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
     for key, value in (
             ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
-            ("state", d.state + (f" ({d.reason})" if d.reason else "")),
+            ("state", ("dry-run (the manager recorded a start; no container runs)"
+                       if d.dry_run else d.state) + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
             ("image", d.image), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
@@ -347,6 +357,18 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             out.print(f"decision #{ref.id}: {what}", highlight=False)
     else:
         out.print("no attempts yet", highlight=False)
+    if d.history:
+        t = Table(title="decisions (newest first)")
+        for col in ("decision", "time", "trigger", "action", "node", "GPUs", "reason"):
+            t.add_column(col, overflow="fold", no_wrap=col in ("time", "decision"))
+        for h in d.history:
+            when = stamp(h.t) if h.decisions == 1 else (
+                f"{stamp(h.first_t)} .. {stamp(h.t)}" if h.first_t is not None else stamp(h.t))
+            t.add_row(*map(Text, (
+                f"#{h.decision_id}" + (f" (x{h.decisions})" if h.decisions > 1 else ""),
+                when, h.trigger, h.action, h.node or "-",
+                "-" if h.gpus is None else str(h.gpus), printable(h.reason or "-"))))
+        out.print(t)
     if d.epoch_stats:
         t = Table(title="epochs")
         for col in ("node", "GPU type", "GPUs", "epochs", "mean", "min", "max", "last epoch",
@@ -386,6 +408,8 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
     then SIGKILL after the job's grace period). A finished job cannot be cancelled, nor
     can someone else's job unless you are an operator (exit 2).
     """
+    from andreas.service.submit import cancel
+
     now = _now(ctx)
     if reason is None:
         try:
@@ -424,6 +448,9 @@ def logs_cmd(ctx: click.Context, job_id: str, follow: bool, attempt: int | None,
     engine. Containers are kept for ``[executor] keep_exited_s`` after they exit; then
     the end of the log (the last 200 lines, at most 64 KiB) is printed from the store,
     and a note on stderr says so."""
+    from andreas.executor.errors import ExecutorError
+    from andreas.service import views
+
     settings = load_settings()
     store = _open(settings)
     try:
@@ -472,6 +499,8 @@ def nodes_cmd(ctx: click.Context, as_json: bool) -> None:
     sample (none: "-"). HEARTBEAT is the age of the agent's last heartbeat. UNHEALTHY lists
     GPU indexes marked unhealthy or unreadable in the last 60 s.
     """
+    from andreas.service import views
+
     now = _now(ctx)
     settings = load_settings()
     store = _open(settings)

@@ -7,39 +7,86 @@ anything else is a bug and propagates with its traceback.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
 import math
+import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from andreas.infra import jsontext
 from andreas.cli.common import Finite, SEED, ITERATIONS
-import numpy as np
 
 from andreas import optimizer
-from andreas.console import console, printable
-from andreas.costs import evaluate
+from andreas.console import printable
 from andreas.errors import AndreasError, InfeasiblePlan, InputError, error_line, one_line
 from andreas.errors import options as option_names
-from andreas.feasibility import check_plan
-from andreas.model import Action, ActionKind, Plan, Snapshot
-from andreas.formats.snapshot import load_snapshot
+
+if TYPE_CHECKING:     # numpy and the model are imported by the commands that need them
+    from andreas.model import Action, Plan, Snapshot
 
 EXIT_ERROR = 2
 DEFAULT_COMPARE = ("greedy", "rg", "pr", "fifo", "edf", "priority")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# Command name -> the module of andreas.cli that adds it, imported on first use, so that
+# `andreas submit` imports neither the optimizer, numpy, rich nor the plots. A name not
+# listed here (a module's new command) makes every module load, so it is still found.
+COMMAND_MODULES = {
+    "simulate": "sim", "trace": "trace", "db": "db", "submit": "jobs", "queue": "jobs",
+    "show": "jobs", "cancel": "jobs", "logs": "jobs", "nodes": "jobs", "manager": "manager",
+    "costs": "manager", "profile": "profile", "profile-refresh": "profile",
+    "report": "report", "node": "node"}
+# Module -> how it registers its commands: a function taking the group, or a command.
+REGISTRARS = {"sim": "simulate_cmd", "trace": "trace_group", "db": "db_group",
+              "jobs": "register_jobs", "manager": "register_manager",
+              "profile": "register_profile", "report": "register_report",
+              "node": "register_node"}
 
 
 class _Group(click.Group):
-    """Turns AndreasError from any sub-command into the one-line error and exit code 2."""
+    """Turns AndreasError from any sub-command into the one-line error and exit code 2,
+    and imports each family of commands only when one of them is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+
+    def _load(self, module: str) -> None:
+        if module in self._loaded:
+            return
+        self._loaded.add(module)
+        found = getattr(importlib.import_module(f"andreas.cli.{module}"), REGISTRARS[module])
+        if isinstance(found, click.Command):
+            self.add_command(found)
+        else:
+            found(self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = COMMAND_MODULES.get(cmd_name)
+            for name in [module] if module else REGISTRARS:
+                self._load(name)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for name in REGISTRARS:
+            self._load(name)
+        return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise
+            # `andreas queue | head`: the reader has what it wanted; end as quietly as
+            # other tools (128 + SIGPIPE), without a message or Python's flush warning.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(128 + 13)
         except AndreasError as e:
             click.echo(f"andreas: error: {printable(one_line(str(e))) or type(e).__name__}",
                        err=True)
@@ -51,6 +98,18 @@ class _Group(click.Group):
             click.echo(f"andreas: error: {printable(where)}{e.strerror or error_line(e)}",
                        err=True)
             ctx.exit(EXIT_ERROR)
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (poll reports an error)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 class PolicyName(click.ParamType):
@@ -141,6 +200,8 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
 
     Nothing is started or stopped: this only shows the decision.
     """
+    from andreas.formats.snapshot import load_snapshot
+
     if iterations is not None:
         _check_accepts(policy, "iterations")
     snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
@@ -171,6 +232,9 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
                order: str | None = None, *, time_limit_s: float | None = None,
                mip_gap: float | None = None, floor: bool = False) -> tuple[Plan, float]:
     """Decide with a fresh seeded generator; the plan is checked before anyone sees it."""
+    import numpy as np
+
+    from andreas.feasibility import check_plan
     from andreas.optimizer.kernels import warm
     warm(notice=lambda message: click.echo(f"andreas: {message}", err=True))
     options: dict[str, Any] = {}
@@ -219,6 +283,11 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     energy; f_bar (path relinking's proxy, higher is better) is shown beside it, and for
     cloud snapshots f_mix (lower is better; what greedy, rg and pr minimise there).
     """
+    from andreas.console import console
+    from andreas.costs import evaluate
+    from andreas.formats.snapshot import load_snapshot
+    from andreas.model import ActionKind
+
     names = [p.strip() for p in policies.split(",") if p.strip()]
     unknown = [n for n in names if n not in optimizer.POLICIES]
     if unknown or not names:
@@ -300,12 +369,16 @@ def plan_to_json(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
 
 def _finite(value: Any) -> Any:
     """JSON has no NaN or infinity; null says "no value" without breaking parsers."""
+    import numpy as np
+
     if isinstance(value, (float, np.floating)) and not math.isfinite(value):
         return None
     return value
 
 
 def _json_default(value: Any) -> Any:
+    import numpy as np
+
     if isinstance(value, np.generic):
         return _finite(value.item())
     return str(value)
@@ -315,6 +388,10 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
                  seconds: float, all_actions: bool) -> None:
     from rich.table import Table
     from rich.text import Text
+
+    from andreas.console import console
+    from andreas.costs import evaluate
+    from andreas.model import ActionKind
 
     jobs = {j.id: j for j in snapshot.jobs}
     nodes = {n.name: n for n in snapshot.nodes}
@@ -359,20 +436,4 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
 
 
 # --------------------------------------------------------------------------- sub-commands
-# Each family of commands lives in its own module and is registered here, one line each.
-from andreas.cli.sim import simulate_cmd  # noqa: E402
-main.add_command(simulate_cmd)
-from andreas.cli.trace import trace_group  # noqa: E402
-main.add_command(trace_group)
-from andreas.cli.db import db_group  # noqa: E402
-main.add_command(db_group)
-from andreas.cli.jobs import register_jobs  # noqa: E402
-register_jobs(main)
-from andreas.cli.manager import register_manager  # noqa: E402
-register_manager(main)
-from andreas.cli.profile import register_profile  # noqa: E402
-register_profile(main)
-from andreas.cli.report import register_report  # noqa: E402
-register_report(main)
-from andreas.cli.node import register_node  # noqa: E402
-register_node(main)
+# Each family of commands lives in its own module, added on first use (COMMAND_MODULES).

@@ -81,9 +81,20 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
 @click.option("--epoch-s", type=float, default=600.0, show_default=True,
               help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
 @click.option("--load", type=float, default=None,
-              help="Scale submission times to this GPU load: the mean share of GPUs busy "
-                   "while tasks are submitted, each run from its submission [default: the "
-                   "full trace's, kept per GPU].")
+              help="Offered load, as `andreas trace show` reports it: the tasks' GPU-seconds "
+                   "over (GPUs x submission span); submission times are scaled to give it "
+                   "[default: 1, a replay where placement matters].")
+@click.option("--busy-share", default=None, metavar="SHARE|full",
+              help="Instead of --load: scale to this mean share of GPUs busy while tasks "
+                   "are submitted, each run from its submission ('full': the full trace's, "
+                   "kept per GPU; openb replays are then 0.2-0.6 %% busy).")
+@click.option("--keep-times", is_flag=True,
+              help="Instead of --load: keep the file's own submission times.")
+@click.option("--arrival-rate", type=float, default=None, metavar="PER_HOUR",
+              help="A pod list without time columns (openb_pod_list_multigpu*.csv): tasks "
+                   "arrive in file order at this rate [default: the rate that gives --load].")
+@click.option("--duration-s", type=float, default=3600.0, show_default=True,
+              help="A pod list without time columns: every task's run time.")
 @click.option("--since", type=float, default=0.0, show_default=True,
               help="Replay from this trace time (s) on: pods created before are submitted "
                    "then with the run time they had left (the openb default trace's first "
@@ -91,23 +102,37 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: int | None,
                        seed: int, max_nodes: int | None, slack: float, epoch_s: float,
-                       load: float | None, since: float, as_json: bool) -> None:
+                       load: float | None, busy_share: str | None, keep_times: bool,
+                       arrival_rate: float | None, duration_s: float, since: float,
+                       as_json: bool) -> None:
     """Import Alibaba's GPU trace (cluster-trace-gpu-v2023, CC BY 4.0; Weng et al., USENIX
     ATC '23) as an andreas trace of rigid multi-resource tasks.
 
-    Keeps scheduled GPU pods with a run time (Running, Succeeded, Failed); derives epochs,
-    due dates, QoS weights, node power and synthetic GPU memory (docs/FORMAT.md, "Alibaba
-    GPU trace"). Prints what it kept and dropped, and why.
+    Reads every published pod list (openb_pod_list_*.csv; the multigpu* ones have no
+    times: their tasks arrive in file order, see --arrival-rate). Keeps scheduled GPU pods
+    with a run time (Running, Succeeded, Failed); derives epochs, due dates, QoS weights,
+    node power and synthetic GPU memory (docs/FORMAT.md, "Alibaba GPU trace"). Prints what
+    it kept and dropped, and why, and how it spaced the submissions.
     """
     from andreas.errors import options
     from andreas.formats.alibaba import import_alibaba
     from andreas.formats.trace import dump_trace, parse_trace, trace_to_dict
 
+    share: float | str | None = busy_share
+    if busy_share is not None and busy_share != "full":
+        try:
+            share = float(busy_share)
+        except ValueError:
+            share = busy_share               # refused below, naming the option
     with options(sample="--sample", seed="--seed", max_nodes="--max-nodes", slack="--slack",
-                 epoch_s="--epoch-s", load="--load", since="--since"):
+                 epoch_s="--epoch-s", load="--load", since="--since", busy_share="--busy-share",
+                 keep_times="--keep-times", arrival_rate_per_h="--arrival-rate",
+                 duration_s="--duration-s"):
         trace, report = import_alibaba(pods_path, nodes_path, sample=sample, seed=seed,
                                        max_nodes=max_nodes, slack=slack, epoch_s=epoch_s,
-                                       load=load, since=since)
+                                       load=load, busy_share=share, keep_times=keep_times,
+                                       arrival_rate_per_h=arrival_rate,
+                                       duration_s=duration_s, since=since)
     parse_trace(trace_to_dict(trace))      # what is written loads: a failure here is a bug
     dump_trace(trace, out_path)
     if as_json:
@@ -121,10 +146,10 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
                f"{r.jobs - r.slices} whole-GPU; {phases}), {r.nodes} nodes with {r.gpus} GPUs "
                f"({types})")
     click.echo(f"dropped {r.pods - r.jobs} of {r.pods} pods: {dropped}")
-    click.echo(f"submissions over {r.span_s / 3600:.1f} h, time scale x{r.time_scale:.4g}: "
-               f"GPU load {_num(r.load, '{:.4g}')} while submitting (full trace "
-               f"{_num(r.load_full, '{:.4g}')}), offered load {_num(r.offered, '{:.4g}')} "
-               f"(all GPU-seconds / (GPUs x span), as trace show)")
+    click.echo(f"submissions over {r.span_s / 3600:.1f} h: {r.spacing}; offered load "
+               f"{_num(r.offered, '{:.4g}')} (all GPU-seconds / (GPUs x span), as trace "
+               f"show), busy share while submitting {_num(r.load, '{:.4g}')} (full trace "
+               f"{_num(r.load_full, '{:.4g}')})")
     for note in r.notes:
         click.echo(f"note: {note}")
 

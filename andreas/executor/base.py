@@ -25,6 +25,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 
+# Container ids of the dry-run executor (``andreas manager run --dry-run``): no container
+# exists, and the views say so instead of "running".
+DRY_RUN_PREFIX = "dryrun-"
+
 @dataclass(frozen=True, kw_only=True)
 class NodeRef:
     """A node as the executor needs it: a name and a Docker endpoint

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from andreas.config import ExecutorSettings
-from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
-                                   container_name, image_allowed)
+from andreas.executor.base import (DRY_RUN_PREFIX, ContainerState, Executor, NodeRef,
+                                   StartRequest, container_name, image_allowed)
 from andreas.executor.errors import ContainerConflict, ImageNotAllowed
 
 log = logging.getLogger("andreas.executor")
@@ -93,7 +93,7 @@ class DryRunExecutor(Executor):
             if any(c.name == name for c in here.values()):
                 raise ContainerConflict(f"container {name} exists on node {node.name} "
                                         "(dry run)")
-            cid = f"dryrun-{next(self._ids):06d}"
+            cid = f"{DRY_RUN_PREFIX}{next(self._ids):06d}"
             now = self.clock()
             here[cid] = ContainerState(container_id=cid, name=name, job_id=request.job_id,
                                        attempt=request.attempt, gpu_uuids=request.gpu_uuids,

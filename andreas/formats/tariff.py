@@ -21,8 +21,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from andreas.errors import InputError
-from andreas.model import HOURS_PER_DAY, MAX_PUE, Tariff
+
+if TYPE_CHECKING:   # the model is imported when a tariff is read (config loads this module)
+    from andreas.model import Tariff
 
 HEADER = ("hour_of_day", "price_per_kwh")
 OPTIONAL = ("pue",)
@@ -39,6 +43,8 @@ class TariffFile:
 
     def tariff(self, default_pue: float) -> Tariff:
         """The tariff, with ``default_pue`` every hour when the file has no pue column."""
+        from andreas.model import HOURS_PER_DAY, Tariff
+
         return Tariff(price_per_kwh=self.price_per_kwh,
                       pue=self.pue if self.pue is not None else (default_pue,) * HOURS_PER_DAY)
 
@@ -68,6 +74,8 @@ def load_tariff(path: str | Path) -> TariffFile:
 
 def parse_tariff(text: str) -> TariffFile:
     """Check the CSV text of a tariff (see the module docstring)."""
+    from andreas.model import HOURS_PER_DAY, MAX_PUE
+
     rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
             if any(cell.strip() for cell in r)]
     if not rows:
@@ -106,6 +114,8 @@ def parse_tariff(text: str) -> TariffFile:
 
 
 def _hour(line: int, value: str) -> int:
+    from andreas.model import HOURS_PER_DAY
+
     try:
         hour = int(value)
     except ValueError:

@@ -12,7 +12,8 @@ Running containers are left running; the next manager adopts them (reconciliatio
 start).
 
 Container events (``executor.watch``) wake the loop for the nodes the last tick read
-(:meth:`Manager.watched_nodes`); polling every ``poll_s`` stays the source of truth.
+(:meth:`Manager.watched_nodes`), and so do submissions and cancellations on this host
+(``andreas.infra.nudge``); polling every ``poll_s`` stays the source of truth.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from dataclasses import replace
 from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
+from andreas.infra.nudge import listen
+from andreas.manager.decider import make_decider
 from andreas.manager.lock import Lease, LeaseLost, Renewer, acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
@@ -83,10 +86,9 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     metrics = None
     renewer = None
     unfence = None
+    wake = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
-        from andreas.optimizer.kernels import warm
-        warm(notice=log.info)   # before the lease: a standby takes over ready to decide
         if not acquire(lock, settings.manager.lock, stop=stop):
             log.info("stopped while waiting for the manager lease")
             return 0
@@ -94,7 +96,9 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             unfence = install_fence(store.engine, lock.fence_token)
             renewer = Renewer(lock).start()
         executor = executor or make_executor(settings, dry_run=dry_run)
-        manager = Manager(store, executor, settings, clock=clock, fence=lock.check)
+        manager = Manager(store, executor, settings, clock=clock, fence=lock.check,
+                          decider=make_decider(0.0 if once else
+                                               settings.manager.optimizer_idle_s))
         manager.mark_profiling_nodes()   # an unknown [profiler] node: one line, exit 2
         log.info("manager started: store %s, policy %s, period %.0f s, poll %.1f s%s",
                  store.url, settings.manager.policy, settings.manager.period_s,
@@ -107,8 +111,10 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
             metrics = serve([manager_collector(manager)],
                             address=settings.manager.metrics_address,
                             port=settings.manager.metrics_port)
+        manager.decider.start()   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
+            wake = listen(store.wake_key, manager.wake)   # submissions wake the loop
         run_loop(manager, stop, once=once, lock=lock)
         log.info("manager stopped; running containers are left running and will be "
                  "adopted at the next start")
@@ -121,6 +127,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         watching.set()
         if renewer is not None:
             renewer.stop()
+        if wake is not None:
+            wake.close()
         if metrics is not None:
             metrics.close()
         if manager is not None:

@@ -29,6 +29,7 @@ from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
 from andreas.infra.backoff import Backoff
+from andreas.manager.decider import Decider, InProcess
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
@@ -69,7 +70,8 @@ class Manager:
                  clock: Callable[[], float] = time.time,
                  rng: np.random.Generator | None = None,
                  estimator: Estimator | None = None, workers: int = 16,
-                 fence: Callable[[], None] | None = None) -> None:
+                 fence: Callable[[], None] | None = None,
+                 decider: Decider | None = None) -> None:
         self.store = store
         # Renews the manager lease and raises LeaseLost once another manager holds it:
         # called after each observation, before anything is acted on (lock.py).
@@ -83,6 +85,7 @@ class Manager:
         self.estimator = estimator or Estimator(settings.manager,
                                                 power_refresh_s=POWER_REFRESH_S)
         self.policy = settings.manager.policy
+        self.decider: Decider = decider or InProcess()     # where the policy runs
         self._pool = cf.ThreadPoolExecutor(max_workers=workers,
                                            thread_name_prefix="andreas-engine")
         self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
@@ -175,6 +178,7 @@ class Manager:
             if isinstance(e, LeaseLost) or error_kind(e) == "transient":
                 raise
             log.exception("automatic profiling: review failed; planning without it")
+            self.profiling.forget()
             self.review = Review()
         return self.review
 
@@ -265,9 +269,9 @@ class Manager:
         t1 = time.perf_counter()
         if snap.nodes and snap.jobs:
             try:
-                options = ({"state": self.policy_state}
-                           if self.policy in optimizer.STATEFUL_POLICIES else {})
-                plan = optimizer.decide(snap, self.rng, self.policy, **options)
+                state = (self.policy_state if self.policy in optimizer.STATEFUL_POLICIES
+                         else None)
+                plan, self.rng = self.decider.decide(snap, self.rng, self.policy, state)
                 check_plan(snap, plan)
             except (AndreasError, ValueError) as e:
                 kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"
@@ -287,6 +291,7 @@ class Manager:
         """At daemon start (after :meth:`mark_profiling_nodes`): read the previous
         target, reconcile, reschedule, apply."""
         self.load_target()
+        self.power.warn_left_off()
         self._defer("start")
         return self.tick()
 
@@ -400,5 +405,6 @@ class Manager:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self.decider.close()
         self.executor.close()
 

@@ -119,6 +119,31 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, kw_only=True)
+class JobAction:
+    """What one stored decision did with one job: its action, where, and why."""
+
+    kind: str
+    node: str | None
+    gpus: int | None
+    reason: str
+
+
+def read_job_action(doc: Mapping[str, Any] | None, job_id: str) -> JobAction | None:
+    """The job's action in a stored plan document (None: not in it, or malformed)."""
+    actions = doc.get("actions") if isinstance(doc, Mapping) else None
+    for x in actions if isinstance(actions, list) else ():
+        if isinstance(x, Mapping) and x.get("job") == job_id and isinstance(x.get("kind"), str):
+            gpus = x.get("gpus")
+            return JobAction(kind=x["kind"][:32],
+                             node=x["node"][:128] if isinstance(x.get("node"), str) else None,
+                             gpus=gpus if isinstance(gpus, int)
+                             and not isinstance(gpus, bool) else None,
+                             reason=(x["reason"][:MAX_STAT_CHARS]
+                                     if isinstance(x.get("reason"), str) else ""))
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeForecast:
     """What a plan expects of one node: power with its busy GPUs, and its cost per hour."""
 

@@ -46,7 +46,7 @@ from andreas.manager.plandoc import Target
 from andreas.manager.state import StoreState, node_ref
 from andreas.store.engine import Store
 from andreas.store.models import NodeState
-from andreas.store.nodes import last_attempt_ends, move_if
+from andreas.store.nodes import last_attempt_ends, move_if, states
 from andreas.store.read import NodeView
 
 log = logging.getLogger("andreas.manager")
@@ -131,6 +131,22 @@ class Power:
     @property
     def enabled(self) -> bool:
         return self.settings.enabled
+
+    def warn_left_off(self) -> list[str]:
+        """With ``[power]`` disabled, nodes still ``off`` or ``waking`` (switched off while
+        it was enabled) are never planned on nor switched on: one warning naming them and
+        what to do (at the daemon's start); their names."""
+        if self.enabled:
+            return []
+        with self.store.session() as s:
+            left = sorted(name for name, st in states(s).items()
+                          if st in (NodeState.OFF, NodeState.WAKING))
+        if left:
+            log.warning("[power] is disabled, but node(s) %s are still off (or waking): the "
+                        "manager plans nothing there and will not switch them on; switch "
+                        "them on and run `andreas node resume NODE`, or enable [power]",
+                        ", ".join(left))
+        return left
 
     def wake_timeout_s(self) -> float:
         return max(MIN_WAKE_TIMEOUT_S, WAKE_TIMEOUT_FACTOR * self.settings.wake_lead_s)

@@ -103,6 +103,13 @@ class Profiling:
         self.settings = settings
         self.estimator = estimator
         self._logged: dict[str, str] = {}
+        # (application, GPU type) -> the epochs of its last fit; forgotten when a review's
+        # transaction fails (the fit may not have been stored)
+        self._fitted: dict[tuple[str, str], tuple[tuple[int, tuple[float, ...]], ...]] = {}
+
+    def forget(self) -> None:
+        """A review's writes were rolled back: fit again next time."""
+        self._fitted.clear()
 
     def _once(self, key: str, message: str) -> None:
         if self._logged.get(key) != message:
@@ -205,8 +212,7 @@ class Profiling:
                     done.add(r.gpus)
             todo = [g for g in counts if g not in done]
             if not todo:
-                self._fit(s, app, gpu_type, kept, prior, now_s)
-                changed = True
+                changed |= self._fit(s, app, gpu_type, kept, prior, now_s)
                 self._finish(s, jobs, stops, now_s, reason=None)
                 continue
             g = todo[0]
@@ -233,8 +239,14 @@ class Profiling:
                       guesses=guesses, changed=changed)
 
     def _fit(self, s: Session, app: str, gpu_type: str, kept: Mapping[int, list[float]],
-             prior: Mapping[str, float], now_s: float) -> None:
-        """The profile and model of (app, type) from the kept epochs (as andreas profile)."""
+             prior: Mapping[str, float], now_s: float) -> bool:
+        """The profile and model of (app, type) from the kept epochs (as andreas profile);
+        False when these epochs were fitted already (reviews repeat until the run's job
+        leaves profiling: one fit, one log line)."""
+        signature = tuple((g, tuple(ds)) for g, ds in sorted(kept.items()))
+        if self._fitted.get((app, gpu_type)) == signature:
+            return False
+        self._fitted[(app, gpu_type)] = signature
         points = [(g, d) for g, ds in sorted(kept.items()) for d in ds]
         fit = fit_amdahl([g for g, _ in points], [d for _, d in points],
                          prior_serial_fraction=prior_serial_fraction(prior, app))
@@ -248,6 +260,7 @@ class Profiling:
                  ", ".join(f"g={g} {statistics.median(ds):.3g} s" for g, ds in
                            sorted(kept.items()) if ds), fit.t1_s, fit.serial_fraction,
                  100 * fit.mape)
+        return True
 
     def _finish(self, s: Session, jobs: list[JobView], stops: dict[str, str], now_s: float,
                 *, reason: str | None) -> bool:

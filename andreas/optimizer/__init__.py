@@ -11,12 +11,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from andreas.errors import InputError
-from andreas.model import Plan, Snapshot
 
-if TYPE_CHECKING:                   # numpy only for the hint: the agent reads MANAGER_POLICIES
+if TYPE_CHECKING:   # hints only: the agent and `andreas submit` read MANAGER_POLICIES
     import numpy as np
 
-Policy = Callable[..., Plan]
+    from andreas.model import Plan, Snapshot
+
+Policy = Callable[..., "Plan"]
 
 # name -> (module, function, one-line description)
 POLICIES: dict[str, tuple[str, str, str]] = {

@@ -323,18 +323,20 @@ class PowerSeries:
 
 def power_series(data: ReportData, max_points: int = 1500) -> tuple[PowerSeries, ...]:
     """Mean node power (GPUs + host) over time for the plots, in buckets of whole minutes
-    so that a long window keeps at most ``max_points`` points per node."""
+    so that the measured part of the window (not the whole window: an hour of samples in
+    a 7-day window is 60 points, not one) keeps at most ``max_points`` points per node."""
     w = data.window
-    minutes_in = max(1, int((w.until_s - w.since_s) // MINUTE_S))
+    measured = [m for m in data.minutes if w.since_s - MINUTE_S < m.minute_s < w.until_s
+                and (m.gpu_power_w is not None or m.host_power_w is not None)]
+    if not measured:
+        return ()
+    first = min(m.minute_s for m in measured)
+    minutes_in = max(1, int((max(m.minute_s for m in measured) - first) // MINUTE_S) + 1)
     bucket_s = MINUTE_S * max(1, -(-minutes_in // max_points))
     names = {n.id: n.name for n in data.nodes}
     acc: dict[int, dict[float, list[float]]] = defaultdict(dict)
-    for m in data.minutes:
-        if not w.since_s - MINUTE_S < m.minute_s < w.until_s:
-            continue
-        if m.gpu_power_w is None and m.host_power_w is None:
-            continue
-        b = w.since_s + (m.minute_s - w.since_s) // bucket_s * bucket_s
+    for m in measured:
+        b = first + (m.minute_s - first) // bucket_s * bucket_s
         cell = acc[m.node_id].setdefault(b, [0.0, 0])
         cell[0] += (m.gpu_power_w or 0.0) + (m.host_power_w or 0.0)
         cell[1] += 1

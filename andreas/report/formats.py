@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
+from andreas.console import money
 from andreas.costs import Prices
 from andreas.report.compute import JobRow, NodeRow, PeriodRow, Report
 from andreas.report.validate import SlotRow, Validation
@@ -92,6 +93,11 @@ def _n(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
+def cost_text(x: float | None) -> str:
+    """Money: cents from 1 up, three significant digits below (never a bare 0.00)."""
+    return money(x, grouping=True)
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1f}"
 
@@ -111,8 +117,8 @@ def summary_line(report: Report) -> str:
     co2 = f"; CO2 {t.co2_kg:,.2f} kg" if t.co2_kg is not None else ""
     return (f"energy {t.energy_kwh:,.3f} kWh = jobs {t.jobs_energy_kwh:,.3f} + unattributed "
             f"{t.unattributed_energy_kwh:,.3f} (idle, no job); energy cost "
-            f"{t.energy_cost:,.2f} + tardiness {t.tardiness_cost:,.2f} = total "
-            f"{t.total_cost:,.2f}; {t.gpu_hours:,.2f} GPU-h, {t.jobs} job(s), "
+            f"{cost_text(t.energy_cost)} + tardiness {cost_text(t.tardiness_cost)} = total "
+            f"{cost_text(t.total_cost)}; {t.gpu_hours:,.2f} GPU-h, {t.jobs} job(s), "
             f"{t.nodes} node(s){co2}")
 
 
@@ -151,17 +157,17 @@ def job_table(report: Report):
         table.add_row(*map(Text, job_cells(r, co2)))
     t = report.totals
     table.add_section()
-    table.add_row("TOTAL", "", "", _n(t.jobs_energy_kwh), _n(t.jobs_energy_cost, 2), "",
-                  _n(t.tardiness_cost, 2), _n(t.gpu_hours, 2), _n(t.predicted_cost, 2),
-                  _n(sum(r.actual_cost for r in report.jobs), 2), "",
+    table.add_row("TOTAL", "", "", _n(t.jobs_energy_kwh), cost_text(t.jobs_energy_cost), "",
+                  cost_text(t.tardiness_cost), _n(t.gpu_hours, 2), cost_text(t.predicted_cost),
+                  cost_text(sum(r.actual_cost for r in report.jobs)), "",
                   *([_n(sum(r.co2_kg or 0 for r in report.jobs), 2)] if co2 else []))
     return table
 
 
 def job_cells(r: JobRow, co2: bool) -> list[str]:
-    cells = [r.job, r.state, r.nodes or "-", _n(r.energy_kwh), _n(r.energy_cost, 2),
-             duration(r.tardiness_s) if r.tardiness_s else "-", _n(r.tardiness_cost, 2),
-             _n(r.gpu_hours, 2), _n(r.predicted_cost, 2), _n(r.actual_cost, 2),
+    cells = [r.job, r.state, r.nodes or "-", _n(r.energy_kwh), cost_text(r.energy_cost),
+             duration(r.tardiness_s) if r.tardiness_s else "-", cost_text(r.tardiness_cost),
+             _n(r.gpu_hours, 2), cost_text(r.predicted_cost), cost_text(r.actual_cost),
              _pct(r.deviation_pct)]
     return cells + ([_n(r.co2_kg, 2)] if co2 else [])
 
@@ -184,7 +190,7 @@ def node_table(report: Report):
                   _n(sum(r.gpu_energy_kwh for r in nodes)),
                   _n(sum(r.host_energy_kwh for r in nodes)),
                   _n(sum(r.jobs_energy_kwh for r in nodes)),
-                  _n(sum(r.unattributed_energy_kwh for r in nodes)), _n(t.energy_cost, 2),
+                  _n(sum(r.unattributed_energy_kwh for r in nodes)), cost_text(t.energy_cost),
                   _n(sum(r.gpu_hours for r in nodes), 2), "", "",
                   *([_n(t.co2_kg, 2)] if co2 else []))
     return table
@@ -193,7 +199,7 @@ def node_table(report: Report):
 def node_cells(r: NodeRow, co2: bool) -> list[str]:
     cells = [r.node, r.gpu_type, str(r.gpus), _n(r.energy_kwh), _n(r.gpu_energy_kwh),
              _n(r.host_energy_kwh), _n(r.jobs_energy_kwh), _n(r.unattributed_energy_kwh),
-             _n(r.energy_cost, 2), _n(r.gpu_hours, 2), f"{100 * r.busy_share:.1f}",
+             cost_text(r.energy_cost), _n(r.gpu_hours, 2), f"{100 * r.busy_share:.1f}",
              _n(r.mean_power_w, 0) if r.measured_minutes else "no samples"]
     return cells + ([_n(r.co2_kg, 2)] if co2 else [])
 
@@ -206,14 +212,14 @@ def period_table(report: Report, rows: Sequence[PeriodRow], by: str):
     table = _table(f"per {by}: {title(report)}", cols)
     for r in rows:
         table.add_row(r.period, _n(r.energy_kwh), _n(r.jobs_energy_kwh),
-                      _n(r.unattributed_energy_kwh), _n(r.energy_cost, 2),
-                      _n(r.tardiness_cost, 2), _n(r.total_cost, 2), _n(r.gpu_hours, 2),
+                      _n(r.unattributed_energy_kwh), cost_text(r.energy_cost),
+                      cost_text(r.tardiness_cost), cost_text(r.total_cost), _n(r.gpu_hours, 2),
                       str(r.jobs), *([_n(r.co2_kg, 2)] if co2 else []))
     t = report.totals
     table.add_section()
     table.add_row("TOTAL", _n(t.energy_kwh), _n(sum(r.jobs_energy_kwh for r in rows)),
-                  _n(sum(r.unattributed_energy_kwh for r in rows)), _n(t.energy_cost, 2),
-                  _n(t.tardiness_cost, 2), _n(t.total_cost, 2), _n(t.gpu_hours, 2),
+                  _n(sum(r.unattributed_energy_kwh for r in rows)), cost_text(t.energy_cost),
+                  cost_text(t.tardiness_cost), cost_text(t.total_cost), _n(t.gpu_hours, 2),
                   str(t.jobs), *([_n(t.co2_kg, 2)] if co2 else []))
     return table
 

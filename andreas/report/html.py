@@ -18,8 +18,8 @@ from html import escape
 from typing import Any
 
 from andreas.report.compute import PeriodRow, PowerSeries, Report
-from andreas.report.formats import (job_cells, node_cells, slot_cells, summary_line, title,
-                                    validation_summary)
+from andreas.report.formats import (cost_text, job_cells, node_cells, slot_cells,
+                                    summary_line, title, validation_summary)
 from andreas.report.validate import Validation
 from andreas.infra.timefmt import stamp
 
@@ -98,9 +98,9 @@ def _job_table(report: Report) -> str:
     if not report.jobs:
         return "<p>no jobs in this window</p>"
     t = report.totals
-    total = ["TOTAL", "", "", f"{t.jobs_energy_kwh:,.3f}", f"{t.jobs_energy_cost:,.2f}", "",
-             f"{t.tardiness_cost:,.2f}", f"{t.gpu_hours:,.2f}", f"{t.predicted_cost:,.2f}",
-             f"{sum(r.actual_cost for r in report.jobs):,.2f}", ""] + \
+    total = ["TOTAL", "", "", f"{t.jobs_energy_kwh:,.3f}", cost_text(t.jobs_energy_cost), "",
+             cost_text(t.tardiness_cost), f"{t.gpu_hours:,.2f}", cost_text(t.predicted_cost),
+             cost_text(sum(r.actual_cost for r in report.jobs)), ""] + \
         ([f"{sum(r.co2_kg or 0 for r in report.jobs):,.2f}"] if co2 else [])
     return _html_table(header, [job_cells(r, co2) for r in report.jobs], 3, total)
 
@@ -112,7 +112,7 @@ def _node_table(report: Report) -> str:
         (["CO2 kg"] if co2 else [])
     t = report.totals
     total = ["TOTAL", "", "", f"{t.energy_kwh:,.3f}", "", "", f"{t.jobs_energy_kwh:,.3f}",
-             f"{t.unattributed_energy_kwh:,.3f}", f"{t.energy_cost:,.2f}", "", "", ""] + \
+             f"{t.unattributed_energy_kwh:,.3f}", cost_text(t.energy_cost), "", "", ""] + \
         ([f"{t.co2_kg:,.2f}"] if co2 else [])
     return _html_table(header, [node_cells(r, co2) for r in report.nodes], 2, total)
 
@@ -121,13 +121,13 @@ def _day_rows(days: Sequence[PeriodRow], report: Report) -> str:
     header = ["day", "kWh", "jobs kWh", "unattributed kWh", "energy cost", "penalty",
               "total cost", "GPU-h", "jobs"]
     rows = [[d.period, f"{d.energy_kwh:,.3f}", f"{d.jobs_energy_kwh:,.3f}",
-             f"{d.unattributed_energy_kwh:,.3f}", f"{d.energy_cost:,.2f}",
-             f"{d.tardiness_cost:,.2f}", f"{d.total_cost:,.2f}", f"{d.gpu_hours:,.2f}",
+             f"{d.unattributed_energy_kwh:,.3f}", cost_text(d.energy_cost),
+             cost_text(d.tardiness_cost), cost_text(d.total_cost), f"{d.gpu_hours:,.2f}",
              str(d.jobs)] for d in days]
     t = report.totals
     total = ["TOTAL", f"{t.energy_kwh:,.3f}", f"{t.jobs_energy_kwh:,.3f}",
-             f"{t.unattributed_energy_kwh:,.3f}", f"{t.energy_cost:,.2f}",
-             f"{t.tardiness_cost:,.2f}", f"{t.total_cost:,.2f}", f"{t.gpu_hours:,.2f}",
+             f"{t.unattributed_energy_kwh:,.3f}", cost_text(t.energy_cost),
+             cost_text(t.tardiness_cost), cost_text(t.total_cost), f"{t.gpu_hours:,.2f}",
              str(t.jobs)]
     return _html_table(header, rows, 1, total)
 
@@ -147,8 +147,10 @@ def _plots(report: Report, days: Sequence[PeriodRow], series: Sequence[PowerSeri
            validation: Validation | None) -> list[tuple[str, Callable[[Any], None]]]:
     out: list[tuple[str, Callable[[Any], None]]] = []
     if series:
-        out.append(("Power per node (GPUs + host, mean per interval)",
-                    lambda ax: _power(ax, series)))
+        first = min(s.t_s[0] for s in series)
+        last = max(s.t_s[-1] for s in series)
+        out.append((f"Power per node (GPUs + host, mean per interval), measured "
+                    f"{stamp(first)} .. {stamp(last)}", lambda ax: _power(ax, series)))
     if any(j.energy_kwh > 0 for j in report.jobs):
         out.append((f"Energy per job (largest {TOP_JOBS})", lambda ax: _job_energy(ax, report)))
     if days:
@@ -176,6 +178,9 @@ def _draw(caption: str, draw: Callable[[Any], None], plt: Any) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     try:
         draw(ax)
+        height = getattr(ax, "andreas_height_in", None)   # a chart that needs more room
+        if height is not None:
+            fig.set_size_inches(6.4, height)
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
@@ -191,24 +196,47 @@ def _dt(t_s: float) -> datetime:
 
 
 def _power(ax, series: Sequence[PowerSeries]) -> None:
+    """Over the measured span (at least two minutes): matplotlib widens a span of one
+    instant to four years, which drew an empty plot from 2025 to 2029."""
     import matplotlib.dates as mdates
 
+    few = max(len(s.t_s) for s in series) <= 60
     for s in series:
-        ax.plot([_dt(t) for t in s.t_s], s.power_w, label=s.node, linewidth=1)
+        ax.plot([_dt(t) for t in s.t_s], s.power_w, label=s.node, linewidth=1,
+                marker="o" if few else None, markersize=3)
+    first = min(s.t_s[0] for s in series)
+    last = max(s.t_s[-1] for s in series)
+    pad = max(60.0, 0.02 * (last - first))
+    ax.set_xlim(_dt(first - pad), _dt(last + pad))
+    ax.set_ylim(0, 1.15 * max((max(s.power_w) for s in series), default=1.0) or 1.0)
     ax.set_ylabel("W")
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(mdates.AutoDateLocator()))
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     if len(series) <= 12:
         ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
 
 
 def _job_energy(ax, report: Report) -> None:
+    """One bar per job, the figure as tall as its labels need (0.19 in per bar: 7-point
+    labels never overlap), long ids shortened in the middle (the table has them whole)."""
     jobs = sorted((j for j in report.jobs if j.energy_kwh > 0),
                   key=lambda j: -j.energy_kwh)[:TOP_JOBS][::-1]
-    ax.barh([j.job for j in jobs], [j.energy_kwh for j in jobs], color="#4477aa")
+    ax.barh(range(len(jobs)), [j.energy_kwh for j in jobs], color="#4477aa")
+    ax.set_yticks(range(len(jobs)), [_short(j.job) for j in jobs])
+    ax.set_ylim(-0.6, len(jobs) - 0.4)
     ax.set_xlabel("kWh")
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
+    ax.andreas_height_in = max(3.2, 0.9 + 0.19 * len(jobs))
+
+
+def _short(label: str, width: int = 28) -> str:
+    if len(label) <= width:
+        return label
+    keep = (width - 1) // 2
+    return f"{label[:keep]}…{label[-(width - 1 - keep):]}"
 
 
 def _days(ax, days: Sequence[PeriodRow]) -> None:

@@ -23,16 +23,19 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from andreas.config import MAX_GRACE_S
+from typing import TYPE_CHECKING
+
+from andreas.config import MAX_GRACE_S, Settings
 from andreas.errors import InputError, one_line
+from andreas.infra import nudge
 from andreas.infra.fileio import read_text_capped
 from andreas.executor.base import image_allowed
-from andreas.store.engine import Store
-from andreas.store.errors import TransitionConflict
-from andreas.store.models import JobState
-from andreas.store.submissions import JobIdTaken, NewJob, add_job, cancel_job
 from andreas.formats.strict import RepeatedKey, yaml_loads
 from andreas.infra.timefmt import parse_duration, stamp
+
+if TYPE_CHECKING:   # SQLAlchemy is imported where the store is used (not by `submit`)
+    from andreas.store.engine import Store
+    from andreas.store.tables import JobState
 
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
@@ -194,8 +197,11 @@ def load_job_file(path: str | Path, *, now_s: float,
 
 
 def submit(store: Store, spec: JobSpec, now_s: float, *, default_grace_s: float = 120.0) -> str:
-    """Store the job as ``queued`` in one transaction; returns its id. A job with the same
-    id (ignoring case) is an InputError, also when two submissions race."""
+    """Store the job as ``queued`` in one transaction and wake the manager; returns its
+    id. A job with the same id (ignoring case) is an InputError, also when two
+    submissions race."""
+    from andreas.store.submissions import JobIdTaken, NewJob, add_job
+
     grace = spec.grace_s if spec.grace_s is not None else default_grace_s
     try:
         add_job(store, NewJob(id=spec.id, image=spec.image, command=spec.command,
@@ -206,7 +212,37 @@ def submit(store: Store, spec: JobSpec, now_s: float, *, default_grace_s: float 
                               gpu_memory_mib=spec.gpu_memory_mib))
     except JobIdTaken as e:
         raise _duplicate(spec.id, e.existing) from None
+    _wake(store, b"submit")
     return spec.id
+
+
+def submit_configured(settings: Settings, spec: JobSpec, now_s: float) -> str:
+    """What ``andreas submit`` does: store the job in the configured database and wake
+    the manager, through the driver alone when it can (:mod:`andreas.store.quick`, no
+    SQLAlchemy to import), else through :func:`submit`."""
+    from andreas.store import quick
+
+    grace = spec.grace_s if spec.grace_s is not None else settings.executor.stop_grace_s
+    row = {"id": spec.id, "image": spec.image, "command": list(spec.command),
+           "env": dict(spec.env_dict), "epochs": spec.epochs, "epochs_done": 0,
+           "submit_s": now_s, "due_s": spec.due_s, "weight": spec.weight,
+           "application": spec.application, "grace_s": grace, "state": "queued",
+           "state_changed_s": now_s, "max_gpus": spec.max_gpus, "failures": 0,
+           "reason": None, "gpu_milli": spec.gpu_milli, "gpu_memory_mib": spec.gpu_memory_mib}
+    try:
+        done = quick.add_job(settings.db_url, settings.db_password_file, row)
+    except quick.DuplicateId as e:
+        raise _duplicate(spec.id, e.existing) from None
+    if done is not None:
+        nudge.poke(done[1])
+        return spec.id
+    from andreas.store.engine import open_store
+
+    store = open_store(settings=settings, retries=0)
+    try:
+        return submit(store, spec, now_s, default_grace_s=settings.executor.stop_grace_s)
+    finally:
+        store.dispose()
 
 
 def cancel(store: Store, job_id: str, *, reason: str, now_s: float) -> tuple[str, JobState]:
@@ -221,13 +257,26 @@ def cancel(store: Store, job_id: str, *, reason: str, now_s: float) -> tuple[str
     if len(reason) > MAX_REASON:
         raise InputError(f"reason {reason[:20]!r}...: at most {MAX_REASON} characters, got "
                          f"{len(reason)}", field="reason")
+    from andreas.store.errors import TransitionConflict
+    from andreas.store.submissions import cancel_job
+
     for _ in range(5):
         try:
             with store.session() as s:
-                return cancel_job(s, job_id, reason=reason, now_s=now_s)
+                done = cancel_job(s, job_id, reason=reason, now_s=now_s)
+            _wake(store, b"cancel")       # the manager stops its container now
+            return done
         except TransitionConflict:
             continue
     raise TransitionConflict(f"job {job_id}: its state kept changing; try again")
+
+
+def _wake(store: Store, what: bytes) -> None:
+    """Wake the manager (a hint: a failure here must not fail a committed change)."""
+    try:
+        nudge.poke(store.wake_key, what)
+    except Exception:  # noqa: BLE001 - the manager's poll sees the change anyway
+        pass
 
 
 def _duplicate(job_id: str, existing: str) -> InputError:

@@ -21,22 +21,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from andreas.config import ManagerSettings
 from andreas.costs import MJ_PER_KWH, late_s, spread
 from andreas.errors import InputError
-from andreas.executor.base import NodeRef
-from andreas.manager.plandoc import PlanEntry, read_assignments
+from andreas.executor.base import DRY_RUN_PREFIX, NodeRef
+from andreas.manager.plandoc import PlanEntry, read_assignments, read_job_action
 from andreas.manager.snapshot import settings_prices
 from andreas.store.attempts import stored_log
-from andreas.store.decisions import DecisionRef, decision_refs, latest_decision
+from andreas.store.decisions import (DecisionInfo, DecisionRef, decision_refs, latest_decision,
+                                     recent_decisions)
 from andreas.store.engine import Store
-from andreas.store.epochs import ConfigEpochs, job_epochs
-from andreas.store.jobs import LIVE, TERMINAL
+from andreas.store.epochs import ConfigEpochs, job_epochs, max_epochs
+from andreas.store.jobs import TERMINAL
 from andreas.store.models import JobState
 from andreas.store.nodes import Db
-from andreas.store.read import JobView, load_jobs, load_nodes, load_queue, node_names
+from andreas.store.read import (JobView, load_jobs, load_nodes, load_queue, node_jobs,
+                                node_names)
 from andreas.store.readings import (EnergyTotal, attempt_energy, gpus_with_gaps, job_energy,
                                     job_energy_parts, latest_gpu_power, latest_host_power,
                                     total)
@@ -44,6 +46,7 @@ from andreas.store.lookup import resolve_job_id
 from andreas.store.owners import access, require
 
 POWER_WINDOW_S = 60.0
+HISTORY_DECISIONS = 100          # `andreas show`: the decisions read for a job's history
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +78,7 @@ class QueueRow:
     # (source, confidence) of the plan's epoch-time estimate behind finish_s (None: no plan)
     estimate: tuple[str | None, float | None] | None = None
     owner: str | None = None            # None: submitted before owners were recorded
+    dry_run: bool = False               # its open attempt is a dry run's: nothing runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +95,24 @@ class AttemptRow:
     energy_kwh: float | None
     started_by: DecisionRef | None
     stopped_by: DecisionRef | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionAction:
+    """What the decisions did with a job: runs of the same action collapsed, so a job
+    that waited through 40 decisions for the same reason is one row (``decisions``: 40,
+    ``first_t``..``t``)."""
+
+    decision_id: int                    # the newest of the run
+    t: float
+    trigger: str
+    policy: str
+    action: str
+    node: str | None
+    gpus: int | None
+    reason: str
+    decisions: int = 1
+    first_t: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +143,9 @@ class JobDetail:
     attempts: tuple[AttemptRow, ...]
     epoch_stats: tuple[ConfigEpochs, ...]
     owner: str | None = None
+    # what the last HISTORY_DECISIONS decisions since its submission did with it, newest first
+    history: tuple[DecisionAction, ...] = ()
+    dry_run: bool = False               # its open attempt is a dry run's: nothing runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +191,7 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         jobs = load_queue(s, include_finished=include_finished, owner=owner)
         names = node_names(s, {a.node_id for j in jobs.values() for a in j.attempts})
         energy = job_energy(s, list(jobs))
+        measured = max_epochs(s, [j for j, v in jobs.items() if v.state not in TERMINAL])
         parts = job_energy_parts(s, list(jobs)) if settings.tariff_file is not None else {}
         plan = latest_plan(s)
     rows = []
@@ -179,12 +205,13 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         rows.append(QueueRow(
             id=j.id, state=j.state.value, application=j.application,
             node=names.get(here.node_id) if here is not None else None,
-            gpus=len(here.gpu_ids) if here is not None else None, epochs_done=j.epochs_done,
+            gpus=len(here.gpu_ids) if here is not None else None,
+            epochs_done=min(j.epochs, max(j.epochs_done, measured.get(j.id, 0))),
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
             finish_actual=actual, weight=j.weight, energy_kwh=costs.energy_kwh,
             cost_so_far=costs.so_far, cost_to_go=costs.to_go,
             estimate=(entry.estimate_source, entry.confidence) if entry else None,
-            owner=j.owner))
+            owner=j.owner, dry_run=_dry_run(j)))
     active = sorted((r for r in rows if not _terminal(r.state)),
                     key=lambda r: (r.due_s, r.submit_s, r.id))
     done = sorted((r for r in rows if _terminal(r.state)),
@@ -209,6 +236,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
                                       for d in (a.decision_id, a.stop_decision_id)
                                       if d is not None})
         entry = latest_plan(s).get(job_id) if job.state not in TERMINAL else None
+        history = _history(recent_decisions(s, job.submit_s, HISTORY_DECISIONS), job_id)
+        done = max_epochs(s, [job_id]).get(job_id, 0)
     rows = tuple(AttemptRow(
         attempt=a.attempt, node=names.get(a.node_id) if a.node_id is not None else None,
         gpus=a.gpu_ids, container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
@@ -221,13 +250,38 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
                    total(per_attempt.values()), entry, parts)
     return JobDetail(
         id=job.id, state=job.state.value, image=job.image, application=job.application,
-        command=job.command, env=dict(job.env), epochs=job.epochs, epochs_done=job.epochs_done,
+        command=job.command, env=dict(job.env), epochs=job.epochs,
+        epochs_done=min(job.epochs, max(job.epochs_done, done)),
         submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
         grace_s=job.grace_s, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib,
         state_changed_s=job.state_changed_s, failures=job.failures,
         reason=job.reason, predicted_cost_at_submit=job.predicted_cost, finish_s=finish,
         finish_actual=actual, plan=entry, costs=costs, attempts=rows, epoch_stats=tuple(epochs),
-        owner=job.owner)
+        owner=job.owner, history=history, dry_run=_dry_run(job))
+
+
+def _dry_run(job: JobView) -> bool:
+    """Whether the job's open attempt was "started" by a dry run (no container exists)."""
+    return any((a.container_id or "").startswith(DRY_RUN_PREFIX) for a in job.open_attempts)
+
+
+def _history(decisions: Iterable[DecisionInfo], job_id: str) -> tuple[DecisionAction, ...]:
+    """The job's actions in ``decisions`` (newest first), equal neighbours collapsed."""
+    out: list[DecisionAction] = []
+    for d in decisions:
+        act = read_job_action(d.plan, job_id)
+        if act is None:
+            continue
+        row = DecisionAction(decision_id=d.id, t=d.t_s, trigger=d.trigger, policy=d.policy,
+                             action=act.kind, node=act.node, gpus=act.gpus,
+                             reason=act.reason)
+        last = out[-1] if out else None
+        if last is not None and (last.action, last.node, last.gpus, last.reason) == (
+                row.action, row.node, row.gpus, row.reason):
+            out[-1] = replace(last, decisions=last.decisions + 1, first_t=row.t)
+        else:
+            out.append(row)
+    return tuple(out)
 
 
 def nodes(store: Store, now_s: float) -> list[NodeRow]:
@@ -238,13 +292,9 @@ def nodes(store: Store, now_s: float) -> list[NodeRow]:
         gpu_ids = [g.id for n in nodes_ for g in n.gpus]
         busy: dict[int, set[int]] = defaultdict(set)
         jobs_on: dict[int, set[str]] = defaultdict(set)
-        for job in load_jobs(s).values():
-            if job.state not in LIVE:
-                continue
-            for a in job.open_attempts:
-                if a.node_id is not None:
-                    busy[a.node_id].update(a.gpu_ids)
-                    jobs_on[a.node_id].add(job.id)
+        for node_id, job_id, held in node_jobs(s):
+            busy[node_id].update(held)
+            jobs_on[node_id].add(job_id)
         gpu_power = latest_gpu_power(s, gpu_ids, since)
         host_power = latest_host_power(s, [n.id for n in nodes_], since)
         gaps = gpus_with_gaps(s, gpu_ids, since)

@@ -16,8 +16,9 @@ migrator   ALL on the database (DDL for ``andreas db upgrade``), no GRANT OPTION
 submitter  a MariaDB *role* (no password, no login) that every person's own account gets
            as its default role (``andreas db add-user``): SELECT on the views
            ``my_jobs`` and ``my_job_attempts`` (the caller's own jobs) and on nodes, gpus,
-           decisions, epoch_events, job_energy (inventory, plans and measurements, no
-           job spec); EXECUTE on the procedures ``andreas_submit`` and
+           decisions, epoch_events, job_energy, the power readings and the view
+           ``node_jobs`` (which job runs on which GPUs: inventory, plans and measurements,
+           no job spec); EXECUTE on the procedures ``andreas_submit`` and
            ``andreas_cancel``. Nothing on the ``jobs`` table itself (migration 0006).
 =========  =============================================================================
 
@@ -46,7 +47,8 @@ from andreas.store.models import Base
 ROLES = ("agent", "manager", "reporter", "migrator")
 SUBMITTER = "submitter"
 SUBMITTER_SELECT = ("my_jobs", "my_job_attempts", "nodes", "gpus", "decisions",
-                    "epoch_events", "job_energy")
+                    "epoch_events", "job_energy", "node_jobs", "power_samples",
+                    "host_samples", "gpu_gaps")
 SUBMITTER_EXECUTE = ("andreas_submit", "andreas_cancel")
 DEFAULT_PREFIX = "andreas_"
 DEFAULT_HOST = "%"

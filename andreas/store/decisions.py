@@ -60,6 +60,13 @@ def decisions_between(db: Db, since_s: float, until_s: float) -> tuple[DecisionI
         .where(Decision.t >= since_s, Decision.t < until_s).order_by(Decision.t, Decision.id)))
 
 
+def recent_decisions(db: Db, since_s: float, limit: int) -> tuple[DecisionInfo, ...]:
+    """The newest ``limit`` decisions with ``t >= since_s``, newest first."""
+    return tuple(_info(r) for r in db.execute(
+        select(Decision.id, Decision.t, Decision.trigger, Decision.policy, Decision.plan)
+        .where(Decision.t >= since_s).order_by(Decision.id.desc()).limit(limit)))
+
+
 def decision_refs(db: Db, ids: Collection[int]) -> dict[int, DecisionRef]:
     """The decisions with these ids that still exist."""
     out = {}

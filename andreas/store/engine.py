@@ -14,24 +14,23 @@ version's head, and hands out sessions.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
-import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from andreas.infra.backoff import Backoff
-from andreas.infra.fileio import read_text_capped
 from andreas.config import Settings, mask_url
 from andreas.errors import InputError
+from andreas.store.credentials import read_password_file
 from andreas.store.errors import StoreUnavailable
 
 if TYPE_CHECKING:     # the ORM is imported by open_store (the agent never needs it)
@@ -77,21 +76,6 @@ def parse_url(url: str | URL, password_file: str | None = None) -> URL:
     if "charset" not in parsed.query:
         parsed = parsed.update_query_dict({"charset": "utf8mb4"})
     return parsed
-
-
-def read_password_file(path: str) -> str:
-    """The password in a file (one line); a warning when the group or others may read it,
-    since the password is then everyone's on that machine."""
-    label = f"database password file {path}"
-    secret = read_text_capped(path, what="password file", limit=4096, label=label)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = 0
-    if mode & 0o077:
-        log.warning("%s is readable or writable by its group or others (mode %04o); "
-                    "chmod 600 it", label, stat.S_IMODE(mode))
-    return secret.rstrip("\r\n")
 
 
 def is_sqlite(url: URL | Engine) -> bool:
@@ -208,20 +192,47 @@ def _hint(code: int | None) -> str:
 
 @dataclass(frozen=True)
 class Store:
-    """An open, migrated database: ``with store.session() as s:`` commits on success."""
+    """An open, migrated database: ``with store.session() as s:`` commits on success;
+    ``with store.begin() as conn:`` is the same transaction without the ORM (whose
+    import the short commands, ``andreas submit``, do without)."""
 
     engine: Engine
-    sessions: sessionmaker[Session]
 
     @property
     def url(self) -> str:
         """The URL with the password masked."""
         return mask_url(self.engine.url)
 
+    @functools.cached_property
+    def sessions(self) -> sessionmaker[Session]:
+        from sqlalchemy.orm import sessionmaker
+
+        return sessionmaker(self.engine, expire_on_commit=False)
+
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
         with self.sessions.begin() as s:
             yield s
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    @functools.cached_property
+    def wake_key(self) -> str:
+        """The name submitters and the manager of this database agree on for wake-ups
+        (``andreas.infra.nudge``): the SQLite file's real path, or the MariaDB server's
+        own host name, port and database, the same from every client."""
+        from andreas.store.quick import mysql_wake_key, sqlite_wake_key
+
+        url = self.engine.url
+        if is_sqlite(url):
+            return sqlite_wake_key(url.database or ":memory:")
+        with self.engine.connect() as conn:
+            host, port, database = conn.exec_driver_sql(
+                "SELECT @@hostname, @@port, DATABASE()").one()
+        return mysql_wake_key(str(host), int(port), str(database))
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -250,15 +261,26 @@ def open_store(url: str | URL | None = None, *, settings: Settings | None = None
     try:
         connect(engine, retries=retries, backoff_s=backoff_s, sleep=sleep)
         if check_schema:
-            from andreas.store.migrate import require_head
-
-            require_head(engine)
+            _require_head(engine)
     except BaseException:
         engine.dispose()
         raise
-    from sqlalchemy.orm import sessionmaker
+    return Store(engine=engine)
 
-    return Store(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+
+def _require_head(engine: Engine) -> None:
+    """SchemaError unless the database is at the head revision: one query, and Alembic
+    (about 0.1 s of imports) only to explain a database that is not."""
+    from andreas.store.schema import schema_problem
+
+    try:
+        if schema_problem(engine) is None:
+            return
+    except DBAPIError:
+        pass
+    from andreas.store.migrate import require_head
+
+    require_head(engine)
 
 
 def __getattr__(name: str) -> Any:

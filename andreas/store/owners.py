@@ -16,27 +16,32 @@
 
 from __future__ import annotations
 
-import os
 import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
 
 from andreas.errors import InputError, NotPermitted
+from andreas.store import credentials
 from andreas.store.engine import error_code, sqlite_path
-from andreas.store.models import Job, JobAttempt
+from andreas.store.tables import job_attempts as JobAttempt
+from andreas.store.tables import jobs as Job
+
+if TYPE_CHECKING:      # the ORM only for the hint: a submission does without it
+    from sqlalchemy.orm import Session
 
 _CACHE_KEY = "andreas_access"
 # SQLSTATE 45000 from a procedure's SIGNAL (its message is meant for the user).
 SIGNAL_CODE = 1644
 # Read-only stand-ins for the tables, typed like them, for a submitter's session.
-MY_JOBS = sa.table("my_jobs", *(sa.column(c.name, c.type) for c in Job.__table__.c))
+MY_JOBS = sa.table("my_jobs", *(sa.column(c.name, c.type) for c in Job.c))
 MY_ATTEMPTS = sa.table("my_job_attempts",
-                       *(sa.column(c.name, c.type) for c in JobAttempt.__table__.c))
+                       *(sa.column(c.name, c.type) for c in JobAttempt.c))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,11 +55,7 @@ class Access:
 
 def os_user() -> str:
     """The effective OS user's name (its uid when the passwd database has no entry)."""
-    uid = os.geteuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+    return credentials.os_user()
 
 
 def _owner_of(path: Path) -> str | None:
@@ -69,7 +70,7 @@ def _owner_of(path: Path) -> str | None:
 
 
 def _conn(db: Session | Connection) -> Connection:
-    return db.connection() if isinstance(db, Session) else db
+    return db if isinstance(db, Connection) else db.connection()
 
 
 def access(db: Session | Connection) -> Access:
@@ -100,12 +101,12 @@ def restricted(db: Session | Connection) -> bool:
 
 def jobs_table(db: Session | Connection) -> sa.TableClause:
     """Where this session reads jobs: ``jobs``, or a submitter's ``my_jobs``."""
-    return MY_JOBS if restricted(db) else Job.__table__
+    return MY_JOBS if restricted(db) else Job
 
 
 def attempts_table(db: Session | Connection) -> sa.TableClause:
     """Where this session reads attempts: ``job_attempts``, or ``my_job_attempts``."""
-    return MY_ATTEMPTS if restricted(db) else JobAttempt.__table__
+    return MY_ATTEMPTS if restricted(db) else JobAttempt
 
 
 def require(who: Access, job_id: str, owner: str | None, action: str) -> None:

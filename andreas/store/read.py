@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import JSON, ColumnElement, and_, column, or_, select, table
 
 from andreas.store.chunks import chunks
 from andreas.store.jobs import ACTIVE, TERMINAL
 from andreas.store.models import Gpu, JobState, Node, NodeState
 from andreas.store.nodes import Db
-from andreas.store.owners import attempts_table, jobs_table
+from andreas.store.jobs import LIVE
+from andreas.store.owners import attempts_table, jobs_table, restricted
+from andreas.store.tables import job_attempts, jobs
 
 FAKE_GPU_PREFIX = "GPU-fake-"
 DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
@@ -160,6 +162,25 @@ def node_names(db: Db, ids: Collection[int | None]) -> dict[int, str]:
     for chunk in chunks(sorted({i for i in ids if i is not None})):
         out.update(db.execute(select(Node.id, Node.name).where(Node.id.in_(chunk))).all())
     return out
+
+
+# Migration 0011: every open attempt of a live job, readable by people's own accounts.
+NODE_JOBS = table("node_jobs", column("node_id"), column("job_id"), column("gpu_ids", JSON))
+
+
+def node_jobs(db: Db) -> list[tuple[int, str, tuple[int, ...]]]:
+    """(node id, job id, GPU indexes) of every open attempt of a running or stopping job
+    (``andreas nodes``): everyone's, also for a MariaDB submitter (view ``node_jobs``)."""
+    if restricted(db):
+        rows = db.execute(select(NODE_JOBS.c.node_id, NODE_JOBS.c.job_id,
+                                 NODE_JOBS.c.gpu_ids))
+    else:
+        a = job_attempts.c
+        rows = db.execute(select(a.node_id, a.job_id, a.gpu_ids)
+                          .join(jobs, jobs.c.id == a.job_id)
+                          .where(a.end_s.is_(None), a.node_id.is_not(None),
+                                 jobs.c.state.in_(LIVE)))
+    return [(int(n), str(j), tuple(int(i) for i in (g or ()))) for n, j, g in rows]
 
 
 _JOB_COLUMNS = ("id", "state", "image", "command", "env", "epochs", "epochs_done", "submit_s",

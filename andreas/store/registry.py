@@ -73,8 +73,9 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
     """
     changes: list[str] = []
 
-    def need(what: str) -> None:
-        changes.append(what)
+    def need(what: str, done: str) -> None:
+        """``what`` is missing or differs; ``done``: what the write then did."""
+        changes.append(done)
         if not write:
             raise RegistrationRefused(
                 f"node {spec.name}: {what}; the agent's database account may not change the "
@@ -86,14 +87,14 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
     values = dict(docker_endpoint=spec.docker_endpoint, gpu_type=spec.gpu_type[:64],
                   gpu_count=len(spec.gpus))
     if node is None:
-        need("not registered")
+        need("not registered", "node registered")
         node_id = insert_node(conn, name=spec.name, **values)
     else:
         node_id = node.id
         differs = [k for k, v in values.items() if getattr(node, k) != v]
         if differs:
-            need("inventory changed (" + ", ".join(
-                f"{k}: {getattr(node, k)!r} -> {values[k]!r}" for k in differs) + ")")
+            diff = ", ".join(f"{k}: {getattr(node, k)!r} -> {values[k]!r}" for k in differs)
+            need(f"inventory changed ({diff})", f"inventory updated ({diff})")
             conn.execute(update(Node).where(Node.c.id == node_id).values(**values))
     stored = {r.uuid: r for r in conn.execute(
         select(Gpu.c.id, Gpu.c.uuid, Gpu.c.node_id, Gpu.c.gpu_index, Gpu.c.model,
@@ -106,13 +107,14 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
     wanted_index = {g.index for g in spec.gpus}
     for uuid, r in mine.items():      # GPUs that left this node: free their index
         if uuid not in {g.uuid for g in spec.gpus} and r.gpu_index in wanted_index:
-            need(f"GPU {uuid} is gone")
+            need(f"GPU {uuid} is gone", f"GPU {uuid} gone (its index freed)")
             conn.execute(update(Gpu).where(Gpu.c.id == r.id).values(gpu_index=-r.id,
                                                                     healthy=False))
     moved = [r for g in spec.gpus if (r := stored.get(g.uuid)) is not None
              and (r.gpu_index != g.index or r.node_id != node_id)]
     for r in moved:                   # indices permuted: step aside first (unique index)
-        need(f"GPU {r.uuid} moved to another index or node")
+        need(f"GPU {r.uuid} moved to another index or node",
+             f"GPU {r.uuid} moved to its new index or node")
         conn.execute(update(Gpu).where(Gpu.c.id == r.id).values(gpu_index=-r.id))
     moved_ids = {r.id for r in moved}
     gpu_ids: dict[str, int] = {}
@@ -123,7 +125,7 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
                       healthy=g.uuid not in spec.unhealthy, mig_enabled=g.mig_enabled)
         r = stored.get(g.uuid)
         if r is None:
-            need(f"GPU {g.uuid} not registered")
+            need(f"GPU {g.uuid} not registered", f"GPU {g.uuid} registered")
             gpu_ids[g.uuid] = conn.execute(insert(Gpu).values(uuid=g.uuid, **values)
                                            ).inserted_primary_key[0]
             continue
@@ -132,7 +134,8 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
         differs = [k for k, v in values.items() if k != "healthy" and getattr(r, k) != v]
         if differs or was_moved:
             what = ", ".join("index" if k == "gpu_index" else k for k in differs)
-            need(f"GPU {g.uuid} changed ({what or 'index'})")
+            need(f"GPU {g.uuid} changed ({what or 'index'})",
+                 f"GPU {g.uuid} updated ({what or 'index'})")
             conn.execute(update(Gpu).where(Gpu.c.id == r.id)
                          .values(**values))
         elif write and r.healthy != values["healthy"]:

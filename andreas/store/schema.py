@@ -13,12 +13,13 @@ import ast
 import functools
 from pathlib import Path
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
+from typing import TYPE_CHECKING
 
 from andreas.config import mask_url
-from andreas.store.engine import error_code
 from andreas.store.errors import StoreError
+
+if TYPE_CHECKING:   # head_revision() needs no SQLAlchemy (the quick submission path)
+    from sqlalchemy import Engine
 
 VERSIONS = Path(__file__).resolve().parent / "migrations" / "versions"
 
@@ -64,6 +65,10 @@ def head_revision() -> str:
 def schema_problem(engine: Engine) -> str | None:
     """None when the database is at this andreas's head revision, else what to do (the
     agent's check: one query, no Alembic)."""
+    from sqlalchemy.exc import DBAPIError
+
+    from andreas.store.engine import error_code
+
     shown = mask_url(engine.url)
     try:
         with engine.connect() as conn:

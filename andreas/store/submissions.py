@@ -11,17 +11,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import select, text, update
+from sqlalchemy import insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session
 
 from andreas.errors import AndreasError, InputError
 from andreas.store.engine import Store
-from andreas.store.jobs import TERMINAL, transition
 from andreas.store.lookup import find_job_id, resolve_job_id
-from andreas.store.models import Job, JobState
 from andreas.store.nodes import Db
 from andreas.store.owners import access, require, signalled
+from andreas.store.tables import JobState
+from andreas.store.tables import jobs as Job
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,24 +54,26 @@ class JobIdTaken(AndreasError):
         self.existing = existing
 
 
-def insert_job(s: Session, job: NewJob) -> None:
+def insert_job(s: Db, job: NewJob) -> None:
     """Add the row in the caller's transaction (no check of the id)."""
-    s.add(Job(id=job.id, image=job.image, command=list(job.command), env=dict(job.env),
-              epochs=job.epochs, epochs_done=0, submit_s=job.submit_s, due_s=job.due_s,
-              weight=job.weight, application=job.application, grace_s=job.grace_s,
-              state=job.state, state_changed_s=job.submit_s, max_gpus=job.max_gpus,
-              failures=0, reason=job.reason, gpu_milli=job.gpu_milli,
-              gpu_memory_mib=job.gpu_memory_mib,
-              owner=job.owner if job.owner is not None else access(s).user))
+    s.execute(insert(Job).values(
+        id=job.id, image=job.image, command=list(job.command), env=dict(job.env),
+        epochs=job.epochs, epochs_done=0, submit_s=job.submit_s, due_s=job.due_s,
+        weight=job.weight, application=job.application, grace_s=job.grace_s,
+        state=job.state, state_changed_s=job.submit_s, max_gpus=job.max_gpus,
+        failures=0, reason=job.reason, gpu_milli=job.gpu_milli,
+        gpu_memory_mib=job.gpu_memory_mib,
+        owner=job.owner if job.owner is not None else access(s).user))
 
 
 def add_job(store: Store, job: NewJob) -> str:
     """Store ``job`` in its own transaction, owned by the caller; returns the owner.
     JobIdTaken when the id (ignoring case) is used, also when two submissions race (the
     unique key decides). A MariaDB submitter's job goes through ``andreas_submit``, which
-    checks every value again and stores the submission time of the server."""
+    checks every value again and stores the submission time of the server. Core only:
+    a submission does not import the ORM."""
     try:
-        with store.session() as s:
+        with store.begin() as s:
             who = access(s)
             if who.restricted:
                 _call_submit(s, job)
@@ -86,7 +87,7 @@ def add_job(store: Store, job: NewJob) -> str:
         raise JobIdTaken(job.id, job.id) from None
 
 
-def _call_submit(s: Session, job: NewJob) -> None:
+def _call_submit(s: Db, job: NewJob) -> None:
     if job.state is not JobState.QUEUED or job.reason is not None:
         raise InputError(f"job {job.id}: a submitter's job starts queued, without a reason")
     params = dict(id=job.id, image=job.image, command=json.dumps(list(job.command)),
@@ -113,17 +114,19 @@ def cancel_job(db: Db, job_id: str, *, reason: str, now_s: float) -> tuple[str, 
     operator (a MariaDB submitter: checked by ``andreas_cancel``); a finished job is an
     InputError; TransitionConflict when another writer moved it first (the caller may try
     again)."""
+    from andreas.store.jobs import TERMINAL, transition
+
     who = access(db)
     if who.restricted:
         return _call_cancel(db, job_id, reason)
     stored = resolve_job_id(db, job_id)
-    state, owner = db.execute(select(Job.state, Job.owner).where(Job.id == stored)).one()
+    state, owner = db.execute(select(Job.c.state, Job.c.owner)
+                              .where(Job.c.id == stored)).one()
     require(who, stored, owner, "cancel")
     if state in TERMINAL:
         raise InputError(f"job {stored}: already {state.value}; nothing to cancel")
     transition(db, stored, JobState.CANCELLED, expected=state, now_s=now_s)
-    db.execute(update(Job).where(Job.id == stored).values(reason=reason)
-               .execution_options(synchronize_session=False))
+    db.execute(update(Job).where(Job.c.id == stored).values(reason=reason))
     return stored, state
 
 
@@ -141,12 +144,11 @@ def _call_cancel(db: Db, job_id: str, reason: str) -> tuple[str, JobState]:
 
 def job_exists(db: Db, job_id: str) -> bool:
     """Whether a row has this id (the backend's comparison: MariaDB ignores case)."""
-    return db.execute(select(Job.id).where(Job.id == job_id)).scalar_one_or_none() is not None
+    return db.execute(select(Job.c.id).where(Job.c.id == job_id)).scalar_one_or_none() is not None
 
 
 def record_run_end(db: Db, job_id: str, *, now_s: float, epochs_done: int) -> None:
     """A profiling run ended: its row's ``state_changed_s`` and ``epochs_done`` (the state
     stays what it is)."""
-    db.execute(update(Job).where(Job.id == job_id)
-               .values(state_changed_s=now_s, epochs_done=epochs_done)
-               .execution_options(synchronize_session=False))
+    db.execute(update(Job).where(Job.c.id == job_id)
+               .values(state_changed_s=now_s, epochs_done=epochs_done))

@@ -47,6 +47,23 @@ def test_host_report_rapl_and_model(tmp_path: Path) -> None:
     assert "not recorded" in bare[1]
 
 
+def test_as_root_the_report_says_what_the_service_user_will_see(tmp_path: Path) -> None:
+    """`sudo andreas-agent --check` reads RAPL as root; the service runs as andreas-agent,
+    for whom a root-only energy_uj means the model (issue 34)."""
+    make_domain(tmp_path / "pc", "intel-rapl:0", "package-0", 5)
+    energy = tmp_path / "pc" / "intel-rapl:0" / "energy_uj"
+    sampler = HostSampler(tmp_path / "pc", psutil=FakePsutil())
+    energy.chmod(0o400)                      # root-only, as current kernels make it
+    root = host_report(sampler, euid=lambda: 0)
+    assert root[0].startswith("Host power: RAPL readable by root under")
+    assert "NOT by the service user andreas-agent" in root[1]
+    assert "host power model instead" in root[1] and "-r--------" in root[1]
+    energy.chmod(0o444)                      # readable by everyone: nothing to add
+    assert len(host_report(sampler, euid=lambda: 0)) == 1
+    energy.chmod(0o400)                      # as the service user itself: its own view
+    assert len(host_report(sampler, euid=lambda: 1000)) == 1
+
+
 def test_check_writes_to_find_out_whether_the_spool_is_writable(tmp_path: Path) -> None:
     """Issue 16: os.access says yes to root on a read-only file system and to a path that
     is not a directory; --check now writes a probe file and calls such a spool unusable."""

@@ -149,8 +149,9 @@ def test_register_writes_the_inventory_once(tmp_path):
     args = ["--config", str(config(tmp_path, url)), "--fake-gpus", "2xT4", "--register"]
     first = CliRunner().invoke(main, args, env={"ANDREAS_DB_URL": None})
     assert first.exit_code == 0, first.output
-    assert "node e2e-node (id 1) with 2 GPU(s)" in first.output and "not registered" in \
-        first.output
+    assert "node e2e-node (id 1) with 2 GPU(s)" in first.output
+    # what was done, not what was missing (it printed "not registered" on success)
+    assert ": node registered; GPU " in first.output and "not registered" not in first.output
     again = CliRunner().invoke(main, args, env={"ANDREAS_DB_URL": None})
     assert again.exit_code == 0 and "already registered, nothing changed" in again.output
     assert query(url, "SELECT name, gpu_type, gpu_count, docker_endpoint FROM nodes") == [
@@ -205,6 +206,35 @@ def test_the_agent_does_without_the_ssh_transport_unless_it_needs_it():
     remote = subprocess.run([sys.executable, "-c", code, "ssh://gpu07"],
                             capture_output=True, text=True, check=True)
     assert local.stdout.strip() == "False" and remote.stdout.strip() == "True"
+
+
+def test_the_agent_imports_pymysql_without_cryptography_until_rsa_is_asked(tmp_path):
+    """Issue 34: from an environment that also has andreas[manager] (demo.sh's .venv, whose
+    paramiko pulls cryptography in), an agent on MariaDB held 66 MB (bench_agent
+    --mariadb): PyMySQL imports cryptography for MySQL 8's RSA password exchange only. The
+    agent imports it on the first such exchange instead, and that exchange still works."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    (tmp_path / "key.pem").write_bytes(pem)
+    code = ("import sys; from agents.cli import lean_docker_sdk; lean_docker_sdk('unix://'); "
+            "import pymysql; print('cryptography' in sys.modules); "
+            "from pymysql import _auth; "
+            "out = _auth.sha2_rsa_encrypt(b'pw', b'0123456789abcdefghij', "
+            "open(sys.argv[1], 'rb').read()); print('cryptography' in sys.modules); "
+            "sys.stdout.write(out.hex())")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "key.pem")],
+                          capture_output=True, text=True, check=True)
+    before, after, cipher = done.stdout.split("\n")
+    assert (before, after) == ("False", "True")
+    oaep = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(),
+                        label=None)
+    plain = key.decrypt(bytes.fromhex(cipher), oaep)
+    salt = b"0123456789abcdefghij"
+    assert plain == bytes(c ^ salt[i % len(salt)] for i, c in enumerate(b"pw\0"))
 
 
 def test_the_agent_never_loads_the_orm_nor_a_charset_detector(tmp_path):

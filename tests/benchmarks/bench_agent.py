@@ -85,16 +85,26 @@ def docker_client():
         return None, f"{type(e).__name__}: {e}"
 
 
-def store(tmp: Path, jobs: list[str]) -> str:
+def store(tmp: Path, jobs: list[str], mariadb: bool = False) -> str:
+    """A fresh SQLite file, or (``mariadb``) a fresh database on the private server of
+    ``ANDREAS_TEST_MARIADB_URL`` (bench.sh agent --mariadb starts one)."""
     url = f"sqlite:///{tmp / 'bench.db'}"
+    if mariadb:
+        from sqlalchemy.engine import make_url
+
+        admin = os.environ["ANDREAS_TEST_MARIADB_URL"]
+        name = f"bench_agent_{os.getpid()}"
+        with sa.create_engine(admin).begin() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE `{name}`")
+        url = make_url(admin).set(database=name).render_as_string(hide_password=False)
     engine = make_engine(url, create_dir=True)
     migrate.upgrade(engine)
     with engine.begin() as conn:
         for job in jobs:
-            conn.exec_driver_sql(
+            conn.execute(sa.text(
                 "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
-                "due_s, weight, application, grace_s, state) VALUES (?, 'img', '[]', '{}', "
-                "1000, 0, 0, 1e12, 1, 'bench', 120, 'running')", (job,))
+                "due_s, weight, application, grace_s, state) VALUES (:j, 'img', '[]', '{}', "
+                "1000, 0, 0, 1e12, 1, 'bench', 120, 'running')"), {"j": job})
     engine.dispose()
     return url
 
@@ -139,6 +149,9 @@ def main() -> int:
     p.add_argument("--agent-python", default=sys.executable,
                    help="interpreter of the agent and of the idle processes (default: this "
                         "one; scripts/bench.sh agent: a venv with andreas[agent] only)")
+    p.add_argument("--mariadb", action="store_true",
+                   help="the store on ANDREAS_TEST_MARIADB_URL (a fresh database) instead of "
+                        "SQLite: the agent then imports PyMySQL")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory "
                    "(database, spool, agent log) and print its path")
     a = p.parse_args()
@@ -146,7 +159,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     found, why_not = docker_client()
     jobs = [f"bench-j{k}" for k in range(CONTAINERS)] if found else []
-    url = store(tmp, jobs)
+    url = store(tmp, jobs, mariadb=a.mariadb)
     containers = []
     docker_url = ""
     if found:
@@ -172,6 +185,10 @@ def main() -> int:
                    f'[store]\nurl = "{url}"\n[spool]\npath = "{tmp / "spool"}"\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANDREAS_DB")}
     env["PYTHONPATH"] = str(ROOT)
+    if a.mariadb:           # MariaDB: the node is registered once by a privileged account
+        subprocess.run([a.agent_python, "-c", "from agents.cli import main; main()",
+                        "--config", str(cfg), "--fake-gpus", f"{GPUS}xV100", "--register"],
+                       env=env, check=True, capture_output=True)
     agent_log = (tmp / "agent.log").open("w")
     agent = subprocess.Popen([a.agent_python, "-c", "from agents.cli import main; main()",
                               "--config", str(cfg), "--fake-gpus", f"{GPUS}xV100"],

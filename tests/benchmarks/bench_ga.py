@@ -175,13 +175,15 @@ def shared_root() -> Path:
 
 def alibaba_trace(seed: int, n_nodes: int, n_tasks: int, load: float | None):
     """An import of Alibaba's openb trace (``andreas trace import-alibaba`` rules: steady
-    arrivals from ``--since 9900000``, the GPU load while submitting scaled to ``load``)."""
+    arrivals from ``--since 9900000``, the busy share while submitting scaled to ``load``:
+    ``--busy-share``, not the offered ``--load``)."""
     from andreas.formats.alibaba import import_alibaba
 
     root = shared_root() / "traces/alibaba-openb-2023"
     trace, _ = import_alibaba(root / "openb_pod_list_default.csv",
                               root / "openb_node_list_gpu_node.csv", sample=n_tasks,
-                              seed=seed, max_nodes=n_nodes, since=9_900_000.0, load=load)
+                              seed=seed, max_nodes=n_nodes, since=9_900_000.0,
+                              busy_share="full" if load is None else load)
     return trace
 
 

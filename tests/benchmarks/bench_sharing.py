@@ -8,7 +8,8 @@ Two measurements, each against exclusive ``best-fit`` measured in the same run:
    worker). Paper: 46 % fewer devices at 92.97 % performance, on a workload where every
    job may share; measured on the whole batch and on its slices alone.
 2. **Replay**: the imported trace simulated over time (``--sample`` tasks on
-   ``--max-nodes`` nodes, ``--since``/``--load`` as ``andreas trace import-alibaba``):
+   ``--max-nodes`` nodes, ``--since`` as ``andreas trace import-alibaba``, ``--load`` its
+   ``--busy-share``):
    device-hours, GPU utilisation, performance retained, JCT, slowdown, energy, tardiness
    and the simulation's wall time.
 
@@ -80,7 +81,7 @@ def static(args, pods: Path, nodes: Path, *, slices_only: bool) -> list[dict]:
     kind = "placement-slices" if slices_only else "placement"
     for seed in args.seed_list:
         trace, report = import_alibaba(pods, nodes, sample=args.batch, seed=seed,
-                                       max_nodes=args.max_nodes)
+                                       max_nodes=args.max_nodes, busy_share="full")
         jobs = tuple(j for j in trace.jobs if not slices_only or demand_of(j).shared)
         snap = Snapshot(nodes=trace.nodes, jobs=jobs, energy=trace.energy,
                         params=trace.params, now_s=0.0, name=trace.name)
@@ -114,7 +115,7 @@ def frontier(args, pods: Path, nodes: Path) -> list[dict]:
         savings, perfs = [], []
         for seed in args.seed_list:
             trace, _ = import_alibaba(pods, nodes, sample=args.batch, seed=seed,
-                                      max_nodes=args.max_nodes)
+                                      max_nodes=args.max_nodes, busy_share="full")
             jobs = tuple(j for j in trace.jobs if demand_of(j).shared)
             snap = Snapshot(nodes=trace.nodes, jobs=jobs, energy=trace.energy,
                             params=trace.params, now_s=0.0)
@@ -133,7 +134,7 @@ def replay(args, pods: Path, nodes: Path) -> list[dict]:
     for seed in args.seed_list:
         trace, report = import_alibaba(pods, nodes, sample=args.sample, seed=seed,
                                        max_nodes=args.max_nodes, since=args.since,
-                                       load=args.load)
+                                       busy_share="full" if args.load is None else args.load)
         least, exclusive = device_hours_bound(trace)
         print(f"\nreplay, seed {seed}: {report.jobs} tasks ({report.slices} slices) on "
               f"{report.nodes} nodes / {report.gpus} GPUs, time scale {report.time_scale:.3g}; "

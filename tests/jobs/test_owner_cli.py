@@ -11,12 +11,12 @@ import pytest
 import sqlalchemy as sa
 
 from andreas.store import migrate, open_store
-from andreas.store import owners
+from andreas.store import credentials, owners
 from andreas.store.models import JobAttempt
 from tests.jobs.conftest import FakeExecutor, run_cli
 from tests.store.helpers import add_job, add_node
 
-ME = owners.os_user()
+ME = credentials.os_user()
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def db(tmp_path):
 
 
 def as_user(monkeypatch, name: str) -> None:
-    monkeypatch.setattr(owners, "os_user", lambda: name)
+    monkeypatch.setattr(credentials, "os_user", lambda: name)
 
 
 def submit(db: str, *extra: str) -> str:

@@ -289,3 +289,17 @@ def test_bad_power_settings_are_one_line(tmp_path, text, message):
     with pytest.raises(InputError) as e:
         load(tmp_path, "[power]\n" + text + "\n")
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_disabling_power_with_nodes_left_off_warns_at_start(mstore, caplog):
+    """Nodes switched off while [power] was enabled stay off when it is disabled: the
+    manager neither plans on them nor wakes them. It said nothing (issue 34)."""
+    add_node(mstore, "a", gpus=2)
+    add_node(mstore, "sleepy", gpus=2, state=NodeState.OFF)
+    m = Manager(mstore, FakeExecutor(Clock()), settings(), clock=Clock(),
+                rng=np.random.default_rng(0))
+    with caplog.at_level(logging.WARNING, logger="andreas.manager"):
+        m.start()
+    [line] = [r.getMessage() for r in caplog.records if "[power] is disabled" in r.getMessage()]
+    assert "sleepy" in line and "andreas node resume" in line and "a," not in line
+    m.close()

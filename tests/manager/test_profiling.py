@@ -5,6 +5,8 @@ MariaDB."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from andreas.config import ProfilerSettings
@@ -47,7 +49,8 @@ def _ticks(m, n=4):
         m.tick()
 
 
-def test_a_new_application_is_profiled_per_gpu_count_then_planned_from_its_checkpoint(mstore):
+def test_a_new_application_is_profiled_per_gpu_count_then_planned_from_its_checkpoint(
+        mstore, caplog):
     p1 = add_node(mstore, "p1", gpus=2, profiling=True)
     add_node(mstore, "n1", gpus=2)
     add_job(mstore, "a", application=APP, epochs=20, submit_s=0.0)
@@ -80,7 +83,10 @@ def test_a_new_application_is_profiled_per_gpu_count_then_planned_from_its_check
 
     _epochs(mstore, "a", 2, p1, 2, [12.0, 6.0, 6.2], first=4, t0=clock())
     clock.advance(60)
-    _ticks(m, 4)
+    with caplog.at_level(logging.INFO, logger="andreas.manager"):
+        _ticks(m, 4)
+    fits = [r for r in caplog.records if "profiled application" in r.getMessage()]
+    assert len(fits) == 1, [r.getMessage() for r in fits]      # was logged three times
     with mstore.session() as s:
         rows = app_profiles(s, [APP])
         models = app_models(s, [APP])

@@ -145,7 +145,7 @@ def test_another_user_cannot_cancel_read_or_change_the_job(mdb):
                 "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
                 "due_s, weight, application, grace_s, state, owner) VALUES (:j, 'i', '[]', "
                 "'{}', 1, 0, 0, 1, 1, 'a', 1, 'queued', 'alice')",
-                "SELECT * FROM power_samples", "DROP VIEW my_jobs",
+                "SELECT * FROM power_minutes", "DROP VIEW my_jobs",
                 "DROP PROCEDURE andreas_cancel", "CREATE TABLE x (a INT)"):
         denied(bob_store, sql, {"j": job_id + "x" if "INSERT" in sql else job_id})
     after = row(mdb, job_id)

@@ -323,3 +323,22 @@ def test_cli_create_users_needs_the_schema(mdb):
     assert result.exit_code == 2
     assert "not migrated" in result.output and "andreas db upgrade" in result.output
 
+
+
+def test_register_with_the_agents_account_says_which_account_may(mdb, tmp_path):
+    """`andreas-agent --register` with the agent's own account is refused by the server;
+    the line says to use the manager's account instead (issue 34)."""
+    from click.testing import CliRunner
+
+    from agents.cli import main as agent_main
+
+    cfg = tmp_path / "agent.toml"
+    cfg.write_text(f'[agent]\nnode_name = "reg-node"\ndocker_url = ""\n'
+                   f'[spool]\npath = "{tmp_path / "spool"}"\n')
+    result = CliRunner().invoke(agent_main, ["--config", str(cfg), "--fake-gpus", "1xT4",
+                                             "--register"],
+                                env={"ANDREAS_DB_URL": mdb["agent"]})
+    assert result.exit_code == 1
+    assert "command denied" in result.output
+    assert "run --register once with the manager's account" in result.output
+    assert mdb["passwords"]["agent"] not in result.output
