@@ -25,6 +25,7 @@ from andreas.manager.lock import acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
 from andreas.store.engine import Store, open_store
+from andreas.store.owners import require_manager
 
 log = logging.getLogger("andreas.manager")
 
@@ -76,6 +77,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     metrics = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
+        with store.session() as s:
+            require_manager(s)          # a person's or the reporter's account: one line
         if not acquire(lock, settings.manager.lock, stop=stop):
             log.info("stopped while waiting for the manager lock")
             return 0

@@ -16,7 +16,7 @@ from andreas.store.chunks import chunks
 from andreas.store.jobs import ACTIVE, TERMINAL
 from andreas.store.models import Gpu, JobState, Node, NodeState
 from andreas.store.nodes import Db
-from andreas.store.owners import attempts_table, jobs_table
+from andreas.store.owners import attempts_table, jobs_table, owned_by
 
 FAKE_GPU_PREFIX = "GPU-fake-"
 DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
@@ -193,7 +193,7 @@ def load_queue(db: Db, *, include_finished: bool = False,
     jobs = jobs_table(db).c
     where = [] if include_finished else [jobs.state.not_in(TERMINAL)]
     if owner is not None:
-        where.append(jobs.owner == owner)
+        where.append(owned_by(db, jobs.owner, owner))
     return _with_attempts(db, _rows(db, and_(*where) if where else None))
 
 

@@ -363,3 +363,12 @@ app_models = Table(
     _col("source", String(32)),
     _col("updated_s", Double()),
     **MYSQL)
+
+# MariaDB accounts that are node agents, and the node each may write for (NULL: the
+# fleet's shared agent account, any node); read by the triggers of
+# ``store/procedures.py`` (migration 0011). Unused on SQLite, which has no accounts.
+agent_accounts = Table(
+    "agent_accounts", metadata,
+    _pk("login", String(80)),
+    _col("node", String(128), null=True),
+    **MYSQL)
