@@ -314,9 +314,15 @@ def _gpu_on_node() -> str:
 
 
 def _attempt_here(table: str) -> str:
+    """An attempt of the job ran on the row's node; or the job is the record of an
+    ``andreas profile`` run (completed from the start, no attempt at all: only operators
+    write such rows, profiler/run.py)."""
     return _refuse_if(
         "NOT EXISTS (SELECT 1 FROM job_attempts WHERE job_id = NEW.job_id "
-        "AND attempt = NEW.attempt AND node_id = NEW.node_id)",
+        "AND attempt = NEW.attempt AND node_id = NEW.node_id) "
+        "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = NEW.job_id "
+        "AND j.state = 'completed' AND NOT EXISTS (SELECT 1 FROM job_attempts a "
+        "WHERE a.job_id = j.id))",
         f"CONCAT('{table}: job ', NEW.job_id, ' attempt ', NEW.attempt, "
         "' never ran on node id ', NEW.node_id)")
 
