@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import click
 
 from andreas.cli.common import Finite, db_errors
-from andreas.config import load_settings, mask_url
+from andreas.config import MAX_DAYS, load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
 from andreas.store.engine import connect, is_sqlite, make_engine, open_store
@@ -250,7 +250,7 @@ def remove_user_cmd(name: str, account_host: str) -> None:
 
 
 @db_group.command("retention")
-@click.option("--keep-days", type=Finite(min=0, min_open=True), default=None,
+@click.option("--keep-days", type=Finite(min=0, min_open=True, max=MAX_DAYS), default=None,
               help="Raw samples younger than this are kept (default: [store] "
                    "raw_retention_days, 7).")
 @db_errors

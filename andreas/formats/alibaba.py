@@ -77,6 +77,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import math
 import re
 from collections import Counter
@@ -87,6 +88,7 @@ from types import MappingProxyType
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.infra.fileio import open_capped
 from andreas.formats.snapshot import MAX_CAPACITY, MAX_GPUS_PER_JOB, show
 from andreas.model import GPU_MILLI, Demand, Job, Node, Trace
 
@@ -102,6 +104,9 @@ GAMMA_RANGE = (0.6, 0.8)      # basic GPU memory of a slice, as a share of alpha
 DELTA_RANGE = (0.2, 0.4)      # its variable (peak) part
 PEAK_PROBABILITY_MAX = 0.3    # p ~ U(0, 0.3)
 MAX_TIME = 2**53
+# The published lists are 40-600 KiB; a file this big would take many minutes to import
+# (a 50 MB pod list ran past a minute): refused, with the limit named.
+MAX_CSV_BYTES = 8 << 20
 MAX_LOAD = 100.0
 
 # Why a pod is not a job of the imported trace (summary keys, in the order they apply).
@@ -213,10 +218,8 @@ class ImportReport:
 
 def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
     """(line, row) for every data row of ``path``; header and shape checked, one-line errors."""
-    try:
-        f = path.open(newline="", encoding="utf-8-sig")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    f = io.TextIOWrapper(open_capped(path, what="CSV file", limit=MAX_CSV_BYTES),
+                         encoding="utf-8-sig", newline="")
     with f:
         reader = csv.reader(f, strict=True)
         try:
