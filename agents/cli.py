@@ -62,7 +62,7 @@ def _setup_logging(level: str) -> None:
                    "without GPUs: CI, laptops). Never chosen automatically.")
 @click.option("--interval-s", type=Finite(min=MIN_PERIOD_S, max=MAX_SAMPLE_PERIOD_S),
               help="Sampling interval in seconds (default 1).")
-@click.option("--metrics-port", type=Whole(min=1, max=65535), metavar="PORT",
+@click.option("--metrics-port", type=Whole(max=2**31 - 1), metavar="PORT",
               help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
                    "[agent] metrics_address); default: [agent] metrics_port, else none.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), help="Default: the config's, info.")

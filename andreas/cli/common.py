@@ -30,9 +30,8 @@ SEED = Whole(min=0, max=2**63 - 1)          # numpy's generators take 0 <= seed
 ITERATIONS = Whole(min=1, max=100_000)      # a typo (10**7) is an error, not gigabytes
 MAX_WORKERS = 256                           # processes: far above any machine's cores
 MAX_SWEEP_SEEDS = 1000                      # traces per grid point of a sweep
-MAX_GA_POPULATION = 10_000                  # chromosomes per generation
-MAX_GA_GENERATIONS = 10_000                 # generations per decision
 MAX_TIME_LIMIT_S = 86400.0                  # a solver's time limit
 MAX_WINDOW_H = 24.0 * 3650                  # a look-back window, a half-life
 MAX_LINES = 10_000_000                      # lines of a log tail
 MAX_ATTEMPT = 1_000_000
+MAX_PORT_TEXT = 2**31 - 1                   # the library names the port's own range

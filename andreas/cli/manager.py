@@ -13,7 +13,7 @@ import time
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import MAX_WINDOW_H, Finite, Whole
+from andreas.cli.common import MAX_PORT_TEXT, MAX_WINDOW_H, Finite, Whole
 from andreas.config import MAX_PERIOD_S
 
 from andreas.config import load_settings
@@ -38,7 +38,7 @@ def manager_group() -> None:
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
 @click.option("--once", is_flag=True,
               help="Reconcile, reschedule and apply once, then exit.")
-@click.option("--metrics-port", type=Whole(min=1, max=65535), metavar="PORT", default=None,
+@click.option("--metrics-port", type=Whole(max=MAX_PORT_TEXT), metavar="PORT", default=None,
               help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
                    "[manager] metrics_address); default: [manager] metrics_port, else none.")
 @click.pass_context

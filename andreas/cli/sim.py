@@ -12,15 +12,15 @@ import click
 
 from andreas.infra import jsontext
 from andreas.infra.fileio import safe_name
-from andreas.cli.common import (Finite, ITERATIONS, MAX_GA_GENERATIONS, MAX_GA_POPULATION,
-                                 MAX_SWEEP_SEEDS, MAX_WORKERS, SEED, Whole)
-from andreas.config import MAX_DAYS, MAX_GRACE_S, MAX_PERIOD_S
+from andreas.cli.common import ITERATIONS, MAX_SWEEP_SEEDS, MAX_WORKERS, SEED, Finite, Whole
+from andreas.config import MAX_GRACE_S, MAX_PERIOD_S
 
 from andreas.errors import InputError
 from andreas.errors import options as option_names
 from andreas.interference import Sharing
 from andreas.optimizer import PACKING_POLICIES, POLICIES
-from andreas.simulator.results import GA_FITNESSES, PROGRESS_MODES, SimOptions
+from andreas.simulator.results import (GA_FITNESSES, MAX_GA_SIZE, MAX_IDLE_S, MAX_WAKE_S,
+                                       PROGRESS_MODES, SimOptions)
 
 ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
 ARRIVALS = ("exponential", "high", "low", "mixed")
@@ -106,10 +106,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               show_default=True,
               help="ojpap: weight of the past in the interference average that triggers an "
                    "adjustment (a of eq. 18).")
-@click.option("--ga-population", type=Whole(min=2, max=MAX_GA_POPULATION), default=None,
+@click.option("--ga-population", type=Whole(max=MAX_GA_SIZE), default=None,
               help="ga and ga-energy: chromosomes per generation [default: 100, the genetic "
                    "scheduling paper's].")
-@click.option("--ga-generations", type=Whole(min=1, max=MAX_GA_GENERATIONS), default=None,
+@click.option("--ga-generations", type=Whole(max=MAX_GA_SIZE), default=None,
               help="ga and ga-energy: generations per decision [default: 50].")
 @click.option("--ga-fitness", default=None,
               help="ga: " + " or ".join(GA_FITNESSES) + ": the allocation gained with its "
@@ -122,10 +122,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes are switched off and draw nothing (default: they draw "
                    "power_w[0]).")
-@click.option("--power-idle-s", type=Finite(min=0, max=MAX_DAYS * 86400), default=0.0,
+@click.option("--power-idle-s", type=Finite(max=MAX_IDLE_S), default=0.0,
               show_default=True,
               help="With --power-off-idle: a node goes off after this long idle.")
-@click.option("--wake-s", type=Finite(min=0, max=MAX_GRACE_S), default=0.0, show_default=True,
+@click.option("--wake-s", type=Finite(max=MAX_WAKE_S), default=0.0, show_default=True,
               help="With --power-off-idle: a node switched on for a job draws power_w[0] "
                    "this long before the job begins (the manager's [power] wake_lead_s).")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),

@@ -61,13 +61,12 @@ def check_output_file(path: str | Path, label: str) -> Path:
     target = Path(path)
     where = os.path.abspath(target)
     if any(where == p or where.startswith(p + "/") for p in _NO_OUTPUT_UNDER):
-        raise InputError(f"{label}: {where} is in a kernel file system, not a place for "
-                         "a file")
+        raise InputError(f"{label}: cannot write: {where} is in a kernel file system")
     if target.is_dir():
-        raise InputError(f"{label}: is a directory; name a file")
+        raise InputError(f"{label}: cannot write: it is a directory; name a file")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError(f"{label}: directory {parent} does not exist")
+        raise InputError(f"{label}: cannot write: directory {parent} does not exist")
     return target
 
 

@@ -144,9 +144,14 @@ def read_json(text: str | bytes) -> Any:
     try:
         return json.loads(text)
     except (ValueError, TypeError, RecursionError):
-        log.error("a stored JSON value does not parse (%s); read as unknown",
-                  _excerpt(text))
+        shown = _excerpt(text)
+        if shown not in _UNREADABLE and len(_UNREADABLE) < 1000:   # once each, not per tick
+            _UNREADABLE.add(shown)
+            log.error("a stored JSON value does not parse (%s); read as unknown", shown)
         return None
+
+
+_UNREADABLE: set[str] = set()
 
 
 def _excerpt(text: str | bytes) -> str:

@@ -98,9 +98,8 @@ def _quoted(what: str, expr: str) -> str:
 
 def _range(name: str, low: str, high: str, *, required: bool = True) -> str:
     null = f"p_{name} IS NULL OR " if required else f"p_{name} IS NOT NULL AND "
-    return (f"IF {null}NOT p_{name} BETWEEN {low} AND {high}\n"
-            f"  THEN {fail(f'''CONCAT('{name} ', IFNULL(p_{name}, 'NULL'), ': must be {low}-{high}')''')};\n"
-            "  END IF;")
+    message = f"CONCAT('{name} ', IFNULL(p_{name}, 'NULL'), ': must be {low}-{high}')"
+    return f"IF {null}NOT p_{name} BETWEEN {low} AND {high}\n  THEN {fail(message)};\n  END IF;"
 
 
 def submit_sql() -> str:
@@ -108,6 +107,8 @@ def submit_sql() -> str:
     j = jobspec
     reserved = " OR ".join(f"CAST(k AS BINARY) = BINARY {literal(n)}" for n in j.RESERVED_ENV)
     prefix = literal(j.RESERVED_ENV_PREFIX)
+    grace = (f"CONCAT('grace_s ', IFNULL(p_grace_s, 'NULL'), ': must be above 0, at most "
+             f"{j.MAX_GRACE_S:.0f}')")
     return f"""
 CREATE PROCEDURE andreas_submit(
     IN p_id LONGTEXT, IN p_image LONGTEXT, IN p_command LONGTEXT, IN p_env LONGTEXT,
@@ -138,7 +139,7 @@ BEGIN
   {_range('epochs', '1', str(j.MAX_EPOCHS))}
   {_range('weight', '0', f'{j.MAX_WEIGHT:.0f}')}
   IF p_grace_s IS NULL OR NOT (p_grace_s > 0 AND p_grace_s <= {j.MAX_GRACE_S:.0f})
-  THEN {fail(f"CONCAT('grace_s ', IFNULL(p_grace_s, 'NULL'), ': must be above 0, at most {j.MAX_GRACE_S:.0f}')")};
+  THEN {fail(grace)};
   END IF;
   IF p_due_s IS NULL OR p_due_s <= v_now OR p_due_s > v_now + {j.MAX_DUE_AHEAD_S:.0f}
   THEN {fail("CONCAT('due_s ', IFNULL(p_due_s, 'NULL'), ': must be in the next 10 years')")};
@@ -232,6 +233,10 @@ END
 """
 
 
+_NO_OWNER = ("CONCAT('job ', v_id, ': no recorded owner (older than owners); only an "
+             "operator may cancel it')")
+_NOT_OWNER = ("CONCAT('job ', v_id, ': owned by ', v_owner, '; only its owner or an operator "
+              "may cancel it')")
 CANCEL = f"""
 CREATE PROCEDURE andreas_cancel(IN p_id VARCHAR(64), IN p_reason VARCHAR(255))
 MODIFIES SQL DATA SQL SECURITY DEFINER
@@ -248,10 +253,10 @@ BEGIN
   THEN {fail("CONCAT('job ', p_id, ': no such job')")};
   END IF;
   IF v_owner IS NULL
-  THEN {fail("CONCAT('job ', v_id, ': no recorded owner (older than owners); only an operator may cancel it')")};
+  THEN {fail(_NO_OWNER)};
   END IF;
   IF CAST(v_owner AS BINARY) <> CAST(v_me AS BINARY)
-  THEN {fail("CONCAT('job ', v_id, ': owned by ', v_owner, '; only its owner or an operator may cancel it')")};
+  THEN {fail(_NOT_OWNER)};
   END IF;
   IF v_state IN ('completed', 'failed', 'cancelled')
   THEN {fail("CONCAT('job ', v_id, ': already ', v_state, '; nothing to cancel')")};

@@ -20,6 +20,7 @@ from andreas.store.nodes import Db
 from andreas.store.owners import attempts_table, jobs_table, owned_by
 
 log = logging.getLogger(__name__)
+_UNREADABLE: set[int] = set()          # attempts whose gpu_ids were said to be unreadable
 
 FAKE_GPU_PREFIX = "GPU-fake-"
 DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
@@ -238,7 +239,8 @@ def _mapped(value: Any) -> dict[str, str] | None:
 
 def _attempt(a: Any) -> AttemptView:
     gpu_ids = _listed(a.gpu_ids, int)
-    if gpu_ids is None:
+    if gpu_ids is None and a.id not in _UNREADABLE and len(_UNREADABLE) < 1000:
+        _UNREADABLE.add(a.id)                     # said once, not at every tick
         log.error("attempt %s of job %s: stored gpu_ids %r are not a list of GPU indexes; "
                   "read as none", a.attempt, a.job_id, str(a.gpu_ids)[:40])
     return AttemptView(id=a.id, job_id=a.job_id, attempt=a.attempt, node_id=a.node_id,

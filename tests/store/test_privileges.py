@@ -484,3 +484,20 @@ def test_create_users_registers_the_fleet_agent(mdb, stores):
     assert [tuple(r) for r in rows] == [(f"{mdb['prefix']}agent", None)]
     assert "`agent_accounts` (login, node) VALUES ('andreas_agent', NULL)" in \
         accounts.setup_script()
+
+
+def test_cli_add_agent_makes_a_nodes_own_account(mdb):
+    env = {"ANDREAS_DB_URL": mdb["admin"], "ANDREAS_CONFIG": None,
+           "ANDREAS_DB_AGENT_PASSWORD": "pw-cli-agent-1", "ANDREAS_DB_AGENT_PASSWORD_FILE": None}
+    prefix = mdb["prefix"]
+    done = CliRunner().invoke(main, ["db", "add-agent", "gpu-07", "--prefix", prefix], env=env)
+    assert done.exit_code == 0, done.output
+    assert f"'{prefix}agent_gpu-07'@'%': agent privileges, for node 'gpu-07' only" in done.output
+    assert "pw-cli-agent-1" not in done.output
+    with mdb["engine"].connect() as conn:
+        assert conn.exec_driver_sql("SELECT node FROM agent_accounts WHERE login = %s",
+                                    (f"{prefix}agent_gpu-07",)).scalar() == "gpu-07"
+        conn.exec_driver_sql(f"DROP USER '{prefix}agent_gpu-07'@'%%'")
+    for args in (["gpu 07"], ["gpu-07", "--account", "alice"], ["x\n"]):
+        bad = CliRunner().invoke(main, ["db", "add-agent", *args, "--prefix", prefix], env=env)
+        assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
