@@ -395,7 +395,9 @@ def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST)
         try:
             for a in accounts(prefix, host):
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
-            if engine.url.database:
+            cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_accounts'")
+            if cursor.fetchone()[0]:            # a migrated database: forget its agents
                 cursor.execute("DELETE FROM agent_accounts WHERE login LIKE %s",
                                (prefix.replace("_", "\\_") + "agent%",))
             cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")
