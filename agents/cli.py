@@ -20,12 +20,24 @@ from typing import Any
 
 import click
 
-from agents.config import LOG_LEVELS, load_config, read_env_file
+from agents.config import (LOG_LEVELS, MAX_SAMPLE_PERIOD_S, MIN_PERIOD_S, load_config,
+                           read_env_file)
+from andreas.infra.numbers import Finite, Whole
 from andreas.errors import AndreasError, InputError, one_line, options
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 log = logging.getLogger("agents")
+
+
+class Stopped(BaseException):
+    """SIGTERM / SIGINT where waiting for the current call is not wanted (``--once``, or a
+    second signal): raised from the handler, so even a blocking call is left (a handler
+    that only sets a flag lets Python retry the call, PEP 475). Exit 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _error(message: str, code: int) -> None:
@@ -49,8 +61,9 @@ def _setup_logging(level: str) -> None:
 @click.option("--fake-gpus", metavar="SPEC",
               help="Simulated GPUs instead of NVML, e.g. 2xV100 or 8xT4,2xV100 (machines "
                    "without GPUs: CI, laptops). Never chosen automatically.")
-@click.option("--interval-s", type=float, help="Sampling interval in seconds (default 1).")
-@click.option("--metrics-port", type=int, metavar="PORT",
+@click.option("--interval-s", type=Finite(min=MIN_PERIOD_S, max=MAX_SAMPLE_PERIOD_S),
+              help="Sampling interval in seconds (default 1).")
+@click.option("--metrics-port", type=Whole(max=2**31 - 1), metavar="PORT",
               help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
                    "[agent] metrics_address); default: [agent] metrics_port, else none.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), help="Default: the config's, info.")
@@ -93,6 +106,9 @@ def main(config_path: str | None, env_file: str | None, fake_gpus: str | None,
         if register:
             sys.exit(_register(cfg))
         sys.exit(_run(cfg, once=once))
+    except Stopped as e:
+        click.echo(f"andreas-agent: stopped by {signal.Signals(e.signum).name}", err=True)
+        sys.exit(128 + e.signum)
     except InputError as e:
         _error(str(e), EXIT_CONFIG)
     except AndreasError as e:
@@ -185,6 +201,8 @@ def _run(cfg: Any, *, once: bool) -> int:
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
+        if once or stop.is_set():     # --once, or a second signal: now, even mid-call
+            raise Stopped(signum)
         log.info("%s received: stopping (flushing what is queued)",
                  signal.Signals(signum).name)
         stop.set()

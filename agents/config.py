@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
-from andreas.config import mask_url, read_toml
+from andreas.config import mask_url, normal_path, read_toml
 from andreas.errors import InputError
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import Rule, check, rule
@@ -74,6 +74,14 @@ _KEYS: dict[str, dict[str, str]] = {
     "delivery": {k: k for k in ("batch_rows", "batch_s", "shutdown_s", "max_backoff_s")},
 }
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# Bounds of the agent's durations and counts: a period shorter than the floor would spin,
+# one longer than the ceiling is a typo (1e9 s) that hangs `--once` and the shutdown.
+MIN_PERIOD_S = 0.05
+MAX_SAMPLE_PERIOD_S = 60.0         # sampling: coarser is no power measurement
+MAX_PERIOD_S = 3600.0              # heartbeats, windows, batches, back-off, shutdown
+MAX_BATCH_ROWS = 100_000
+# Kernel file systems: a spool there is a typo, and writes would fail or do harm.
+_NO_SPOOL_UNDER = ("/proc", "/sys", "/dev")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,14 +92,17 @@ class AgentConfig:
     db_url: str = field(metadata=rule(secret=True))
     db_password_file: str | None = None
     self_register: bool | None = None          # None: yes on SQLite, no on MariaDB
-    interval_s: float = field(default=1.0, metadata=rule(gt=0))
-    min_energy_interval_s: float = field(default=1.0, metadata=rule(gt=0))
+    interval_s: float = field(default=1.0, metadata=rule(ge=MIN_PERIOD_S,
+                                                        le=MAX_SAMPLE_PERIOD_S))
+    min_energy_interval_s: float = field(default=1.0, metadata=rule(
+        ge=MIN_PERIOD_S, le=MAX_SAMPLE_PERIOD_S))
     docker_url: str = DEFAULT_DOCKER_URL
     docker_endpoint: str = ""
-    heartbeat_s: float = field(default=10.0, metadata=rule(gt=0))
+    heartbeat_s: float = field(default=10.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
     fake_gpus: str = ""
     powercap_root: str = "/sys/class/powercap"
-    job_energy_window_s: float = field(default=60.0, metadata=rule(gt=0))
+    job_energy_window_s: float = field(default=60.0, metadata=rule(ge=MIN_PERIOD_S,
+                                                                  le=MAX_PERIOD_S))
     log_level: str = field(default="info", metadata=rule(choices=LOG_LEVELS))
     # Prometheus /metrics (docs/METRICS.md); None: no exporter, prometheus_client not imported.
     metrics_port: int | None = field(default=None, metadata=rule(ge=1, le=65535))
@@ -100,14 +111,14 @@ class AgentConfig:
     # container here is still its job's current attempt (stale ones are stopped); with no
     # answer for fence_after_s (0: never) every andreas container here is stopped. Keep it
     # at most the manager's [manager] fence_after_s (see ARCHITECTURE.md, "Fencing").
-    fence_check_s: float = field(default=5.0, metadata=rule(gt=0))
-    fence_after_s: float = field(default=60.0, metadata=rule(ge=0))
+    fence_check_s: float = field(default=5.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
+    fence_after_s: float = field(default=60.0, metadata=rule(ge=0, le=86400))
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
-    batch_rows: int = field(default=500, metadata=rule(ge=1))
-    batch_s: float = field(default=1.0, metadata=rule(gt=0))
-    shutdown_s: float = field(default=10.0, metadata=rule(gt=0))
-    max_backoff_s: float = field(default=60.0, metadata=rule(gt=0))
+    batch_rows: int = field(default=500, metadata=rule(ge=1, le=MAX_BATCH_ROWS))
+    batch_s: float = field(default=1.0, metadata=rule(gt=0, le=MAX_PERIOD_S))
+    shutdown_s: float = field(default=10.0, metadata=rule(gt=0, le=MAX_PERIOD_S))
+    max_backoff_s: float = field(default=60.0, metadata=rule(gt=0, le=MAX_PERIOD_S))
     config_path: str | None = None
 
     @property
@@ -195,10 +206,14 @@ def _check(cfg: AgentConfig, where: str, fake_gpus_origin: str) -> None:
     if not cfg.node_name or len(cfg.node_name) > 128 or any(c.isspace() for c in cfg.node_name):
         raise InputError(f"{where}: node name must be 1-128 characters without spaces, "
                          f"got {cfg.node_name!r}")
-    if cfg.docker_url and not cfg.docker_url.startswith(("unix://", "tcp://", "ssh://",
-                                                         "npipe://", "http://", "https://")):
-        raise InputError(f"{where}: [agent] docker_url must be unix://, tcp:// or ssh://..., "
-                         f"got {cfg.docker_url!r}")
+    if cfg.docker_url and not cfg.docker_url.startswith("unix://"):
+        raise InputError(f"{where}: [agent] docker_url must be the local engine's unix:// "
+                         f"socket (or \"\" for none), got {cfg.docker_url!r}: a plain "
+                         "tcp:// engine is root on the node for anyone on the network")
+    spool = normal_path(cfg.spool_dir, f"{where}: [spool] path")
+    if spool == "/" or any(spool == p or spool.startswith(p + "/") for p in _NO_SPOOL_UNDER):
+        raise InputError(f"{where}: [spool] path {cfg.spool_dir!r}: not a place for a spool "
+                         "(use e.g. /var/lib/andreas-agent/spool)")
     if cfg.fake_gpus:
         from agents.nvml_fake import parse_spec
 

@@ -70,7 +70,13 @@ class AgentStats:
     ticks: int = 0
     overruns: int = 0          # ticks that started late by more than one interval
     tick_errors: int = 0
+    clock_jumps: int = 0       # the wall clock moved unlike the monotonic one (NTP, a hand)
     findings: list[str] = field(default_factory=list)
+
+
+# Samples are stamped with the wall clock: a jump this large between two ticks (against
+# the monotonic clock) is a clock set by hand or a broken NTP, and is said loudly.
+CLOCK_JUMP_S = 60.0
 
 
 def node_gpu_type(models: list[str]) -> str:
@@ -128,6 +134,7 @@ class Agent:
         self.fence: Fence | None = None
         self._fence_stop = threading.Event()
         self._fence_thread: threading.Thread | None = None
+        self._last_clock: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ life cycle
 
@@ -222,6 +229,7 @@ class Agent:
     def tick(self) -> None:
         """One sampling interval; never raises (a failing tick is logged and counted)."""
         now_mono, now_wall = self.mono(), self.wall()
+        self._check_clock(now_mono, now_wall)
         try:
             self._tick(now_mono, now_wall)
         except Exception:
@@ -229,6 +237,17 @@ class Agent:
             if self.stats.tick_errors <= 10 or self.stats.tick_errors % 100 == 0:
                 log.exception("sampling interval failed (%d so far)", self.stats.tick_errors)
         self.stats.ticks += 1
+
+    def _check_clock(self, now_mono: float, now_wall: float) -> None:
+        last, self._last_clock = self._last_clock, (now_mono, now_wall)
+        if last is None:
+            return
+        jump = (now_wall - last[1]) - (now_mono - last[0])
+        if abs(jump) >= CLOCK_JUMP_S:
+            self.stats.clock_jumps += 1
+            log.warning("the wall clock jumped by %+.0f s between two samples (against the "
+                        "monotonic clock): samples and epochs are stamped with it, so their "
+                        "times are off by that much; check NTP (chrony, timesyncd)", jump)
 
     def _tick(self, now_mono: float, now_wall: float) -> None:
         assert self.delivery is not None

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -141,11 +142,17 @@ class Spool:
             raise SpoolError(f"spool directory {self.directory}: cannot create it "
                              f"({e.strerror}); set [spool] path or ANDREAS_SPOOL_DIR") from None
         self._lock_file = self._lock()
-        self.committed_seq = _read_committed(self.directory)
+        try:
+            self.committed_seq = _read_committed(self.directory)
+        except BaseException:
+            self._lock_file.close()           # refused: the lock goes with it
+            raise
         self._segments = self._scan()
         self.last_seq = self.committed_seq
         self.corrupt_lines = 0
         self.unwritable = 0
+        self.disk_errors = 0             # records the disk refused (full, read-only): lost
+        self._disk_logged_at = -1e300
         self._recover_tail()
         # the read cursor: (segment index, byte offset) of the first record after committed
         self._cursor: tuple[int, int] | None = None
@@ -201,9 +208,9 @@ class Spool:
                 log.warning("spool %s takes records again (%d were refused in all)",
                             self.directory, self.refused)
                 self._write_state()
-            out = self._writable(len(line))
-            out.write(line)
-            self._segments[-1].size += len(line)
+            if not self._write_line(line):
+                refused += 1                       # the disk refused it: lost, counted
+                continue
             self.last_seq += 1
             taken += 1
         if refused:
@@ -211,18 +218,55 @@ class Spool:
         self._check_level()
         return taken
 
-    def flush(self) -> None:
-        """Make every appended entry durable (flush + fsync)."""
+    def _write_line(self, line: bytes) -> bool:
+        """Append one line to the last segment; False (logged, the segment cut back to
+        whole lines) when the disk refuses it: full, read-only, gone."""
+        size = self._segments[-1].size if self._segments else 0
+        try:
+            out = self._writable(len(line))
+            size = self._segments[-1].size
+            written = out.write(line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
+        except OSError as e:
+            self._disk_error(e, size)
+            return False
+        self._segments[-1].size += len(line)
+        return True
+
+    def _disk_error(self, e: OSError, size: int) -> None:
+        """A write failed: cut a torn line off, close the segment (the next write opens it
+        again), and say so at most once a minute."""
         if self._out is not None:
-            self._out.flush()
-            if self._fsync:
+            try:
+                os.ftruncate(self._out.fileno(), size)
+            except OSError:
+                pass
+            try:
+                self._out.close()
+            except OSError:
+                pass
+            self._out = None
+        now = self._clock()
+        self.disk_errors += 1
+        if now - self._disk_logged_at >= 60.0:
+            self._disk_logged_at = now
+            log.error("spool %s: cannot write (%s): new records are LOST until the disk "
+                      "takes writes again (%d write(s) failed so far)", self.directory,
+                      e.strerror or e, self.disk_errors)
+
+    def flush(self) -> None:
+        """Make every appended entry durable (fsync; lines are written unbuffered). A
+        failing fsync is logged, not raised: the records stay in the file."""
+        if self._out is not None and self._fsync:
+            try:
                 os.fsync(self._out.fileno())
+            except OSError as e:
+                log.error("spool %s: fsync failed (%s)", self.directory, e.strerror or e)
 
     def peek(self, limit: int) -> list[tuple[int, dict[str, Any]]]:
         """Up to ``limit`` (seq, entry) pairs after the committed sequence, in order; the
         same ones again until :meth:`commit` moves past them."""
-        if self._out is not None:
-            self._out.flush()      # what the reader sees (durability is flush()'s job)
         self._peeked = []
         out: list[tuple[int, dict[str, Any]]] = []
         if not self.pending:
@@ -231,7 +275,7 @@ class Spool:
         expected = self.committed_seq + 1
         while index < len(self._segments) and len(out) < limit:
             seg = self._segments[index]
-            with seg.path.open("rb") as f:
+            with _open_segment(seg.path) as f:
                 f.seek(offset)
                 while len(out) < limit:
                     line = f.readline()
@@ -259,7 +303,10 @@ class Spool:
         position = next(((i, off) for s, i, off in self._peeked if s == seq), None)
         if position is None:
             raise ValueError(f"commit({seq}): not a sequence number of the last peek")
-        _write_committed(self.directory, seq, self._fsync)
+        try:
+            _write_committed(self.directory, seq, self._fsync)
+        except OSError as e:        # a full disk: a restart replays these; the store skips
+            self._disk_error(e, self._segments[-1].size if self._segments else 0)
         self.committed_seq = seq
         self._cursor = position
         self._peeked = [p for p in self._peeked if p[0] > seq]
@@ -279,7 +326,12 @@ class Spool:
     # ------------------------------------------------------------------ internals
 
     def _lock(self) -> Any:
-        f = open(self.directory / _LOCK, "a+")
+        try:
+            fd = os.open(self.directory / _LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as e:
+            raise SpoolError(f"spool {self.directory}: cannot open its lock file "
+                             f"({e.strerror}; a symlink is never followed)") from None
+        f = os.fdopen(fd, "a+")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -291,18 +343,15 @@ class Spool:
         return f
 
     def _scan(self) -> list[_Segment]:
-        segments = []
-        for p in self.directory.iterdir():
-            m = _SEGMENT.fullmatch(p.name)
-            if m:
-                segments.append(_Segment(int(m.group(1)), p, p.stat().st_size))
-        return sorted(segments, key=lambda s: s.first_seq)
+        return [_Segment(first, p, size)
+                for first, p, size in _segment_files(self.directory, move_aside=True)]
 
     def _recover_tail(self) -> None:
         """Find the last sequence number; cut a torn last line (crash mid-append)."""
         while self._segments:
             seg = self._segments[-1]
-            data = seg.path.read_bytes()
+            with _open_segment(seg.path) as f:
+                data = f.read()
             good, last, offset = 0, None, 0
             for line in data.splitlines(keepends=True):   # a bad line *inside* is kept:
                 offset += len(line)                        # peek skips it, loudly
@@ -313,7 +362,7 @@ class Spool:
                 log.warning("spool %s: cutting %d byte(s) of a record torn by a crash at "
                             "offset %d (it was never acknowledged)", seg.path,
                             len(data) - good, good)
-                with seg.path.open("r+b") as f:
+                with _open_segment(seg.path, os.O_RDWR) as f:
                     f.truncate(good)
                     if self._fsync:
                         os.fsync(f.fileno())
@@ -334,7 +383,7 @@ class Spool:
         else:
             index = 0
         offset = 0
-        with self._segments[index].path.open("rb") as f:
+        with _open_segment(self._segments[index].path) as f:
             for line in f:
                 record = _parse(line)
                 if record is not None and record[0] >= target:
@@ -352,11 +401,12 @@ class Spool:
         if self._out is None:
             if not self._segments or self._segments[-1].size + size > self.segment_bytes:
                 path = self.directory / f"seg-{self.last_seq + 1:020d}.jsonl"
+                self._out = _open_segment(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 self._segments.append(_Segment(self.last_seq + 1, path, 0))
-                self._out = path.open("ab")
                 self._fsync_dir()
             else:
-                self._out = self._segments[-1].path.open("ab")
+                self._out = _open_segment(self._segments[-1].path,
+                                          os.O_WRONLY | os.O_APPEND)
         return self._out
 
     def _drop_delivered(self) -> None:
@@ -415,8 +465,9 @@ class Spool:
             self._refusing = True
             self._refused_logged_at = -1e300
         if now - self._refused_logged_at >= 60.0:
-            log.error("SPOOL FULL (%s of %s at %s): %d new record(s) REFUSED and lost since "
-                      "the last message (%d in all); the database is still unreachable",
+            log.error("SPOOL FULL or its disk refusing writes (%s of %s at %s): %d new "
+                      "record(s) REFUSED and lost since the last message (%d in all); the "
+                      "database is still unreachable",
                       _size(self.bytes), _size(self.max_bytes), self.directory,
                       self._refused_since_log, self.refused)
             self._refused_logged_at = now
@@ -428,30 +479,93 @@ class Spool:
             return
         data = {"refused": self.refused, "last_refused_t": self.last_refused_t,
                 "refusing": self._refusing}
-        replace_atomic(self.directory / _STATE, json.dumps(data), durable=False)
+        try:
+            replace_atomic(self.directory / _STATE, json.dumps(data), durable=False)
+        except OSError as e:                # a full disk: the counts stay in memory
+            log.debug("spool %s: cannot record its state (%s)", self.directory, e)
+
+
+def _open_segment(path: Path, flags: int = os.O_RDONLY) -> Any:
+    """A segment file, unbuffered, never through a symlink (a link planted in the spool
+    must not make the agent write, cut or read another file) and only if it is a regular
+    file (a FIFO or a directory named like a segment would hang or fail the reads)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path.name} is not a regular file")
+        os.set_blocking(fd, True)
+        mode = "rb" if flags & (os.O_WRONLY | os.O_RDWR) == 0 else (
+            "ab" if flags & os.O_APPEND else "r+b")
+        return os.fdopen(fd, mode, buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _segment_files(directory: Path, *, move_aside: bool = False
+                   ) -> list[tuple[int, Path, int]]:
+    """(first seq, path, size) of the segment files, in order; anything else named like a
+    segment (a symlink, a directory, a FIFO) is never opened, loudly, and with
+    ``move_aside`` renamed to ``<name>.ignored`` (a rename never follows a link) so the
+    spool can write its own segment of that name."""
+    out = []
+    for p in directory.iterdir():
+        m = _SEGMENT.fullmatch(p.name)
+        if not m:
+            continue
+        try:
+            info = p.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            log.error("spool %s: %s is not a regular file (a symlink, directory or FIFO); "
+                      "ignored, never followed%s", directory, p.name,
+                      _move_aside(p) if move_aside else "")
+            continue
+        out.append((int(m.group(1)), p, info.st_size))
+    return sorted(out, key=lambda s: s[0])
+
+
+def _move_aside(path: Path) -> str:
+    aside = path.with_name(f"{path.name}.ignored-{os.urandom(3).hex()}")
+    try:
+        os.rename(path, aside)
+    except OSError as e:
+        return f"; cannot move it aside ({e.strerror}): remove it"
+    return f"; moved aside to {aside.name}"
 
 
 def _parse(line: bytes) -> tuple[int, dict[str, Any]] | None:
     try:
         record = json.loads(line)
         seq, entry = record["seq"], record["entry"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
     if not isinstance(seq, int) or not isinstance(entry, dict):
         return None
     return seq, entry
 
 
+def _read_small(path: Path, limit: int = 4096) -> bytes:
+    """A small spool file (never through a symlink, only a regular file)."""
+    with _open_segment(path) as f:
+        return f.read(limit)
+
+
 def _read_committed(directory: Path) -> int:
     path = directory / _COMMITTED
     try:
-        return int(path.read_text().strip() or 0)
+        text = _read_small(path, 64).decode("ascii").strip()
+        if not re.fullmatch(r"[0-9]{0,19}", text):
+            raise ValueError("not a sequence number")
+        return int(text or 0)
     except FileNotFoundError:
         return 0
-    except (OSError, ValueError) as e:
-        raise SpoolError(f"spool {path}: unreadable committed sequence ({e}); fix or remove "
-                         "it (removing replays every spooled record; the store skips those "
-                         "it already holds)") from None
+    except (OSError, ValueError) as e:     # never the file's content in the message
+        why = e.strerror if isinstance(e, OSError) and e.strerror else "not a number"
+        raise SpoolError(f"spool {path}: unreadable committed sequence ({why}); fix or "
+                         "remove it (removing replays every spooled record; the store skips "
+                         "those it already holds)") from None
 
 
 def _write_committed(directory: Path, seq: int, fsync: bool) -> None:
@@ -460,9 +574,9 @@ def _write_committed(directory: Path, seq: int, fsync: bool) -> None:
 
 def _read_state(directory: Path) -> dict[str, Any]:
     try:
-        data = json.loads((directory / _STATE).read_text())
+        data = json.loads(_read_small(directory / _STATE))
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 
@@ -470,16 +584,11 @@ def inspect_spool(directory: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     """A spool's state, read without locking or changing it (for ``--check``)."""
     directory = Path(directory)
     committed = _read_committed(directory) if directory.is_dir() else 0
-    segments: list[tuple[int, Path, int]] = []
-    if directory.is_dir():
-        for p in directory.iterdir():
-            m = _SEGMENT.fullmatch(p.name)
-            if m:
-                segments.append((int(m.group(1)), p, p.stat().st_size))
-    segments.sort()
+    segments = _segment_files(directory) if directory.is_dir() else []
     last = committed
     if segments:
-        data = segments[-1][1].read_bytes()
+        with _open_segment(segments[-1][1]) as f:
+            data = f.read()
         for line in reversed(data.splitlines()):
             record = _parse(line)
             if record is not None:

@@ -95,11 +95,21 @@ MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
 MAX_PERIOD_S = 30 * 86400.0
 MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
 DEFAULT_CONTAINER_USER = "65534:65534"      # nobody:nogroup
-_NAME = r"(?:[0-9]{1,10}|[a-z_][a-z0-9_-]{0,31})"
-_USER = re.compile(rf"root|{_NAME}(?::{_NAME})?")
-# Host paths a job must never see: the Docker socket is root on the node.
-_FORBIDDEN_HOST = ("/", "/var/run/docker.sock", "/run/docker.sock", "/var/run", "/run",
-                   "/proc", "/sys", "/dev", "/etc", "/root", "/boot")
+# Containers run as a numeric uid[:gid], never 0: a name is looked up in the image's own
+# /etc/passwd, which the image's author writes (any name may be uid 0 there).
+_USER = re.compile(r"([0-9]{1,10})(?::([0-9]{1,10}))?")
+# Docker networks: bridge, none or a network's name; never another container's namespace
+# (container:<id>), and host only with allow_host_network.
+_NETWORK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# Host paths a job must never see, nor any directory above one (so never /): the
+# container engines' sockets and state are root on the node; the kernel's views, the
+# system's configuration and credentials, people's homes and the agent's spool are not
+# a job's business. Paths are compared after normalisation (normal_path).
+SENSITIVE_HOST_PATHS = ("/proc", "/sys", "/dev", "/etc", "/run", "/var/run", "/root",
+                        "/boot", "/home", "/var/lib/docker", "/var/lib/containerd",
+                        "/var/lib/kubelet", "/var/lib/andreas-agent", "/var/log",
+                        "/run/docker.sock", "/var/run/docker.sock", "/run/docker",
+                        "/run/containerd", "/var/run/containerd", "/run/user")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,10 +145,13 @@ class ExecutorSettings:
     image_allowlist: tuple[str, ...] = ()
     extra_volumes: tuple[str, ...] = ()         # "host:container[:ro|rw]", checked at load
     # The container's security profile: every capability dropped, no new privileges, a
-    # non-root user ("uid:gid"; "root" only when set so), and memory / process limits
-    # (0: none). The job's checkpoint directory is made writable for that user.
+    # non-root numeric user ("uid:gid"), and memory / process limits (0: none; memory
+    # unset: the node's memory less memory_reserve_mib, so a job never starves the node's
+    # agent; jobs are also the OOM killer's first choice). The job's checkpoint directory
+    # is made writable for that user.
     user: str = DEFAULT_CONTAINER_USER
-    memory_limit_mib: int = field(default=0, metadata=rule(ge=0, le=1 << 24))
+    memory_limit_mib: int | None = field(default=None, metadata=rule(ge=0, le=1 << 24))
+    memory_reserve_mib: int = field(default=2048, metadata=rule(ge=0, le=1 << 20))
     pids_limit: int = field(default=4096, metadata=rule(ge=0, le=1 << 22))
     tls_ca_cert: str | None = None
     tls_client_cert: str | None = None
@@ -351,18 +364,25 @@ def with_tariff_file(settings: ManagerSettings, config: Path) -> ManagerSettings
 
 def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
     settings = _section(ExecutorSettings, {"executor": raw}, "executor", path)
-    if settings.network == "host" and not settings.allow_host_network:
-        raise InputError(f"{path}: [executor] network = 'host' needs allow_host_network = "
-                         "true (containers get no host network by default)")
-    for spec in settings.extra_volumes:
-        parse_extra_volume(spec, settings.checkpoint_mount, label=f"{path}: [executor] "
-                                                                  "extra_volumes")
-    for pattern in settings.image_allowlist:
-        check_image_pattern(pattern, label=f"{path}: [executor] image_allowlist")
-    if not _USER.fullmatch(settings.user):
-        raise InputError(f"{path}: [executor] user {settings.user!r}: must be uid[:gid], "
-                         "name[:group] or root")
+    check_executor(settings, f"{path}: [executor]")
     return settings
+
+
+def check_executor(settings: ExecutorSettings, where: str = "[executor]") -> None:
+    """Everything a container gets from ``[executor]``, checked once: at load, and again
+    by the executor for settings built in code. InputError naming ``where`` and the key."""
+    check_network(settings.network, settings.allow_host_network, f"{where} network")
+    check_container_user(settings.user, f"{where} user")
+    for spec in settings.extra_volumes:
+        parse_extra_volume(spec, settings.checkpoint_mount, label=f"{where} extra_volumes",
+                           checkpoint_root=settings.checkpoint_root)
+    if settings.mps_pipe_dir is not None:      # the MPS daemon's pipes: /tmp or /run
+        host_path(settings.mps_pipe_dir, f"{where} mps_pipe_dir",
+                  under_ok=("/run", "/var/run"))
+    if settings.fake_gpu_dir is not None:
+        host_path(settings.fake_gpu_dir, f"{where} fake_gpu_dir")
+    for pattern in settings.image_allowlist:
+        check_image_pattern(pattern, label=f"{where} image_allowlist")
 
 
 def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
@@ -382,28 +402,79 @@ def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
     return settings
 
 
+def normal_path(value: Any, label: str) -> str:
+    """An absolute path spelled one way: ``//`` and ``/./`` collapsed, no trailing ``/``;
+    ``..``, relative paths, NUL and control characters refused (InputError naming
+    ``label``). Every host path a container gets is checked in this form."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise InputError(f"{label} {value!r}: must be an absolute path")
+    if any(c < " " or c == "\x7f" for c in value):
+        raise InputError(f"{label} {value!r}: must not contain control characters")
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise InputError(f"{label} {value!r}: must not contain '..'")
+    return "/" + "/".join(parts)
+
+
+def host_path(value: Any, label: str, *, also: tuple[str, ...] = (),
+              under_ok: tuple[str, ...] = ()) -> str:
+    """:func:`normal_path` of a host path given to containers, refused when it is, lies
+    under or holds a sensitive path (:data:`SENSITIVE_HOST_PATHS` and ``also``); lying
+    under one of ``under_ok`` is fine (the CUDA MPS pipes in /run), being it is not."""
+    path = normal_path(value, label)
+    for sensitive in (*SENSITIVE_HOST_PATHS, *(normal_path(a, label) for a in also)):
+        inside = path.startswith(sensitive + "/") and sensitive not in under_ok
+        if path == "/" or path == sensitive or inside or sensitive.startswith(path + "/"):
+            raise InputError(f"{label} {value!r}: {path} must not be given to jobs (it is, "
+                             f"holds or lies in {sensitive}: root on the node or another's "
+                             "data)")
+    return path
+
+
+def check_container_user(user: Any, label: str) -> str:
+    """``uid[:gid]``, numeric, neither 0 (InputError naming ``label`` otherwise)."""
+    m = _USER.fullmatch(user) if isinstance(user, str) else None
+    if m is None:
+        raise InputError(f"{label} {user!r}: must be a numeric uid[:gid] (a name is looked up "
+                         "in the image's /etc/passwd, which the image's author writes)")
+    if int(m.group(1)) == 0 or (m.group(2) is not None and int(m.group(2)) == 0):
+        raise InputError(f"{label} {user!r}: uid or gid 0 is root; jobs never run as root")
+    return user
+
+
+def check_network(network: Any, allow_host: bool, label: str) -> str:
+    """A Docker network mode a job may get: ``bridge``, ``none`` or a network's name;
+    ``host`` only when allowed; never ``container:<id>`` (another container's
+    namespace)."""
+    if not isinstance(network, str) or not _NETWORK.fullmatch(network):
+        raise InputError(f"{label} {network!r}: must be bridge, none or a network's name "
+                         "(never container:<id>: another container's network namespace)")
+    if network == "host" and not allow_host:
+        raise InputError(f"{label} 'host' needs allow_host_network = true (containers get "
+                         "no host network by default)")
+    return network
+
+
 def parse_extra_volume(spec: str, checkpoint_mount: str,
-                       label: str = "[executor] extra_volumes") -> tuple[str, str, str]:
-    """``host:container[:ro|rw]`` as (host, container, mode), checked when the config is
-    loaded: both paths absolute and plain (no ``..``), the container path not the
-    checkpoint mount, and no host path that hands a job the node (the Docker socket,
-    /proc, /etc, ...)."""
-    parts = spec.split(":")
+                       label: str = "[executor] extra_volumes", *,
+                       checkpoint_root: str | None = None) -> tuple[str, str, str]:
+    """``host:container[:ro|rw]`` as (host, container, mode), both paths normalised,
+    checked when the config is loaded: the host path is no sensitive path
+    (:func:`host_path`; nor the checkpoint root, every job's checkpoints), the container
+    path neither ``/`` nor the checkpoint mount."""
+    parts = spec.split(":") if isinstance(spec, str) else []
     if len(parts) == 2:
         parts.append("rw")
     if len(parts) != 3 or parts[2] not in ("ro", "rw"):
         raise InputError(f"{label} {spec!r}: not host:container[:ro|rw]")
-    host, container, mode = parts
-    for side, value in (("host", host), ("container", container)):
-        if not value.startswith("/") or "/../" in value + "/" or "\x00" in value:
-            raise InputError(f"{label} {spec!r}: the {side} path must be absolute, "
-                             "without '..'")
-    if host.rstrip("/") in _FORBIDDEN_HOST or host.rstrip("/") == "":
-        raise InputError(f"{label} {spec!r}: {host} must not be given to jobs (it is root "
-                         "on the node)")
-    if container.rstrip("/") == checkpoint_mount.rstrip("/"):
+    root = (checkpoint_root,) if checkpoint_root else ()
+    host = host_path(parts[0], f"{label} {spec!r}: the host path", also=root)
+    container = normal_path(parts[1], f"{label} {spec!r}: the container path")
+    if container == "/":
+        raise InputError(f"{label} {spec!r}: the container path must not be /")
+    if container == normal_path(checkpoint_mount, "[executor] checkpoint_mount"):
         raise InputError(f"{label} {spec!r}: {container} is the checkpoint mount")
-    return host, container, mode
+    return host, container, parts[2]
 
 
 def check_image_pattern(pattern: str, label: str = "[executor] image_allowlist") -> None:

@@ -35,6 +35,7 @@ GRANT INSERT ON `andreas`.`agent_gaps` TO 'andreas_agent'@'%';
 GRANT SELECT, UPDATE (last_heartbeat_s, state) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
 GRANT SELECT ON `andreas`.`gpus` TO 'andreas_agent'@'%';
 GRANT SELECT (job_id, attempt, node_id, end_s) ON `andreas`.`job_attempts` TO 'andreas_agent'@'%';
+INSERT INTO `andreas`.`agent_accounts` (login, node) VALUES ('andreas_agent', NULL) ON DUPLICATE KEY UPDATE node = NULL;
 
 -- manager
 SET @andreas_sql = CONCAT('CREATE USER IF NOT EXISTS ''andreas_manager''@''%'' IDENTIFIED BY ', QUOTE(@manager_password));
@@ -43,6 +44,7 @@ SET @andreas_sql = CONCAT('ALTER USER ''andreas_manager''@''%'' IDENTIFIED BY ',
 PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE andreas_stmt;
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_manager'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_manager'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`agent_accounts` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_models` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_profiles` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`decisions` TO 'andreas_manager'@'%';
@@ -67,6 +69,7 @@ SET @andreas_sql = CONCAT('ALTER USER ''andreas_reporter''@''%'' IDENTIFIED BY '
 PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE andreas_stmt;
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_reporter'@'%';
+GRANT SELECT ON `andreas`.`agent_accounts` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_models` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_profiles` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`decisions` TO 'andreas_reporter'@'%';

@@ -304,7 +304,6 @@ def test_bad_row_is_one_line_exit_2_and_nothing_written(tmp_path: Path, which, l
     (["--max-nodes", "0"], "--max-nodes: must be an integer >= 1, got 0"),
     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
     (["--load", "0"], "--load: must be a number > 0, got 0.0"),
-    (["--slack", "nan"], "--slack: must be a number > 0, got NaN"),
 ])
 def test_bad_options_exit_2_naming_the_option(tmp_path: Path, args, message) -> None:
     out = tmp_path / "out.json"
@@ -315,14 +314,28 @@ def test_bad_options_exit_2_naming_the_option(tmp_path: Path, args, message) -> 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option", ["--slack", "--epoch-s", "--load", "--since", "--sample",
+                                    "--max-nodes"])
+@pytest.mark.parametrize("value", ["nan", "1_0", "\u0661\u0662", "1e999", "9" * 40])
+def test_numbers_that_are_no_plain_decimals_are_usage_errors(tmp_path: Path, option,
+                                                             value) -> None:
+    """`float()` reads 1_0, Unicode digits and nan; no option does (issue 32)."""
+    out = tmp_path / "out.json"
+    result = run("trace", "import-alibaba", "--pods", str(PODS), "--nodes", str(NODES),
+                 "--out", str(out), option, value)
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
 def test_missing_file_exits_2(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     missing = tmp_path / "nope.csv"
     result = run("trace", "import-alibaba", "--pods", str(missing), "--nodes", str(NODES),
                  "--out", str(out))
     assert result.exit_code == 2
-    assert result.output.strip() == f"andreas: error: {missing}: cannot read: No such file " \
-                                    "or directory"
+    assert result.output.strip() == f"andreas: error: {missing}: cannot read CSV file (No " \
+                                    "such file or directory)"
     assert not out.exists()
 
 

@@ -112,8 +112,12 @@ def test_power_down_charges_the_wake_up(idle_s, joules, end_b, wakeups) -> None:
 
 
 def test_power_down_options_are_checked() -> None:
-    with pytest.raises(InputError, match="wake_s: must be a number >= 0, got -1"):
+    with pytest.raises(InputError, match="wake_s: must be a number 0-86400, got -1"):
         SimOptions(power_off_idle=True, wake_s=-1)
+    with pytest.raises(InputError, match="wake_s: must be a number 0-86400, got 1e"):
+        SimOptions(power_off_idle=True, wake_s=1e308)        # hung the simulation (issue 32)
+    with pytest.raises(InputError, match="ga_population: must be a positive integer <= "):
+        SimOptions(ga_population=10**9)
 
 
 def test_cloud_vm_costs_its_price_while_it_runs_a_job() -> None:

@@ -335,7 +335,7 @@ def test_load_errors_name_the_path(tmp_path: Path) -> None:
         message = str(info.value)
         assert message.startswith(f"{path}: ") and expected[name] in message, message
         assert "\n" not in message
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="not a regular file"):
         load_snapshot(tmp_path)  # a directory
 
 

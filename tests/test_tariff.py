@@ -96,7 +96,7 @@ def test_bad_files_name_the_file(tmp_path: Path) -> None:
     big.write_text(csv_text([0.1] * 24) + "\n" * (MAX_BYTES + 1))
     latin = tmp_path / "latin.csv"
     latin.write_bytes(csv_text([0.1] * 24).encode() + "# d\xe9j\xe0\n".encode("latin-1"))
-    for path, expected in ((big, "too big"), (latin, "not UTF-8 text"),
+    for path, expected in ((big, "64 KiB, larger than 64 KiB"), (latin, "not UTF-8 text"),
                            (tmp_path / "absent.csv", "cannot read")):
         with pytest.raises(InputError) as e:
             load_tariff(path)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-import math
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import click
+from andreas.infra.numbers import Finite, Whole
+
+__all__ = ["Finite", "Whole", "db_errors"]
 
 
 def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -30,27 +30,15 @@ def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-class Finite(click.FloatRange):
-    """A FloatRange that also refuses nan and inf (click's lets nan through: every
-    comparison with it is false), so ``--period-s nan`` is a usage error, never a hang."""
-
-    name = "finite float range"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _DECIMAL.fullmatch(value.strip()):
-            # float() also reads '1_0', '١٢', 'nan' and 'infinity': plain decimals only
-            self.fail(f"{value!r} is not a finite decimal number.", param, ctx)
-        rv = click.FLOAT.convert(value, param, ctx)
-        if not math.isfinite(rv):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return super().convert(rv, param, ctx)
-
-
-# Seeds of numpy's generators are non-negative; iterations and workers bounded so a typo
-# (10**7) is an error, not gigabytes of arrays.
-SEED = click.IntRange(min=0, max=2**63 - 1)
-ITERATIONS = click.IntRange(min=1, max=100_000)
+# Every numeric option is a Finite or a Whole with an upper bound, one bound per kind
+# (issue 32: --workers 1000000 forked 1 400 processes, --ga-generations 1e9 and
+# --wake-s 1e308 hung); the library's own limits are used where it has them.
+SEED = Whole(min=0, max=2**63 - 1)          # numpy's generators take 0 <= seed
+ITERATIONS = Whole(min=1, max=100_000)      # a typo (10**7) is an error, not gigabytes
+MAX_WORKERS = 256                           # processes: far above any machine's cores
+MAX_SWEEP_SEEDS = 1000                      # traces per grid point of a sweep
+MAX_TIME_LIMIT_S = 86400.0                  # a solver's time limit
+MAX_WINDOW_H = 24.0 * 3650                  # a look-back window, a half-life
+MAX_LINES = 10_000_000                      # lines of a log tail
+MAX_ATTEMPT = 1_000_000
+MAX_PORT_TEXT = 2**31 - 1                   # the library names the port's own range

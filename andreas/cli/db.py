@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import click
 
 from andreas.cli.common import Finite, db_errors
-from andreas.config import load_settings, mask_url
+from andreas.config import MAX_DAYS, load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
 from andreas.store.engine import connect, is_sqlite, make_engine, open_store
@@ -209,6 +209,32 @@ def add_user_cmd(name: str, unix_socket: bool, prefix: str, account_host: str) -
                f"(login by {how}); their jobs are owned by {name!r}")
 
 
+@db_group.command("add-agent")
+@click.argument("node")
+@click.option("--account", "login", default=None,
+              help="The account's name [default: PREFIX + agent_ + NODE].")
+@click.option("--prefix", default=accounts.DEFAULT_PREFIX, show_default=True,
+              help="The prefix given to `create-users`.")
+@click.option("--host", "account_host", default=accounts.DEFAULT_HOST, show_default=True,
+              help="Host part of the account ('%' = any host).")
+@db_errors
+def add_agent_cmd(node: str, login: str | None, prefix: str, account_host: str) -> None:
+    """An account of NODE's agent alone: the agent's privileges, and the database refuses
+    its rows for any other node (samples, gaps, epochs, energy, the node's state). The
+    password comes from ANDREAS_DB_AGENT_PASSWORD_FILE or ANDREAS_DB_AGENT_PASSWORD.
+    Run as an administrator after `db upgrade`; put the account in that node's agent
+    config ([store] url).
+    """
+    password = accounts.passwords_from_env(["agent"])["agent"]
+    engine = _admin_engine("accounts")
+    try:
+        account = accounts.add_agent(engine, engine.url.database, node, password=password,
+                                     login=login, host=account_host, prefix=prefix)
+    finally:
+        engine.dispose()
+    click.echo(f"account {account.sql_name}: agent privileges, for node {node!r} only")
+
+
 @db_group.command("remove-user")
 @click.argument("name")
 @click.option("--host", "account_host", default=accounts.DEFAULT_HOST, show_default=True)
@@ -224,7 +250,7 @@ def remove_user_cmd(name: str, account_host: str) -> None:
 
 
 @db_group.command("retention")
-@click.option("--keep-days", type=Finite(min=0, min_open=True), default=None,
+@click.option("--keep-days", type=Finite(min=0, min_open=True, max=MAX_DAYS), default=None,
               help="Raw samples younger than this are kept (default: [store] "
                    "raw_retention_days, 7).")
 @db_errors

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import db_errors
+from andreas.cli.common import MAX_ATTEMPT, MAX_LINES, Whole, db_errors
 from andreas.config import Settings, load_settings
 from andreas.console import console, money, printable
 from andreas.errors import InputError, options
@@ -436,9 +436,9 @@ def cancel_cmd(ctx: click.Context, job_id: str, reason: str | None) -> None:
 @click.argument("job_id", metavar="JOB")
 @click.option("--follow", "-f", is_flag=True,
               help="Keep printing new output until the container exits (Ctrl-C stops).")
-@click.option("--attempt", type=click.IntRange(min=1), default=None,
+@click.option("--attempt", type=Whole(min=1, max=MAX_ATTEMPT), default=None,
               help="Which attempt (see `andreas show`); default: the latest.")
-@click.option("--tail", type=click.IntRange(min=0), default=None, metavar="N",
+@click.option("--tail", type=Whole(min=0, max=MAX_LINES), default=None, metavar="N",
               help="Only the last N lines.")
 @click.pass_context
 @db_errors

@@ -13,7 +13,8 @@ import time
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite
+from andreas.cli.common import MAX_PORT_TEXT, MAX_WINDOW_H, Finite, Whole
+from andreas.config import MAX_PERIOD_S
 
 from andreas.config import load_settings
 from andreas.optimizer import MANAGER_POLICIES
@@ -33,11 +34,11 @@ def manager_group() -> None:
                    "later finds those attempts without containers and requeues their jobs.")
 @click.option("--policy", type=click.Choice(MANAGER_POLICIES), default=None,
               help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
-@click.option("--period-s", type=Finite(min=0, min_open=True), default=None,
+@click.option("--period-s", type=Finite(min=0, min_open=True, max=MAX_PERIOD_S), default=None,
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
 @click.option("--once", is_flag=True,
               help="Reconcile, reschedule and apply once, then exit.")
-@click.option("--metrics-port", type=int, metavar="PORT", default=None,
+@click.option("--metrics-port", type=Whole(max=MAX_PORT_TEXT), metavar="PORT", default=None,
               help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (address: "
                    "[manager] metrics_address); default: [manager] metrics_port, else none.")
 @click.pass_context
@@ -61,7 +62,7 @@ def run_cmd(ctx: click.Context, dry_run: bool, policy: str | None, period_s: flo
 
 @click.command("costs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
-@click.option("--window-h", type=Finite(min=0, min_open=True), default=24.0,
+@click.option("--window-h", type=Finite(min=0, min_open=True, max=MAX_WINDOW_H), default=24.0,
               show_default=True, help="Hours of measured power to average.")
 def costs_cmd(as_json: bool, window_h: float) -> None:
     """Energy cost per hour c_ng of every node with g GPUs busy, and where the power comes

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite, db_errors
+from andreas.cli.common import MAX_WINDOW_H, Finite, Whole, db_errors
 from andreas.config import Settings, load_settings
 from andreas.errors import InputError, options
 
@@ -74,7 +74,7 @@ def _prior_serial() -> dict[str, float]:
 @click.option("--app", "app", required=True, metavar="NAME",
               help="Application name the jobs of this image are submitted with (--app of "
                    "`andreas submit`); the profile is stored under it.")
-@click.option("--epochs", type=click.IntRange(max=10_000), default=3, show_default=True,
+@click.option("--epochs", type=Whole(min=0, max=10_000), default=3, show_default=True,
               help="Epochs per run (with 3 or more, the first is dropped as warm-up).")
 @click.option("--node", "nodes", multiple=True, metavar="NODE",
               help="Profile on this node (repeatable); marked profiling for the run and "
@@ -234,7 +234,8 @@ def _print(app: str, results) -> None:
 
 
 @click.command("profile-refresh")
-@click.option("--half-life-h", type=Finite(), default=168.0, show_default=True,
+@click.option("--half-life-h", type=Finite(min=0, min_open=True, max=MAX_WINDOW_H), default=168.0,
+              show_default=True,
               help="Recency: an epoch this many hours old weighs half as much as a new one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context

@@ -15,7 +15,7 @@ import click
 
 from andreas.cli.common import db_errors
 from andreas.errors import InputError
-from andreas.infra.fileio import write_text_atomic
+from andreas.infra.fileio import check_output_file, write_text_atomic
 
 
 def _now(ctx: click.Context) -> float:
@@ -106,6 +106,8 @@ def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str
     if fmt == "html" and output is None:
         raise InputError("--format html needs --output FILE (an HTML page is not for the "
                          "terminal)")
+    if output is not None:
+        check_output_file(output, f"--output {output}")
     window = make_window(since, until, _now(ctx))
     settings = load_settings()
     prices = settings_prices(settings.manager,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite, SEED, ITERATIONS
+from andreas.cli.common import Finite, SEED, ITERATIONS, MAX_TIME_LIMIT_S
 
 from andreas import optimizer
 from andreas.console import printable
@@ -173,7 +173,8 @@ def policies_cmd() -> None:
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
                    "over remaining time) or pressure (the papers' order).")
-@click.option("--time-limit-s", type=Finite(min=0, min_open=True), default=None,
+@click.option("--time-limit-s", type=Finite(min=0, min_open=True, max=MAX_TIME_LIMIT_S),
+              default=None,
               help="Solver time limit of milp (whole solve, default 60) and hierarchical "
                    "(per controller, default 1); past it the best plan found. Others ignore it.")
 @click.option("--mip-gap", type=Finite(min=0, max=1, max_open=True), default=None,

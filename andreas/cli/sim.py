@@ -11,13 +11,16 @@ from pathlib import Path
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite, SEED, ITERATIONS
+from andreas.infra.fileio import safe_name
+from andreas.cli.common import ITERATIONS, MAX_SWEEP_SEEDS, MAX_WORKERS, SEED, Finite, Whole
+from andreas.config import MAX_GRACE_S, MAX_PERIOD_S
 
 from andreas.errors import InputError
 from andreas.errors import options as option_names
 from andreas.interference import Sharing
 from andreas.optimizer import PACKING_POLICIES, POLICIES
-from andreas.simulator.results import GA_FITNESSES, PROGRESS_MODES, SimOptions
+from andreas.simulator.results import (GA_FITNESSES, MAX_GA_SIZE, MAX_IDLE_S, MAX_WAKE_S,
+                                       PROGRESS_MODES, SimOptions)
 
 ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
 ARRIVALS = ("exponential", "high", "low", "mixed")
@@ -53,14 +56,14 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
               help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight over "
                    "remaining time) or pressure (the papers' order, most late first).")
-@click.option("--period-s", type=Finite(min=0), default=None,
+@click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
 @click.option("--progress", "progress_mode", type=click.Choice(PROGRESS_MODES),
               default="epoch", show_default=True,
               help="epoch: a job stopped mid-epoch redoes that epoch from its checkpoint; "
                    "exact: fractional progress carries over (the papers' simulator).")
-@click.option("--restart-overhead-s", type=Finite(min=0), default=0.0,
+@click.option("--restart-overhead-s", type=Finite(min=0, max=MAX_GRACE_S), default=0.0,
               show_default=True, help="Extra seconds each restart from a checkpoint costs.")
 @click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
@@ -103,10 +106,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               show_default=True,
               help="ojpap: weight of the past in the interference average that triggers an "
                    "adjustment (a of eq. 18).")
-@click.option("--ga-population", type=int, default=None,
+@click.option("--ga-population", type=Whole(max=MAX_GA_SIZE), default=None,
               help="ga and ga-energy: chromosomes per generation [default: 100, the genetic "
                    "scheduling paper's].")
-@click.option("--ga-generations", type=int, default=None,
+@click.option("--ga-generations", type=Whole(max=MAX_GA_SIZE), default=None,
               help="ga and ga-energy: generations per decision [default: 50].")
 @click.option("--ga-fitness", default=None,
               help="ga: " + " or ".join(GA_FITNESSES) + ": the allocation gained with its "
@@ -119,9 +122,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes are switched off and draw nothing (default: they draw "
                    "power_w[0]).")
-@click.option("--power-idle-s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--power-idle-s", type=Finite(max=MAX_IDLE_S), default=0.0,
+              show_default=True,
               help="With --power-off-idle: a node goes off after this long idle.")
-@click.option("--wake-s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--wake-s", type=Finite(max=MAX_WAKE_S), default=0.0, show_default=True,
               help="With --power-off-idle: a node switched on for a job draws power_w[0] "
                    "this long before the job begins (the manager's [power] wake_lead_s).")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
@@ -131,7 +135,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--tariff-blind", is_flag=True,
               help="With --tariff: the policies plan with the tariff's mean price and PUE; "
                    "the bill still follows the tariff (the what-if of ignoring it).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=Whole(min=1, max=MAX_WORKERS), default=None,
               help="Parallel processes [default: one per policy, at most the CPU count].")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON (one object per policy, FORMAT.md keys).")
@@ -150,7 +154,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "--sweep).")
 @click.option("--trace-seed", "trace_seeds", default="1", show_default=True,
               help="Generated trace: seed (a comma-separated list with --sweep).")
-@click.option("--seeds", type=click.IntRange(min=1), default=None,
+@click.option("--seeds", type=Whole(min=1, max=MAX_SWEEP_SEEDS), default=None,
               help="With --sweep: use trace seeds 1..SEEDS.")
 @click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
@@ -223,7 +227,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
         trace = replace(trace, energy=with_tariff(trace.energy, tariff_file))
     results = run_policies(trace, names, options, workers=workers,
                            show_progress=not (quiet or as_json))
-    target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
+    target = Path(out_dir or Path("out") / "simulate" / safe_name(trace.name, "trace"))
     written = write_outputs(results, target, plots=not no_plots)
     if as_json:
         click.echo(jsontext.dumps([r.summary() for r in results], indent=1))

@@ -13,7 +13,10 @@ from typing import Any
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite, SEED
+from andreas.cli.common import Finite, SEED, Whole
+from andreas.formats.alibaba_csv import MAX_TIME
+from andreas.formats.alibaba_load import MAX_LOAD
+from andreas.simulator.generate import MAX_JOBS_PER_NODE, MAX_NODES
 
 from andreas.simulator.generate import ARRIVALS, SCENARIOS
 
@@ -24,7 +27,7 @@ def trace_group() -> None:
 
 
 @trace_group.command("generate")
-@click.option("--nodes", "n_nodes", type=click.IntRange(min=1), required=True,
+@click.option("--nodes", "n_nodes", type=Whole(min=1, max=MAX_NODES), required=True,
               help="Number of nodes N; the trace has jobs-per-node * N jobs.")
 @click.option("--scenario", type=click.Choice([str(s) for s in SCENARIOS]), default="1",
               show_default=True,
@@ -35,7 +38,8 @@ def trace_group() -> None:
               help="Seed: the same options and seed give the same trace, bit for bit.")
 @click.option("--cloud", is_flag=True,
               help="Cloud mode: bare nodes and the paper's VM catalog (K80/M60, Table 2).")
-@click.option("--jobs-per-node", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--jobs-per-node", type=Whole(min=1, max=MAX_JOBS_PER_NODE), default=10,
+              show_default=True,
               help="Jobs per node (the papers use 10).")
 @click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a per idle GPU of a node that runs jobs, "
@@ -68,19 +72,20 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
                    "openb_node_list_all_node.csv are skipped).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Where to write the trace (written atomically, only if all went well).")
-@click.option("--sample", type=int, default=None,
+@click.option("--sample", type=Whole(max=10**9), default=None,
               help="Keep N of the pods that fit a kept node, uniformly at random (seeded) "
                    "[default: all].")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=Whole(max=2**63 - 1), default=0, show_default=True,
               help="Seed of node and pod sampling and of the synthetic GPU memory.")
-@click.option("--max-nodes", type=int, default=None,
+@click.option("--max-nodes", type=Whole(max=10**9), default=None,
               help="Keep K GPU nodes, stratified by GPU type (the type mix stays) "
                    "[default: all].")
-@click.option("--slack", type=float, default=2.0, show_default=True,
+@click.option("--slack", type=Finite(max=1e6), default=2.0, show_default=True,
               help="Due date = submit + slack x duration.")
-@click.option("--epoch-s", type=float, default=600.0, show_default=True,
+@click.option("--epoch-s", type=Finite(max=1e9), default=600.0,
+              show_default=True,
               help="Epoch length: a pod of duration d has ceil(d / epoch-s) epochs.")
-@click.option("--load", type=float, default=None,
+@click.option("--load", type=Finite(max=MAX_LOAD), default=None,
               help="Offered load, as `andreas trace show` reports it: the tasks' GPU-seconds "
                    "over (GPUs x submission span); submission times are scaled to give it "
                    "[default: 1, a replay where placement matters].")
@@ -90,12 +95,12 @@ def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bo
                    "kept per GPU; openb replays are then 0.2-0.6 %% busy).")
 @click.option("--keep-times", is_flag=True,
               help="Instead of --load: keep the file's own submission times.")
-@click.option("--arrival-rate", type=float, default=None, metavar="PER_HOUR",
+@click.option("--arrival-rate", type=Finite(max=1e9), default=None, metavar="PER_HOUR",
               help="A pod list without time columns (openb_pod_list_multigpu*.csv): tasks "
                    "arrive in file order at this rate [default: the rate that gives --load].")
-@click.option("--duration-s", type=float, default=3600.0, show_default=True,
+@click.option("--duration-s", type=Finite(max=MAX_TIME), default=3600.0, show_default=True,
               help="A pod list without time columns: every task's run time.")
-@click.option("--since", type=float, default=0.0, show_default=True,
+@click.option("--since", type=Finite(max=MAX_TIME), default=0.0, show_default=True,
               help="Replay from this trace time (s) on: pods created before are submitted "
                    "then with the run time they had left (the openb default trace's first "
                    "24 pods are months-long survivors; arrivals are steady from ~9.9e6 s).")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from andreas.config import ExecutorSettings, parse_extra_volume
+from andreas.config import ExecutorSettings, check_executor, parse_extra_volume
 from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
                                    container_name, image_allowed)
 from andreas.errors import InputError, error_line
@@ -66,15 +66,30 @@ def pull_error_is_permanent(message: str) -> bool:
 
 
 def volume_binds(request: StartRequest, settings: ExecutorSettings) -> list[str]:
-    """The checkpoint directory (read-write) and ``extra_volumes``, as Docker binds."""
+    """The checkpoint directory (read-write) and ``extra_volumes`` (normalised, checked),
+    as Docker binds."""
     root = settings.checkpoint_root.rstrip("/")
     binds = [f"{root}/{request.job_id}:{settings.checkpoint_mount}:rw"]
     for spec in settings.extra_volumes:
-        try:
-            binds.append(":".join(parse_extra_volume(spec, settings.checkpoint_mount)))
-        except InputError as e:             # settings built in code, not from a file
-            raise ExecutorError(str(e)) from None
+        binds.append(":".join(parse_extra_volume(spec, settings.checkpoint_mount,
+                                                 checkpoint_root=settings.checkpoint_root)))
     return binds
+
+
+# A job is the OOM killer's first choice on its node (before the agent and the engine).
+JOB_OOM_SCORE_ADJ = 500
+MIN_MEMORY_LIMIT_MIB = 256
+
+
+def memory_limit_mib(settings: ExecutorSettings, node_memory_mib: int | None) -> int:
+    """The job's memory (and memory + swap) limit; 0: none. Unset: the node's memory less
+    ``memory_reserve_mib``, at least MIN_MEMORY_LIMIT_MIB (none when the node's memory is
+    unknown)."""
+    if settings.memory_limit_mib is not None:
+        return settings.memory_limit_mib
+    if not node_memory_mib or not settings.memory_reserve_mib:
+        return 0
+    return max(MIN_MEMORY_LIMIT_MIB, node_memory_mib - settings.memory_reserve_mib)
 
 
 MPS_PIPE_MOUNT = "/tmp/nvidia-mps"
@@ -106,8 +121,6 @@ def prepare_checkpoint_dir(job_id: str, settings: ExecutorSettings) -> Path | No
     path = root / job_id
     try:
         path.mkdir(exist_ok=True)
-        if settings.user == "root":
-            return path
         uid, _, gid = settings.user.partition(":")
         if os.geteuid() == 0 and uid.isdigit():
             os.chown(path, int(uid), int(gid) if gid.isdigit() else -1)
@@ -119,10 +132,15 @@ def prepare_checkpoint_dir(job_id: str, settings: ExecutorSettings) -> Path | No
     return path
 
 
-def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, Any]:
-    """The keyword arguments of ``client.containers.run`` for one attempt (pure)."""
-    if settings.network == "host" and not settings.allow_host_network:
-        raise ExecutorError("[executor] network = 'host' needs allow_host_network = true")
+def run_options(request: StartRequest, settings: ExecutorSettings, *,
+                node_memory_mib: int | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``client.containers.run`` for one attempt (pure);
+    ``node_memory_mib``: the node's memory, for the default memory limit."""
+    try:
+        check_executor(settings)            # settings built in code, not from a file
+        volumes = volume_binds(request, settings)
+    except InputError as e:
+        raise ExecutorError(str(e)) from None
     try:
         contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
                                    request.restart_count)
@@ -136,7 +154,7 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         "detach": True,
         "labels": labels,
         "environment": {**request.env, **contract},     # the contract's names win
-        "volumes": volume_binds(request, settings),
+        "volumes": volumes,
         "network_mode": settings.network,
         "privileged": False,
         "auto_remove": False,                            # the log must outlive the exit
@@ -146,12 +164,13 @@ def run_options(request: StartRequest, settings: ExecutorSettings) -> dict[str, 
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "pids_limit": settings.pids_limit or -1,
+        "user": settings.user,
+        "oom_score_adj": JOB_OOM_SCORE_ADJ,
     }
-    if settings.user != "root":
-        options["user"] = settings.user
-    if settings.memory_limit_mib:
-        options["mem_limit"] = f"{settings.memory_limit_mib}m"
-        options["memswap_limit"] = f"{settings.memory_limit_mib}m"      # no swap on top
+    memory = memory_limit_mib(settings, node_memory_mib)
+    if memory:
+        options["mem_limit"] = f"{memory}m"
+        options["memswap_limit"] = f"{memory}m"                         # no swap on top
     if request.command:
         options["command"] = list(request.command)
     if request.gpu_milli is not None:
@@ -219,6 +238,7 @@ class _Engine:
     lock: threading.Lock = field(default_factory=threading.Lock)
     client: Any = None
     seen: dict[str, tuple[str, ContainerState | None]] = field(default_factory=dict)
+    memory_mib: int | None = None          # MemTotal of the node (0: unknown)
 
 
 class DockerExecutor(Executor):
@@ -327,7 +347,8 @@ class DockerExecutor(Executor):
 
         name = container_name(request.job_id, request.attempt)
         self.ensure_image(node, request.image)          # allow-list first, then the image
-        options = run_options(request, self.settings)
+        options = run_options(request, self.settings,
+                              node_memory_mib=self._memory_mib(node))
         prepare_checkpoint_dir(request.job_id, self.settings)
         _, client = self._client(node)
         try:
@@ -349,6 +370,21 @@ class DockerExecutor(Executor):
             raise err from e
         log.info("started container %s (%s) on node %s", name, container.id[:12], node.name)
         return container.id
+
+    def _memory_mib(self, node: NodeRef) -> int | None:
+        """The node's memory as its engine reports it (asked once per engine client);
+        None when the engine does not say."""
+        if self.settings.memory_limit_mib is not None:
+            return None                       # configured: the node's size does not matter
+        engine, client = self._client(node)
+        if engine.memory_mib is None:
+            try:
+                engine.memory_mib = int(client.info()["MemTotal"]) >> 20
+            except Exception as e:  # noqa: BLE001 - the limit is a safeguard, not a must
+                log.warning("node %s: memory unknown (%s); its jobs get no default memory "
+                            "limit", node.name, error_line(e))
+                engine.memory_mib = 0
+        return engine.memory_mib or None
 
     def ensure_image(self, node: NodeRef, image: str) -> None:
         """Inspect the image; pull it when the node lacks it. A pull the registry refuses

@@ -13,6 +13,7 @@ line in the file, the header is row 1).
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from andreas.errors import InputError
+from andreas.infra.fileio import open_capped
 from andreas.formats.snapshot import MAX_CAPACITY, MAX_GPUS_PER_JOB, show
 from andreas.model import GPU_MILLI
 
@@ -33,6 +35,9 @@ NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 PHASES = ("Running", "Succeeded", "Failed", "Pending")
 QOS_WEIGHT = MappingProxyType({"Guaranteed": 4.0, "LS": 2.0, "Burstable": 1.0, "BE": 0.5})
 MAX_TIME = 2**53
+# The published lists are 40-600 KiB; a file this big would take many minutes to import
+# (a 50 MB pod list ran past a minute): refused, with the limit named.
+MAX_CSV_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -98,10 +103,8 @@ def _rows(path: Path, columns: Sequence[str], required: Sequence[str] | None = N
     errors. The header has every name of ``required`` (default: all ``columns``) and
     nothing outside ``columns``."""
     required = columns if required is None else required
-    try:
-        f = path.open(newline="", encoding="utf-8-sig")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    f = io.TextIOWrapper(open_capped(path, what="CSV file", limit=MAX_CSV_BYTES),
+                         encoding="utf-8-sig", newline="")
     with f:
         reader = csv.reader(f, strict=True)
         try:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from andreas.errors import InputError
+from andreas.infra.fileio import read_capped
+from andreas.infra.numbers import decimal, whole
 
 if TYPE_CHECKING:   # the model is imported when a tariff is read (config loads this module)
     from andreas.model import Tariff
@@ -53,14 +55,9 @@ def load_tariff(path: str | Path) -> TariffFile:
     """Read and check a tariff file; every error message starts with ``tariff PATH:``
     (field ``tariff``, so a command can name its option)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"tariff {path}: cannot read: {e.strerror or e}",
-                         field="tariff") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"tariff {path}: too big for a tariff (more than {MAX_BYTES} bytes)",
-                         field="tariff")
+        raw = read_capped(path, what="tariff", limit=MAX_BYTES, label=f"tariff {path}")
+    except InputError as e:
+        raise InputError(str(e), field="tariff") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -84,7 +81,10 @@ def parse_tariff(text: str) -> TariffFile:
     names = tuple(h.strip() for h in header)
     if names[:2] != HEADER or any(h not in OPTIONAL for h in names[2:]) \
             or len(set(names)) != len(names):
-        raise InputError(f"header: must be {','.join(HEADER)}[,pue], got {','.join(header)!r}")
+        # What the first row holds is not shown: a tariff path may name any file the
+        # reader can read (a symlink to /etc/shadow showed its first line).
+        raise InputError(f"header: must be {','.join(HEADER)}[,pue]; the first row is not "
+                         f"({len(header)} column(s)): not a tariff file")
     has_pue = "pue" in names
     prices: dict[int, float] = {}
     pues: dict[int, float] = {}
@@ -116,23 +116,35 @@ def parse_tariff(text: str) -> TariffFile:
 def _hour(line: int, value: str) -> int:
     from andreas.model import HOURS_PER_DAY
 
-    try:
-        hour = int(value)
-    except ValueError:
+    hour = whole(value)
+    if hour is None:
         raise InputError(f"row {line} column hour_of_day: must be an integer 0..23, "
-                         f"got {value!r}") from None
+                         f"got {_cell(value)}")
     if not 0 <= hour < HOURS_PER_DAY:
         raise InputError(f"row {line} column hour_of_day: must be 0..23, got {value!r}")
     return hour
 
 
 def _number(line: int, column: str, value: str, low: float, high: float) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise InputError(f"row {line} column {column}: must be a number, got {value!r}"
-                         ) from None
+    x = decimal(value)              # plain decimals: float() also reads 1_0 and '١٢'
+    if x is None:
+        what = "a number" if not _float_reads(value) else (
+            f"a finite number in [{low:g}, {high:g}], a plain decimal")
+        raise InputError(f"row {line} column {column}: must be {what}, got {_cell(value)}")
     if not math.isfinite(x) or not low <= x <= high:
         raise InputError(f"row {line} column {column}: must be a finite number in "
-                         f"[{low:g}, {high:g}], got {value!r}")
+                         f"[{low:g}, {high:g}], got {_cell(value)}")
     return x
+
+
+def _float_reads(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _cell(value: str) -> str:
+    """A cell as messages show it: short (a whole line of another file never)."""
+    return repr(value) if len(value) <= 24 else repr(value[:24]) + "..."

@@ -35,6 +35,7 @@ from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
 from andreas.store.engine import Store, open_store
 from andreas.store.lease import install_fence
+from andreas.store.owners import require_manager
 
 log = logging.getLogger("andreas.manager")
 
@@ -89,6 +90,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     wake = None
     watching = threading.Event()     # set when the daemon ends, however it ends
     try:
+        with store.session() as s:
+            require_manager(s)          # a person's or the reporter's account: one line
         if not acquire(lock, settings.manager.lock, stop=stop):
             log.info("stopped while waiting for the manager lease")
             return 0

@@ -553,6 +553,11 @@ class Reconciler:
         job's image (a failed image adds the ``failed`` trigger)."""
         if self._fenced(job, now):
             return False
+        if job.unreadable:                   # never run a job with a guessed command
+            self._fail_unstarted(job, now, f"stored {' and '.join(job.unreadable)} "
+                                 "unreadable (not valid JSON of the right shape); resubmit")
+            triggers.add("failed")
+            return False
         image = self._image_ready(job, node, now)
         if image == "failed":
             triggers.add("failed")
@@ -703,14 +708,7 @@ class Reconciler:
                     log.warning("job=%s waits for its image on node %s (failing for %.0f s "
                                 "of %.0f): %s", job.id, node.name, now - first, grace, e)
                 return "wait"
-            reason = _clip(f"image not available for {grace:.0f} s: {e}")
-            try:
-                with self.store.session() as s:
-                    transition(s, job.id, JobState.FAILED, expected=job.state, now_s=now)
-                    record(s, job.id, reason=reason)
-                log.warning("failed job=%s: %s", job.id, reason)
-            except TransitionConflict as c:
-                log.info("job %s changed meanwhile (%s)", job.id, c)
+            self._fail_unstarted(job, now, f"image not available for {grace:.0f} s: {e}")
             self._pull_failing.pop(job.id, None)
             return "failed"
         except ExecutorError:
@@ -718,6 +716,17 @@ class Reconciler:
         self._pull_failing.pop(job.id, None)
         self._pull_logged.pop(job.id, None)
         return "ready"
+
+    def _fail_unstarted(self, job: JobView, now: float, why: str) -> None:
+        """A job that cannot start, ever: failed with ``why``, no attempt recorded."""
+        reason = _clip(why)
+        try:
+            with self.store.session() as s:
+                transition(s, job.id, JobState.FAILED, expected=job.state, now_s=now)
+                record(s, job.id, reason=reason)
+            log.warning("failed job=%s: %s", job.id, reason)
+        except TransitionConflict as c:
+            log.info("job %s changed meanwhile (%s)", job.id, c)
 
     def _find_existing(self, node: NodeView, job_id: str, attempt: int) -> str | None:
         try:

@@ -25,7 +25,8 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
-from andreas.config import MAX_GRACE_S, Settings
+from andreas import jobspec
+from andreas.config import Settings
 from andreas.errors import InputError, one_line
 from andreas.infra import nudge
 from andreas.infra.fileio import read_text_capped
@@ -37,34 +38,28 @@ if TYPE_CHECKING:   # SQLAlchemy is imported where the store is used (not by `su
     from andreas.store.engine import Store
     from andreas.store.tables import JobState
 
-JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
-ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Set by the manager for every container (the job contract); a user value would lie to the
-# job or, for NVIDIA_VISIBLE_DEVICES, hand it GPUs that other jobs hold.
-RESERVED_ENV_PREFIX = "ANDREAS_"
-RESERVED_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES"})
-MAX_DUE_AHEAD_S = 10 * 365 * 86400.0
+JOB_ID_RE = re.compile(jobspec.JOB_ID)
+APP_RE = re.compile(jobspec.APPLICATION)
+ENV_NAME_RE = re.compile(jobspec.ENV_NAME)
+IMAGE_RE = re.compile(jobspec.IMAGE)
+RESERVED_ENV_PREFIX = jobspec.RESERVED_ENV_PREFIX
+RESERVED_ENV = frozenset(jobspec.RESERVED_ENV)
+MAX_DUE_AHEAD_S = jobspec.MAX_DUE_AHEAD_S
 MAX_REASON = 255
 FILE_KEYS = ("image", "epochs", "due", "weight", "app", "cmd", "env", "max_gpus", "grace_s",
              "name", "gpu_share", "gpu_memory_mib")
-MAX_GPU_MEMORY_MIB = 1 << 20            # 1 TiB: far above any GPU's memory
-# Upper bounds (issue 16): past them a value is a typo that would plan a job first for
-# ever (epochs), turn the objective into NaN (weight), make a job impossible to stop
-# (grace) or overflow a database column.
-MAX_EPOCHS = 1_000_000
-MAX_WEIGHT = 1e6                        # currency per second late
-MAX_GPUS = 4096
+MAX_GPU_MEMORY_MIB = jobspec.MAX_GPU_MEMORY_MIB
+MAX_EPOCHS = jobspec.MAX_EPOCHS
+MAX_WEIGHT = jobspec.MAX_WEIGHT
+MAX_GPUS = jobspec.MAX_GPUS
 MAX_JOB_FILE_BYTES = 1 << 20
 REQUIRED = ("image", "epochs", "due", "weight")
 
 # Docker image references (distribution/reference grammar, sha256 digests only).
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
-_DOMAIN = re.compile(r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
-                     r"(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*"
-                     r"(?::[0-9]{1,5})?")
-_TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_DOMAIN = re.compile(jobspec.DOMAIN)
+_TAG = re.compile(jobspec.TAG)
+_DIGEST = re.compile(jobspec.DIGEST)
 _NUMBER = re.compile(r"[+]?[0-9]+(?:\.[0-9]+)?")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
@@ -139,7 +134,7 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
         env=_env(env, label("env")),
         max_gpus=cap,
         grace_s=None if grace_s is None else _number(grace_s, label("grace_s"), minimum=0.0,
-                                                     maximum=MAX_GRACE_S, open_min=True),
+                                                     maximum=jobspec.MAX_GRACE_S, open_min=True),
         gpu_milli=milli, gpu_memory_mib=memory)
 
 
@@ -299,42 +294,50 @@ def parse_job_id(value: Any, label: str = "--name") -> str:
 
 def parse_image(value: Any, label: str = "IMAGE") -> str:
     """A Docker image reference ``[registry[:port]/]name[/...][:tag][@sha256:<64 hex>]``,
-    returned as given (no default registry or tag is added: Docker does that)."""
+    returned as given (no default registry or tag is added: Docker does that). Accepted
+    exactly when :data:`andreas.jobspec.IMAGE` matches (the database checks the same);
+    the message says which part is wrong."""
     if not isinstance(value, str) or not value:
         raise InputError(f"{label} {_shown(value)}: must be a Docker image reference like "
                          "registry.example.org/ml/train:1.0")
-    fail = lambda why: InputError(f"{label} {value!r}: {why}")  # noqa: E731
-    if len(value) > 512:
-        raise fail("longer than 512 characters")
+    if len(value) > jobspec.MAX_IMAGE_CHARS:
+        raise InputError(f"{label} {_shown_short(value)}: longer than "
+                         f"{jobspec.MAX_IMAGE_CHARS} characters")
+    if IMAGE_RE.fullmatch(value):
+        return value
+    raise InputError(f"{label} {value!r}: {_image_problem(value)}")
+
+
+def _image_problem(value: str) -> str:
+    """Why ``value`` is not an image reference, part by part."""
     rest, at, digest = value.partition("@")
     if at and not _DIGEST.fullmatch(digest):
-        raise fail(f"digest {digest!r} must be sha256: and 64 lower-case hex digits")
+        return f"digest {digest!r} must be sha256: and 64 lower-case hex digits"
     slash = rest.rfind("/")
     colon = rest.rfind(":")
-    tag = None
     if colon > slash:
         rest, tag = rest[:colon], rest[colon + 1:]
         if not _TAG.fullmatch(tag):
-            raise fail(f"tag {tag!r} must be 1-128 letters, digits, '_', '.', '-', not "
-                       "starting with '.' or '-'")
+            return (f"tag {tag!r} must be 1-128 letters, digits, '_', '.', '-', not "
+                    "starting with '.' or '-'")
     parts = rest.split("/")
     first = parts[0]
     if len(parts) > 1 and ("." in first or ":" in first or first == "localhost"
                            or first.lower() != first):
         if not _DOMAIN.fullmatch(first):
-            raise fail(f"registry {first!r} is not a host name with an optional :port")
+            return f"registry {first!r} is not a host name with an optional :port"
         parts = parts[1:]
     for part in parts:
         if not part:
-            raise fail("has an empty name component (a '/' too many)")
+            return "has an empty name component (a '/' too many)"
         if not _PATH_COMPONENT.fullmatch(part):
             if _PATH_COMPONENT.fullmatch(part.lower()):
-                raise fail(f"name component {part!r} must be lower case")
-            raise fail(f"name component {part!r} may hold only lower-case letters and digits "
-                       "separated by '.', '_', '__' or '-'")
+                return f"name component {part!r} must be lower case"
+            return (f"name component {part!r} may hold only lower-case letters and digits "
+                    "separated by '.', '_', '__' or '-'")
     if len("/".join(parts)) > 255:
-        raise fail("repository name longer than 255 characters")
-    return value
+        return "repository name longer than 255 characters"
+    return "not a Docker image reference like registry.example.org/ml/train:1.0"
 
 
 def default_application(image: str) -> str:
@@ -485,10 +488,24 @@ def _command(value: Any, label: str) -> tuple[str, ...]:
     else:
         raise InputError(f"{label} {_shown(value)}: must be a list of strings or one "
                          "shell-like string")
+    if len(items) > jobspec.MAX_COMMAND_ITEMS:
+        raise InputError(f"{label}: {len(items)} arguments, at most "
+                         f"{jobspec.MAX_COMMAND_ITEMS}")
+    size = 0
     for item in items:
         if "\x00" in item:
-            raise InputError(f"{label} {item!r}: must not contain NUL characters")
+            raise InputError(f"{label} {_shown_short(item)}: must not contain NUL characters")
+        size += _utf8_size(item, label)
+    if size > jobspec.MAX_COMMAND_BYTES:
+        raise InputError(f"{label}: {size} bytes, at most {jobspec.MAX_COMMAND_BYTES}")
     return tuple(items)
+
+
+def _utf8_size(text: str, label: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:        # a lone surrogate: bytes that were not UTF-8
+        raise InputError(f"{label} {_shown_short(text)}: not UTF-8 text") from None
 
 
 def _env(value: Any, label: str) -> tuple[tuple[str, str], ...]:
@@ -522,4 +539,9 @@ def _env(value: Any, label: str) -> tuple[tuple[str, str], ...]:
         if k in seen:
             raise InputError(f"{label} {k!r}: given twice")
         seen[k] = v
+    if len(seen) > jobspec.MAX_ENV_ITEMS:
+        raise InputError(f"{label}: {len(seen)} variables, at most {jobspec.MAX_ENV_ITEMS}")
+    size = sum(_utf8_size(k, label) + _utf8_size(v, label) for k, v in seen.items())
+    if size > jobspec.MAX_ENV_BYTES:
+        raise InputError(f"{label}: {size} bytes, at most {jobspec.MAX_ENV_BYTES}")
     return tuple(seen.items())

@@ -250,7 +250,8 @@ def show(store: Store, settings: ManagerSettings, job_id: str, now_s: float) -> 
                    total(per_attempt.values()), entry, parts)
     return JobDetail(
         id=job.id, state=job.state.value, image=job.image, application=job.application,
-        command=job.command, env=dict(job.env), epochs=job.epochs,
+        command=("<unreadable stored value>",) if "command" in job.unreadable else job.command,
+        env=dict(job.env), epochs=job.epochs,
         epochs_done=min(job.epochs, max(job.epochs_done, done)),
         submit_s=job.submit_s, due_s=job.due_s, weight=job.weight, max_gpus=job.max_gpus,
         grace_s=job.grace_s, gpu_milli=job.gpu_milli, gpu_memory_mib=job.gpu_memory_mib,

@@ -28,8 +28,8 @@ def default_workers(tasks: int) -> int:
 def run_policies(trace: Trace, policies: Sequence[str], options: SimOptions, *,
                  workers: int | None = None, show_progress: bool = True) -> list[SimResult]:
     """Simulate every policy on the same trace; results in the order of ``policies``."""
-    workers = workers or default_workers(len(policies))
-    if workers == 1:
+    workers = min(workers or default_workers(len(policies)), len(policies))   # no idle forks
+    if workers <= 1:
         return [_run_inline(trace, p, options, show_progress) for p in policies]
     from andreas.optimizer.kernels import warm
     warm(notice=_notice if show_progress else None)   # once here; forked workers inherit it

@@ -15,6 +15,13 @@ PROGRESS_MODES = ("epoch", "exact")
 GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
 
 
+# Upper bounds (issue 32): a 10**9-chromosome population or generation count, or a wake-up
+# of 1e308 s, is a typo that hangs a simulation; the command line takes them from here.
+MAX_GA_SIZE = 10_000                    # chromosomes per generation, generations per decision
+MAX_WAKE_S = 86400.0                    # as the manager's [power] wake_lead_s
+MAX_IDLE_S = 3650 * 86400.0             # as [power] idle_s
+
+
 @dataclass(frozen=True, kw_only=True)
 class SimOptions:
     """How to simulate. ``period_s`` None takes the trace's H; 0 turns periodic rescheduling off.
@@ -62,16 +69,18 @@ class SimOptions:
     tariff: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("power_idle_s", "wake_s"):
+        for name, top in (("power_idle_s", MAX_IDLE_S), ("wake_s", MAX_WAKE_S)):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise InputError(f"{name}: must be a number >= 0, got {value!r}", field=name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value)
+                    and 0 <= value <= top):
+                raise InputError(f"{name}: must be a number 0-{top:g}, got {value!r}",
+                                 field=name)
         for name in ("ga_population", "ga_generations"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise InputError(f"{name}: must be a positive integer, got {value!r}",
-                                 field=name)
+                                      or not 1 <= value <= MAX_GA_SIZE):
+                raise InputError(f"{name}: must be a positive integer <= {MAX_GA_SIZE}, got "
+                                 f"{value!r}", field=name)
         if self.ga_fitness is not None and self.ga_fitness not in GA_FITNESSES:
             raise InputError(f"ga_fitness: must be one of {', '.join(GA_FITNESSES)}, got "
                              f"{self.ga_fitness!r}", field="ga_fitness")

@@ -67,7 +67,7 @@ def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
     warm(notice=_notice if show_progress else None)   # once here; forked workers inherit it
 
     with Progress(disable=not show_progress) as bar, \
-            ProcessPoolExecutor(max_workers=workers) as pool:
+            ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks)))) as pool:
         task = bar.add_task("simulations", total=len(tasks))
         futures = [pool.submit(run_task, *t, grid.cloud, options, tariff) for t in tasks]
         for fut in as_completed(futures):

@@ -9,6 +9,9 @@ agent      INSERT on power_samples, host_samples, their 1-minute aggregate table
            and end_s (the fence: is a container it runs still its job's current attempt
            here, ``store/fence.py``); UPDATE of nodes.last_heartbeat_s and nodes.state
            only. Nothing else on jobs, attempts, decisions, profiles; no DDL, no DELETE.
+           Listed in ``agent_accounts``: the triggers of ``store/procedures.py`` keep a
+           node's own account (``add_agent``) to that node, and any agent to attempts
+           that ran on the node it writes for, plausible energy and up/down moves.
 manager    SELECT, INSERT, UPDATE, DELETE on every data table (jobs, decisions, retention);
            no DDL (CREATE, ALTER, DROP, INDEX).
 reporter   SELECT on every data table.
@@ -23,8 +26,9 @@ submitter  a MariaDB *role* (no password, no login) that every person's own acco
 =========  =============================================================================
 
 Every account may read ``alembic_version`` (the schema check every component makes).
-MariaDB has no row-level privileges: "its own node row" is what the agent's code
-updates (``WHERE name = <its node>``); the grant limits it to the two columns.
+MariaDB has no row-level privileges: the grant limits the agent to two columns of
+``nodes``, the triggers to its own row (an account of its own per node) and to moves
+between ``up`` and ``down``.
 
 The statements are idempotent: create the account if missing, set its password, revoke
 everything, grant exactly the list (re-run after an upgrade that adds tables).
@@ -37,12 +41,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
 from andreas.errors import InputError
+from andreas.infra.fileio import read_text_capped
 from andreas.store.models import Base
+from andreas.store.procedures import literal
 
 ROLES = ("agent", "manager", "reporter", "migrator")
 SUBMITTER = "submitter"
@@ -59,10 +65,16 @@ AGENT_SELECT = ("nodes", "gpus")
 AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
 AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}
 AGENT_READ_ONLY_COLUMNS = {"job_attempts": ("job_id", "attempt", "node_id", "end_s")}
-_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
-_HOST = re.compile(r"^[A-Za-z0-9_.%:\-]{1,255}$")
-# A person's account: their OS user name as a rule (letters, digits, _ . -).
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")          # fullmatch: '$' would take a final '\n'
+_HOST = re.compile(r"[A-Za-z0-9_.%:\-]{1,255}")
+# A person's own account: their OS user name as a rule (letters, digits, _ . -), never
+# a service account's name (anything starting with the prefix) or the server's own.
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}")
+_RESERVED_USERS = ("root", "mysql", "mariadb.sys", "public", "none")
+# A person's account may keep one statement (a procedure call, a query of a view) busy
+# this long and hold this many connections: enough for the CLI, not for a siege.
+PERSON_MAX_STATEMENT_S = 30
+PERSON_MAX_CONNECTIONS = 20
 
 
 @dataclass(frozen=True)
@@ -78,9 +90,9 @@ class Account:
 
 def accounts(prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST,
              roles: Iterable[str] = ROLES) -> list[Account]:
-    if not prefix or not _NAME.match(prefix):
+    if not prefix or not _NAME.fullmatch(prefix):
         raise InputError(f"account prefix {prefix!r}: use letters, digits and _ only")
-    if not _HOST.match(host):
+    if not _HOST.fullmatch(host):
         raise InputError(f"account host {host!r}: use a host name, an IP or a % pattern")
     out = []
     for role in roles:
@@ -96,7 +108,7 @@ def data_tables() -> list[str]:
 
 def grants(database: str, account: Account) -> list[str]:
     """The GRANT statements of one account (after REVOKE ALL)."""
-    if not _NAME.match(database):
+    if not _NAME.fullmatch(database):
         raise InputError(f"database name {database!r}: use letters, digits and _ only")
     to = f"TO {account.sql_name}"
 
@@ -126,14 +138,14 @@ def grants(database: str, account: Account) -> list[str]:
 
 def submitter_role(prefix: str = DEFAULT_PREFIX) -> str:
     """The role's name, ``<prefix>submitter``."""
-    if not prefix or not _NAME.match(prefix):
+    if not prefix or not _NAME.fullmatch(prefix):
         raise InputError(f"account prefix {prefix!r}: use letters, digits and _ only")
     return f"{prefix}{SUBMITTER}"
 
 
 def submitter_grants(database: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """The GRANT statements of the submitter role (after REVOKE ALL)."""
-    if not _NAME.match(database):
+    if not _NAME.fullmatch(database):
         raise InputError(f"database name {database!r}: use letters, digits and _ only")
     to = f"TO `{submitter_role(prefix)}`"
     return ([f"GRANT SELECT ON `{database}`.`{t}` {to}"
@@ -149,14 +161,32 @@ def _submitter_statements(database: str, prefix: str) -> list[str]:
             *submitter_grants(database, prefix)]
 
 
-def user_account(name: str, host: str = DEFAULT_HOST) -> Account:
-    """A person's own account (role ``submitter``)."""
-    if not _USER.match(name):
+def user_account(name: str, host: str = DEFAULT_HOST,
+                 prefix: str = DEFAULT_PREFIX) -> Account:
+    """A person's own account (role ``submitter``); the one rule for their names."""
+    if not isinstance(name, str) or not _USER.fullmatch(name):
         raise InputError(f"user {name!r}: 1-80 letters, digits, '_', '.', '-' (an OS user "
                          "name, as a rule)")
-    if not _HOST.match(host):
+    if name.lower().startswith(prefix.lower()) or name.lower() in _RESERVED_USERS:
+        raise InputError(f"user {name!r}: the name of a service or server account (names "
+                         f"starting with {prefix!r} and {', '.join(_RESERVED_USERS)} are "
+                         "reserved)")
+    if not _HOST.fullmatch(host):
         raise InputError(f"account host {host!r}: use a host name, an IP or a % pattern")
     return Account(SUBMITTER, name, host)
+
+
+def _case_clash(cursor: Any, name: str) -> str | None:
+    """An existing account or role whose name differs from ``name`` only in case: owners
+    are compared byte for byte, but two such people would be one to a person reading
+    ``queue``, and to every tool that folds case."""
+    cursor.execute("SELECT DISTINCT User FROM mysql.global_priv WHERE LOWER(User) = "
+                   "LOWER(%s) AND CAST(User AS BINARY) <> CAST(%s AS BINARY) LIMIT 1",
+                   (name, name))
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return row[0].decode() if isinstance(row[0], bytes) else str(row[0])
 
 
 def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEFAULT_HOST,
@@ -167,11 +197,15 @@ def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEF
     through the server's socket, no password: the database account *is* the OS user).
     Passwords are bound parameters, never logged. Run ``create-users`` first (the role).
     """
-    account = user_account(name, host)
+    account = user_account(name, host, prefix)
     role = f"`{submitter_role(prefix)}`"
     with engine.begin() as conn:
         cursor = conn.connection.dbapi_connection.cursor()
         try:
+            clash = _case_clash(cursor, name)
+            if clash is not None:
+                raise InputError(f"user {name!r}: account {clash!r} exists; names must "
+                                 "differ in more than case")
             quoted = account.sql_name.replace("%", "%%")
             if password is None:
                 cursor.execute(f"CREATE USER IF NOT EXISTS {account.sql_name} "
@@ -181,6 +215,9 @@ def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEF
                 cursor.execute(f"CREATE USER IF NOT EXISTS {quoted} IDENTIFIED BY %s",
                                (password,))
                 cursor.execute(f"ALTER USER {quoted} IDENTIFIED BY %s", (password,))
+            cursor.execute(f"ALTER USER {account.sql_name} WITH MAX_USER_CONNECTIONS "
+                           f"{PERSON_MAX_CONNECTIONS} MAX_STATEMENT_TIME "
+                           f"{PERSON_MAX_STATEMENT_S}")
             cursor.execute(f"GRANT {role} TO {account.sql_name}")
             cursor.execute(f"SET DEFAULT ROLE {role} FOR {account.sql_name}")
         finally:
@@ -188,15 +225,67 @@ def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEF
     return account
 
 
-def remove_user(engine: Engine, name: str, *, host: str = DEFAULT_HOST) -> None:
+def remove_user(engine: Engine, name: str, *, host: str = DEFAULT_HOST,
+                prefix: str = DEFAULT_PREFIX) -> None:
     """Drop a person's account (their jobs keep their owner)."""
-    account = user_account(name, host)
+    account = user_account(name, host, prefix)
     with engine.begin() as conn:
         cursor = conn.connection.dbapi_connection.cursor()
         try:
             cursor.execute(f"DROP USER IF EXISTS {account.sql_name}")
         finally:
             cursor.close()
+
+
+# -- agents: which database accounts are node agents, and for which node
+# (``agent_accounts``; the triggers of store/procedures.py keep each to its node).
+_AGENT_LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}")
+
+
+def agent_login(node: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """The default account of ``node``'s agent: ``<prefix>agent_<node>`` (characters a
+    MariaDB name should not hold become '_')."""
+    return (f"{prefix}agent_" + re.sub(r"[^A-Za-z0-9_.-]", "_", node))[:80]
+
+
+def register_agent_sql(database: str, login: str, node: str | None) -> str:
+    """The statement that records ``login`` as an agent of ``node`` (None: any node)."""
+    if not _NAME.fullmatch(database) or not _AGENT_LOGIN.fullmatch(login):
+        raise InputError(f"agent account {login!r} in {database!r}: not a valid name")
+    value = "NULL" if node is None else literal(node)
+    return (f"INSERT INTO `{database}`.`agent_accounts` (login, node) VALUES ('{login}', "
+            f"{value}) ON DUPLICATE KEY UPDATE node = {value}")
+
+
+def add_agent(engine: Engine, database: str, node: str, *, password: str,
+              login: str | None = None, host: str = DEFAULT_HOST,
+              prefix: str = DEFAULT_PREFIX) -> Account:
+    """Create or update the account of one node's agent: the agent's grants, and an
+    ``agent_accounts`` row that keeps it to ``node`` (samples, gaps, epochs, energy and
+    the node row of that node only). Passwords are bound parameters, never logged."""
+    if not node or len(node) > 128 or any(c.isspace() or c < " " for c in node):
+        raise InputError(f"node {node!r}: 1-128 characters, no spaces or control characters")
+    login = login or agent_login(node, prefix)
+    if not _AGENT_LOGIN.fullmatch(login) or not login.lower().startswith(prefix.lower()):
+        raise InputError(f"agent account {login!r}: 1-80 letters, digits, '_', '.', '-', "
+                         f"starting with the service prefix {prefix!r}")
+    if not _HOST.fullmatch(host):
+        raise InputError(f"account host {host!r}: use a host name, an IP or a % pattern")
+    account = Account("agent", login, host)
+    statements = grants(database, account)
+    with engine.begin() as conn:
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            quoted = account.sql_name.replace("%", "%%")
+            cursor.execute(f"CREATE USER IF NOT EXISTS {quoted} IDENTIFIED BY %s", (password,))
+            cursor.execute(f"ALTER USER {quoted} IDENTIFIED BY %s", (password,))
+            cursor.execute(f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {account.sql_name}")
+            for statement in statements:
+                cursor.execute(statement)
+            cursor.execute(register_agent_sql(database, login, node))
+        finally:
+            cursor.close()
+    return account
 
 
 def _password_var(role: str) -> str:
@@ -240,6 +329,8 @@ def setup_script(database: str = "andreas", prefix: str = DEFAULT_PREFIX,
                          "DEALLOCATE PREPARE andreas_stmt;")
         lines.append(f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {a.sql_name};")
         lines += [g + ";" for g in grants(database, a)]
+        if a.role == "agent":
+            lines.append(register_agent_sql(database, a.user, None) + ";")
         lines.append("")
     if submitter:
         lines.append(f"-- {SUBMITTER} (a role: people's own accounts get it from "
@@ -259,10 +350,8 @@ def passwords_from_env(roles: Iterable[str],
         var = f"ANDREAS_DB_{role.upper()}_PASSWORD"
         if env.get(var + "_FILE"):
             path = env[var + "_FILE"]
-            try:
-                out[role] = Path(path).read_text().rstrip("\r\n")
-            except OSError as e:
-                raise InputError(f"{var}_FILE={path}: cannot read ({e.strerror})") from None
+            out[role] = read_text_capped(path, what="password file", limit=4096,
+                                         label=f"{var}_FILE={path}").rstrip("\r\n")
         elif env.get(var):
             out[role] = env[var]
         if not out.get(role):
@@ -292,6 +381,8 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
                 cursor.execute(f"REVOKE ALL PRIVILEGES, GRANT OPTION FROM {a.sql_name}")
                 for statement in grants(database, a):
                     cursor.execute(statement)
+                if a.role == "agent":                 # the fleet's: any node, as an agent
+                    cursor.execute(register_agent_sql(database, a.user, None))
             if submitter:
                 for statement in _submitter_statements(database, prefix):
                     cursor.execute(statement)
@@ -306,6 +397,11 @@ def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST)
         try:
             for a in accounts(prefix, host):
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
+            cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_accounts'")
+            if cursor.fetchone()[0]:            # a migrated database: forget its agents
+                cursor.execute("DELETE FROM agent_accounts WHERE login LIKE %s",
+                               (prefix.replace("_", "\\_") + "agent%",))
             cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")
         finally:
             cursor.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import math
 import time
@@ -112,11 +113,34 @@ def make_engine(url: str | URL, *, password_file: str | None = None,
                 raise StoreUnavailable(f"database {mask_url(parsed)}: file {path} does not "
                                        "exist; create it with `andreas db upgrade`")
             parsed = parsed.set(database=str(path.expanduser()))
-        engine = create_engine(parsed, connect_args={"timeout": 30})
+        engine = create_engine(parsed, connect_args={"timeout": 30},
+                               json_deserializer=read_json)
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
     return create_engine(parsed, pool_pre_ping=True, pool_recycle=3600,
-                         connect_args={"connect_timeout": 10})
+                         connect_args={"connect_timeout": 10}, json_deserializer=read_json)
+
+
+def read_json(text: str | bytes) -> Any:
+    """How every JSON column is read: a value that does not parse (a row edited by hand
+    on SQLite, which checks nothing) is None, logged, never an exception in the middle of
+    a query; readers treat None as "unknown" (``store/read.py``, ``plandoc``)."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        shown = _excerpt(text)
+        if shown not in _UNREADABLE and len(_UNREADABLE) < 1000:   # once each, not per tick
+            _UNREADABLE.add(shown)
+            log.error("a stored JSON value does not parse (%s); read as unknown", shown)
+        return None
+
+
+_UNREADABLE: set[str] = set()
+
+
+def _excerpt(text: str | bytes) -> str:
+    shown = repr(text[:40])
+    return shown + ("..." if len(text) > 40 else "")
 
 
 def _sqlite_on_connect(dbapi_connection, _record) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pwd
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -107,6 +108,43 @@ def jobs_table(db: Session | Connection) -> sa.TableClause:
 def attempts_table(db: Session | Connection) -> sa.TableClause:
     """Where this session reads attempts: ``job_attempts``, or ``my_job_attempts``."""
     return MY_ATTEMPTS if restricted(db) else JobAttempt
+
+
+def owned_by(db: Session | Connection, column: Any, user: str) -> Any:
+    """SQL: ``column`` (an owner) is ``user``, byte for byte, as the database's views and
+    procedures compare (MariaDB's collation alone would take ``Alice`` for ``alice``)."""
+    if _conn(db).dialect.name == "sqlite":
+        return column == user                     # SQLite's = is binary already
+    return sa.and_(column == user, sa.func.binary(column) == sa.func.binary(user))
+
+
+# The writes every manager makes, probed without touching a row (WHERE 1 = 0): an account
+# that lacks one is not the manager's, whatever else it may do.
+_MANAGER_PROBES = ("UPDATE jobs SET state = state WHERE 1 = 0",
+                   "UPDATE job_attempts SET end_s = end_s WHERE 1 = 0",
+                   "DELETE FROM decisions WHERE 1 = 0")
+
+
+def require_manager(db: Session | Connection) -> None:
+    """InputError (one line) unless this session's account may do the manager's writes:
+    a person's account, the reporter's or an agent's is told so before anything starts."""
+    conn = _conn(db)
+    if conn.dialect.name == "sqlite":
+        return                       # the file's permissions decide
+    who = access(db)
+    kind = "a person's (submitter) account" if who.restricted else "not allowed to"
+    for probe in _MANAGER_PROBES:
+        try:
+            with conn.begin_nested():
+                conn.exec_driver_sql(probe)
+        except DBAPIError as e:
+            if error_code(e) not in (1142, 1143, 1044):
+                raise
+            what = probe.split(" WHERE")[0].split(" SET")[0].lower()
+            raise InputError(f"database account {who.user!r} is not the manager's ({kind}"
+                             f"{'' if who.restricted else ' ' + what}); run `andreas manager "
+                             "run` with the manager's account (andreas_manager: "
+                             "ANDREAS_DB_URL or [store] url)") from None
 
 
 def require(who: Access, job_id: str, owner: str | None, action: str) -> None:

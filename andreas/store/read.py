@@ -4,6 +4,7 @@ never touch ORM objects (and never lazy-load) and map the same columns once."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -17,8 +18,11 @@ from andreas.store.jobs import ACTIVE, TERMINAL
 from andreas.store.models import Gpu, JobState, Node, NodeState
 from andreas.store.nodes import Db
 from andreas.store.jobs import LIVE
-from andreas.store.owners import attempts_table, jobs_table, restricted
+from andreas.store.owners import attempts_table, jobs_table, owned_by, restricted
 from andreas.store.tables import job_attempts, jobs
+
+log = logging.getLogger(__name__)
+_UNREADABLE: set[int] = set()          # attempts whose gpu_ids were said to be unreadable
 
 FAKE_GPU_PREFIX = "GPU-fake-"
 DEFAULT_GRACE_S = 120.0              # a job row without grace_s (older rows)
@@ -124,6 +128,9 @@ class JobView:
     gpu_milli: int | None = None          # a share of one GPU; None: whole GPUs (elastic)
     gpu_memory_mib: int | None = None
     owner: str | None = None              # None: submitted before owners were recorded
+    # Fields whose stored JSON did not read as what they must be (a row edited by hand):
+    # shown as unknown; the manager fails such a job rather than run it with a guess.
+    unreadable: tuple[str, ...] = ()
 
     @property
     def latest(self) -> AttemptView | None:
@@ -214,7 +221,7 @@ def load_queue(db: Db, *, include_finished: bool = False,
     jobs = jobs_table(db).c
     where = [] if include_finished else [jobs.state.not_in(TERMINAL)]
     if owner is not None:
-        where.append(jobs.owner == owner)
+        where.append(owned_by(db, jobs.owner, owner))
     return _with_attempts(db, _rows(db, and_(*where) if where else None))
 
 
@@ -235,9 +242,30 @@ def _with_attempts(db: Db, rows: list[Any]) -> dict[str, JobView]:
     return {r.id: _job(r, tuple(attempts.get(r.id, ()))) for r in rows}
 
 
+def _listed(value: Any, kind: type) -> tuple | None:
+    """A JSON list whose items are all ``kind`` (bools are no ints), as a tuple; None for
+    anything else (a value that did not parse reads as None: ``engine.read_json``)."""
+    if not isinstance(value, list) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple(value)
+
+
+def _mapped(value: Any) -> dict[str, str] | None:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return value
+
+
 def _attempt(a: Any) -> AttemptView:
+    gpu_ids = _listed(a.gpu_ids, int)
+    if gpu_ids is None and a.id not in _UNREADABLE and len(_UNREADABLE) < 1000:
+        _UNREADABLE.add(a.id)                     # said once, not at every tick
+        log.error("attempt %s of job %s: stored gpu_ids %r are not a list of GPU indexes; "
+                  "read as none", a.attempt, a.job_id, str(a.gpu_ids)[:40])
     return AttemptView(id=a.id, job_id=a.job_id, attempt=a.attempt, node_id=a.node_id,
-                       gpu_ids=tuple(int(i) for i in (a.gpu_ids or ())),
+                       gpu_ids=gpu_ids or (),
                        container_id=a.container_id, start_s=a.start_s, end_s=a.end_s,
                        exit_code=a.exit_code, decision_id=a.decision_id,
                        stop_decision_id=a.stop_decision_id, stop_requested_s=a.stop_requested_s,
@@ -245,9 +273,10 @@ def _attempt(a: Any) -> AttemptView:
 
 
 def _job(r: Any, attempts: tuple[AttemptView, ...]) -> JobView:
-    return JobView(id=r.id, state=r.state, image=r.image,
-                   command=tuple(str(c) for c in (r.command or ())),
-                   env=MappingProxyType({str(k): str(v) for k, v in (r.env or {}).items()}),
+    command, env = _listed(r.command, str), _mapped(r.env)
+    unreadable = tuple(name for name, v in (("command", command), ("env", env)) if v is None)
+    return JobView(id=r.id, state=r.state, image=r.image, command=command or (),
+                   env=MappingProxyType(env or {}), unreadable=unreadable,
                    epochs=r.epochs, epochs_done=r.epochs_done or 0, submit_s=r.submit_s,
                    due_s=r.due_s, weight=r.weight, application=r.application,
                    grace_s=r.grace_s if r.grace_s is not None else DEFAULT_GRACE_S,

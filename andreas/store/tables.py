@@ -390,3 +390,12 @@ agent_gaps = Table(
     _bool("charged", False, server=True),
     _col("reason", String(255)),
     **MYSQL)
+
+# MariaDB accounts that are node agents, and the node each may write for (NULL: the
+# fleet's shared agent account, any node); read by the triggers of
+# ``store/procedures.py`` (migration 0012). Unused on SQLite, which has no accounts.
+agent_accounts = Table(
+    "agent_accounts", metadata,
+    _pk("login", String(80)),
+    _col("node", String(128), null=True),
+    **MYSQL)

@@ -163,7 +163,7 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path):
     cases = [
         (["--config", str(tmp_path / "missing.toml")], "config file"),
         (["--config", str(config(tmp_path, url, "zero.toml", interval_s=0))],
-         "zero.toml: [agent] interval_s must be > 0"),
+         "zero.toml: [agent] interval_s must be >= 0.05"),
         (["--config", str(config(tmp_path, url)), "--fake-gpus", "3xQuantum"],
          "unknown GPU type 'Quantum'"),
         (["--config", str(config(tmp_path, url)), "--check", "--once"], "exclude each other"),

@@ -212,3 +212,153 @@ def test_a_record_that_is_not_json_is_dropped_loudly_not_fatally(tmp_path, caplo
     assert spool.unwritable == 2 and "not plain JSON" in caplog.text
     assert [e["i"] for _, e in spool.peek(10)] == [0, 3]
     spool.close()
+
+
+# ------------------------------------------------------------------ issue 32, point 13
+def _returns(fn, timeout_s: float = 30.0):
+    """``fn()`` in a thread; fails (instead of hanging the suite) when it does not return."""
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:      # noqa: BLE001 - handed to the test
+            out["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    assert not t.is_alive(), f"{fn} hung"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def test_a_symlinked_segment_is_never_followed(tmp_path, caplog):
+    """The spool followed a symlink named like a segment and truncated its target."""
+    target = tmp_path / "precious.txt"
+    target.write_text("not a spool line\n" * 3 + "half")
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    (spool_dir / "seg-00000000000000000001.jsonl").symlink_to(target)
+    (spool_dir / "committed").symlink_to(target)
+    with caplog.at_level(logging.ERROR, logger="agents.spool"), pytest.raises(SpoolError) as e:
+        Spool(spool_dir)
+    assert "not a spool line" not in str(e.value)              # never the file's content
+    (spool_dir / "committed").unlink()
+    spool = Spool(spool_dir)
+    assert "not a regular file" in caplog.text and "never followed" in caplog.text
+    assert spool.append(entries(0, 3)) == 3
+    spool.flush()
+    assert drain(spool) == [0, 1, 2]
+    spool.close()
+    assert target.read_text() == "not a spool line\n" * 3 + "half"
+    (aside,) = spool_dir.glob("seg-00000000000000000001.jsonl.ignored-*")
+    assert aside.is_symlink() and aside.resolve() == target
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_directory_or_fifo_named_like_a_segment_is_ignored(tmp_path, kind, caplog):
+    """A directory or a FIFO named like a segment ended in a traceback or a hang."""
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    odd = spool_dir / "seg-00000000000000000005.jsonl"
+    odd.mkdir() if kind == "directory" else os.mkfifo(odd)
+    with caplog.at_level(logging.ERROR, logger="agents.spool"):
+        spool = _returns(lambda: Spool(spool_dir))
+        assert _returns(lambda: spool.append(entries(0, 2))) == 2
+        spool.flush()
+        assert _returns(lambda: drain(spool)) == [0, 1]
+        state = _returns(lambda: inspect_spool(spool_dir))
+        spool.close()
+    assert "not a regular file" in caplog.text
+    assert state.committed_seq == 2
+
+
+def test_a_deeply_nested_line_is_a_corrupt_line(tmp_path, caplog):
+    """A 100 000-deep nested line ended in a RecursionError traceback."""
+    spool = Spool(tmp_path, fsync=False)
+    spool.append(entries(0, 1))
+    spool.close()
+    seg = next(tmp_path.glob("seg-*.jsonl"))
+    with seg.open("ab") as f:
+        f.write(b"[" * 100_000 + b"\n")
+        f.write(json.dumps({"seq": 2, "entry": {"kind": "x", "i": 1}}).encode() + b"\n")
+    with caplog.at_level(logging.ERROR, logger="agents.spool"):
+        spool = _returns(lambda: Spool(tmp_path, fsync=False))
+        assert drain(spool) == [0, 1]
+    assert spool.corrupt_lines == 1
+    spool.close()
+
+
+class _FullDisk:
+    """Segment files whose writes fail with ENOSPC while ``full`` is set."""
+
+    full = False
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, data):
+        if _FullDisk.full:
+            raise OSError(28, "No space left on device")
+        return self.real.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def __iter__(self):
+        return iter(self.real)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.real.close()
+
+
+def test_a_full_disk_loses_records_countably_and_the_delivery_thread_lives(tmp_path,
+                                                                           monkeypatch,
+                                                                           caplog):
+    """On a full disk the delivery thread died (7 tracebacks) and samples were lost
+    without being counted."""
+    import agents.spool as spool_mod
+    from agents.delivery import Delivery
+    from agents.store_writer import DeliveryError
+
+    real_open = spool_mod._open_segment
+    monkeypatch.setattr(spool_mod, "_open_segment",
+                        lambda path, flags=os.O_RDONLY: _FullDisk(real_open(path, flags)))
+
+    class Down:
+        def write(self, entries, heartbeat_t=None):
+            raise DeliveryError("(2003) Can't connect", "transient")
+
+    delivery = Delivery(Down(), Spool(tmp_path / "spool", fsync=False), batch_rows=10,
+                        batch_s=0.05, backoff_s=0.05, max_backoff_s=0.1, shutdown_s=1.0)
+    delivery.start()
+    try:
+        with caplog.at_level(logging.ERROR):
+            delivery.put_many(entries(0, 5))
+            _returns(lambda: _wait(lambda: delivery.stats.spooled == 5))
+            _FullDisk.full = True
+            delivery.put_many(entries(5, 12))
+            _returns(lambda: _wait(lambda: delivery.stats.refused == 7))
+            assert delivery._thread.is_alive()
+            _FullDisk.full = False
+            delivery.put_many(entries(12, 15))
+            _returns(lambda: _wait(lambda: delivery.stats.spooled == 8))
+    finally:
+        _FullDisk.full = False
+        delivery.stop(5.0)
+    assert "Traceback" not in caplog.text and "No space left" in caplog.text
+    assert delivery.spool.disk_errors == 7
+
+
+def _wait(cond, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+    return True

@@ -77,11 +77,14 @@ def test_mariadb_stopped_mid_run_every_sample_arrives_exactly_once(tmp_path):
         migrate.upgrade(admin)
         accounts.apply(admin, make_url(url).database, {"agent": "agent-pw-1"}, prefix)
         with admin.begin() as conn:                  # the manager registers the node
-            register(conn, spec(), write=True)
+            node_id = register(conn, spec(), write=True).node_id
             conn.exec_driver_sql(
                 "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, "
                 "due_s, weight, application, grace_s, state) VALUES ('job-o', 'img', '[]', "
                 "'{}', 100, 0, 0, 1, 1, 'a', 120, 'running')")
+            conn.exec_driver_sql(                    # ... and starts it there
+                "INSERT INTO job_attempts (job_id, attempt, node_id, gpu_ids, start_s, "
+                "profiling) VALUES ('job-o', 1, %s, '[0]', 0, 0)", (node_id,))
         agent_url = make_url(url).set(username=f"{prefix}agent", password="agent-pw-1")
         writer = StoreWriter(agent_engine(agent_url.render_as_string(hide_password=False)),
                              spec=spec, self_register=False)

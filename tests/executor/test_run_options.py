@@ -56,7 +56,8 @@ def test_options_follow_the_job_contract_and_the_settings():
     # the security profile (issue 16): no capabilities, a non-root user, a process limit
     assert opts["cap_drop"] == ["ALL"] and "cap_add" not in opts
     assert opts["user"] == "65534:65534" and opts["pids_limit"] == 4096
-    assert "mem_limit" not in opts                      # 0: no memory limit configured
+    assert "mem_limit" not in opts                      # the node's memory is unknown here
+    assert opts["oom_score_adj"] == 500                 # the job dies before the agent
     assert "restart_policy" not in opts     # one container per attempt
 
 
@@ -65,7 +66,20 @@ def test_limits_and_the_user_come_from_the_settings():
                                                    pids_limit=0))
     assert opts["user"] == "1000:1000" and opts["pids_limit"] == -1
     assert opts["mem_limit"] == opts["memswap_limit"] == "2048m"
-    assert "user" not in run_options(request(), ExecutorSettings(user="root"))
+    with pytest.raises(ExecutorError, match="uid or gid 0 is root"):
+        run_options(request(), ExecutorSettings(user="0:0"))
+
+
+def test_a_job_gets_the_nodes_memory_less_the_reserve_by_default():
+    """Issue 32: jobs had no memory limit by default; one could starve the node's agent."""
+    opts = run_options(request(), ExecutorSettings(), node_memory_mib=65536)
+    assert opts["mem_limit"] == opts["memswap_limit"] == f"{65536 - 2048}m"
+    small = run_options(request(), ExecutorSettings(), node_memory_mib=1024)
+    assert small["mem_limit"] == "256m"
+    assert "mem_limit" not in run_options(request(), ExecutorSettings(memory_limit_mib=0),
+                                          node_memory_mib=65536)     # 0: none, on purpose
+    assert run_options(request(), ExecutorSettings(memory_limit_mib=4096),
+                       node_memory_mib=65536)["mem_limit"] == "4096m"
 
 
 def test_a_star_never_crosses_a_slash_in_the_allow_list():

@@ -131,13 +131,13 @@ def test_environment_values_are_named_by_their_variable(tmp_path):
 
 
 @pytest.mark.parametrize("table, message", [
-    ("extra_volumes = ['/var/run/docker.sock:/s']", "it is root on the node"),
+    ("extra_volumes = ['/var/run/docker.sock:/s']", "must not be given to jobs"),
     ("extra_volumes = ['/data:/andreas/checkpoint']", "is the checkpoint mount"),
-    ("extra_volumes = ['data:/data']", "the host path must be absolute"),
+    ("extra_volumes = ['data:/data']", "must be an absolute path"),
     ("extra_volumes = ['/a:/b:rx']", "not host:container[:ro|rw]"),
     ("image_allowlist = ['reg*/ml/*']", "the registry host 'reg*' must be written out"),
     ("image_allowlist = ['registry.*/x']", "must be written out"),
-    ("user = 'bad user'", "must be uid[:gid]"),
+    ("user = 'bad user'", "must be a numeric uid[:gid]"),
     ("memory_limit_mib = -1", "memory_limit_mib must be >= 0"),
     ("pids_limit = 1e9", "pids_limit has the wrong type"),
 ])
@@ -181,3 +181,72 @@ def test_a_password_file_others_may_read_gets_a_warning(tmp_path, caplog):
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(InputError, match="not UTF-8"):
         read_password_file(str(path))
+
+
+# ------------------------------------------------------------------ issue 32, point 9
+SENSITIVE_SPELLINGS = [
+    "//var/run/docker.sock", "/var//run/docker.sock", "/var/run/./docker.sock",
+    "/var/run/docker.sock/", "/run/docker.sock", "/./", "/", "//", "/.", "/etc/shadow",
+    "/etc", "/proc/1/root", "/proc", "/dev/sda", "/sys/fs/cgroup", "/var/lib/docker",
+    "/var/lib/docker/overlay2", "/root/.ssh", "/root", "/run/containerd/containerd.sock",
+    "/var/run/containerd/containerd.sock", "/var/lib/containerd", "/home", "/home/alice",
+    "/var", "/var/lib", "/boot", "/var/lib/andreas-agent/spool", "/var/log",
+    "/srv/ckpt", "/srv/ckpt/other-job", "/srv",
+]
+
+
+@pytest.mark.parametrize("host", SENSITIVE_SPELLINGS)
+def test_sensitive_host_paths_are_refused_in_every_spelling(tmp_path, host):
+    """Issue 32: `//var/run/docker.sock`, `/var//run/docker.sock` and `/./` passed the
+    allow-list (the Docker socket and the root in disguise), and so did /etc/shadow,
+    /proc/1/root, /dev/sda, /sys/fs/cgroup, /var/lib/docker, /root/.ssh, containerd's
+    socket and /home. The checkpoint root (every job's checkpoints) is refused too."""
+    config = tmp_path / "andreas.toml"
+    config.write_text(f"[executor]\ncheckpoint_root = '/srv/ckpt'\nextra_volumes = "
+                      f"['{host}:/mnt:ro']\n")
+    with pytest.raises(InputError) as err:
+        load_settings({"ANDREAS_CONFIG": str(config)})
+    assert "must not be given to jobs" in str(err.value) or "'..'" in str(err.value)
+    assert str(config) in str(err.value) and "extra_volumes" in str(err.value)
+
+
+@pytest.mark.parametrize("table, message", [
+    ("extra_volumes = ['/data/../etc:/x']", "must not contain '..'"),
+    ("extra_volumes = ['/data:/']", "the container path must not be /"),
+    ("extra_volumes = ['/data://andreas//checkpoint/']", "is the checkpoint mount"),
+    ('extra_volumes = ["/da\\u0007ta:/x"]', "control characters"),
+    ("mps_pipe_dir = '/run'", "must not be given to jobs"),
+    ("mps_pipe_dir = '/run/docker.sock'", "must not be given to jobs"),
+    ("network = 'container:4f2a'", "never container:<id>"),
+    ("network = 'container:andreas-job-1'", "never container:<id>"),
+    ("network = 'host'", "needs allow_host_network"),
+    ("network = ''", "must be bridge, none"),
+    ("user = 'root'", "must be a numeric uid"),
+    ("user = '0:0'", "uid or gid 0 is root"),
+    ("user = '0'", "uid or gid 0 is root"),
+    ("user = '000'", "uid or gid 0 is root"),
+    ("user = '00:1000'", "uid or gid 0 is root"),
+    ("user = '1000:0'", "uid or gid 0 is root"),
+    ("user = 'root:root'", "must be a numeric uid"),
+    ("user = 'nobody'", "must be a numeric uid"),
+    ("user = '+0'", "must be a numeric uid"),
+    ("user = '1000\\n'", "must be a numeric uid"),
+    ("fake_gpu_dir = '/var/run'", "must not be given to jobs"),
+    ("mps_pipe_dir = '/'", "must not be given to jobs"),
+])
+def test_foreign_namespaces_root_users_and_odd_paths_are_refused(tmp_path, table, message):
+    config = tmp_path / "andreas.toml"
+    config.write_text(f"[executor]\n{table}\n")
+    with pytest.raises(InputError) as err:
+        load_settings({"ANDREAS_CONFIG": str(config)})
+    assert message in str(err.value) and str(config) in str(err.value)
+
+
+def test_harmless_paths_are_normalised_and_kept(tmp_path):
+    config = tmp_path / "andreas.toml"
+    config.write_text("[executor]\nextra_volumes = ['/usr:/usr:ro', '//opt//rt/./:/rt/:ro']\n"
+                      "network = 'none'\nuser = '1000:1000'\n")
+    settings = load_settings({"ANDREAS_CONFIG": str(config)})
+    from andreas.config import parse_extra_volume
+    assert [parse_extra_volume(v, "/andreas/checkpoint") for v in
+            settings.executor.extra_volumes] == [("/usr", "/usr", "ro"), ("/opt/rt", "/rt", "ro")]

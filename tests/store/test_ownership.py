@@ -173,7 +173,7 @@ def test_nobody_submits_in_another_users_name(mdb):
 
 @pytest.mark.parametrize(("args", "message"), [
     ({"id": "../etc"}, "job id '../etc'"),
-    ({"epochs": 0}, "epochs 0: must be 1-1000000000"),
+    ({"epochs": 0}, "epochs 0: must be 1-1000000"),
     ({"epochs": 10**12}, "epochs 1000000000000"),
     ({"weight": 1e300}, "weight 1e300"),
     ({"grace_s": 1e300}, "grace_s 1e300"),
@@ -186,6 +186,24 @@ def test_nobody_submits_in_another_users_name(mdb):
     ({"command": "python"}, "command: must be a JSON list"),
     ({"image": "bad image"}, "image 'bad image'"),
     ({"gpu_milli": 1000}, "gpu_milli 1000"),
+    # issue 32: what the CLI refused and the procedure stored
+    ({"id": "nl\n"}, "job id 'nl\\n'"),                  # REGEXP '$' matched before '\n'
+    ({"image": "reg.example/t:1\n"}, "not a Docker image reference"),
+    ({"application": "train\n"}, "application 'train\\n'"),
+    ({"command": '["a\\u0000b"]'}, "command[0]: must not contain NUL"),
+    ({"env": '{"A": "x\\u0000"}'}, "env 'A': the value must not contain NUL"),
+    ({"env": '{"A": "1", "A": "2"}'}, "env: a variable is given twice"),
+    ({"env": '{"\\u0041": "1", "A": "2"}'}, "env: a variable is given twice"),
+    ({"epochs": 10**9}, "epochs 1000000000: must be 1-1000000"),
+    ({"weight": 1e9}, "weight 1000000000: must be 0-1000000"),
+    ({"grace_s": 7 * 86400}, "grace_s 604800: must be above 0, at most 86400"),
+    ({"max_gpus": 2, "gpu_milli": 500}, "a job with a GPU share runs on one GPU"),
+    ({"command": json.dumps(["x"] * 32000)}, "command: 32000 arguments, at most 4096"),
+    ({"command": json.dumps(["x" * 70000] * 4)}, "command: 280000 bytes, at most 262144"),
+    ({"env": json.dumps({f"V{i}": "1" for i in range(1025)})}, "1025 variables, at most 1024"),
+    ({"env": json.dumps({"BIG": "x" * 300000})}, "bytes, at most 262144"),
+    ({"image": "a" * 600}, "not a Docker image reference"),
+    ({"image": "a__b.c/x:1"}, "not a Docker image reference"),   # a registry, not a name
 ])
 def test_the_submit_procedure_checks_what_the_manager_relies_on(mdb, args, message):
     """A user who calls the procedure directly, past the CLI's checks, stores nothing bad."""
@@ -293,3 +311,136 @@ def test_the_sql_script_creates_the_role_create_users_creates(mdb):
                  if not g.startswith("GRANT USAGE")}
     database = make_url(mdb["admin"]).database
     assert shown == set(accounts.submitter_grants(database, mdb["prefix"]))
+
+
+# ------------------------------------------------------------------ issue 32, point 8
+CALL = ("CALL andreas_submit(:id, :image, :command, :env, :epochs, :due_s, :weight, "
+        ":application, :grace_s, :max_gpus, :gpu_milli, :gpu_memory_mib)")
+TRICKY = ["x", "x\n", "\nx", "x\r", "x\x00", "X", "x" * 64, "x" * 65, "x" * 300, "-x", "_x",
+          ".x", "x.y", "x y", "x\t", "é", "x/y", "x:1", "[/b]", "$x", "x;drop", "'", '"',
+          "\\", "x\u2028", "x\x1b[2J", "0", "A_B", "a__b", "a--b", "x" * 128, "x" * 129]
+IMAGES = ["reg.example/t:1", "reg.example/t:1\n", "t", "T", "localhost/x", "localhost:5000/x",
+          "Reg.example/x", "a__b/x", "a__b.c/x", "a.b", "a.b/c", "x:tag\n", "x@sha256:" + "a" * 64,
+          "x@sha256:" + "A" * 64, "x:" + "t" * 128, "x:" + "t" * 129, "a/" + "b" * 253,
+          "a/" + "b" * 254, "r.io/" + "b" * 255, "r.io/" + "b" * 256, "x//y", "x/", "/x",
+          "reg.example:99999/x", "reg.example:123456/x", "x:-t", "x:.t", "x:_t", "é/x", ""]
+
+
+def _verdicts(mdb, **field_values):
+    """(CLI accepts, procedure accepts) for one submission differing from a valid one in
+    the given fields (each a list of values, taken together by position)."""
+    out = []
+    names = list(field_values)
+    for values in zip(*field_values.values()):
+        given = dict(zip(names, values))
+        try:
+            parse_submission(image=given.get("image", "reg.example/t:1"), epochs=3,
+                             due="+2h", weight="1", app=given.get("app", "train"),
+                             cmd=given.get("cmd"), env=given.get("env"),
+                             name=given.get("name", "ok"), now_s=time.time())
+            cli = True
+        except InputError:
+            cli = False
+        params = {"id": f"v{secrets.token_hex(5)}" if "name" not in given else given["name"],
+                  "image": given.get("image", "reg.example/t:1"),
+                  "command": json.dumps(given.get("cmd") or [], ensure_ascii=False),
+                  "env": json.dumps(dict(given.get("env") or {}), ensure_ascii=False),
+                  "epochs": 3, "due_s": time.time() + 7200, "weight": 1.0,
+                  "application": given.get("app", "train"), "grace_s": 60.0,
+                  "max_gpus": None, "gpu_milli": None, "gpu_memory_mib": None}
+        try:
+            with mdb["stores"]["alice"].session() as s:
+                s.execute(sa.text("SAVEPOINT v"))
+                s.execute(sa.text(CALL), params)
+                s.execute(sa.text("ROLLBACK TO SAVEPOINT v"))
+            sql = True
+        except sa.exc.DBAPIError as e:
+            assert error_code(e) in (1644, 1406, 1366), e     # a refusal, not a crash
+            sql = False
+        out.append((repr(values), cli, sql))
+    return [o for o in out if o[1] != o[2]]
+
+
+def test_the_procedure_accepts_exactly_what_the_cli_accepts(mdb):
+    """One rule, two checkers (andreas/jobspec.py): for every tricky value of every
+    checked string field, the CLI and the procedure give the same verdict."""
+    differ = []
+    differ += _verdicts(mdb, name=TRICKY)
+    differ += _verdicts(mdb, app=TRICKY)
+    differ += _verdicts(mdb, image=IMAGES + TRICKY)
+    differ += _verdicts(mdb, env=[{k: "1"} for k in TRICKY + ["ANDREAS_X", "andreas_x",
+                                                            "NVIDIA_VISIBLE_DEVICES"]])
+    differ += _verdicts(mdb, env=[{"V": v} for v in TRICKY])
+    differ += _verdicts(mdb, cmd=[[v] for v in TRICKY] + [["x"] * 4096, ["x"] * 4097,
+                                                          ["é" * 131072], ["é" * 131073]])
+    assert differ == []
+
+
+def test_case_variant_accounts_are_refused_and_never_share_jobs(mdb):
+    """`Alice` next to `alice` read alice's jobs (env included) and cancelled them: the
+    views and procedures compared owners with the table's case-insensitive collation."""
+    st, alice = mdb["stores"], mdb["people"]["alice"]
+    engine = mdb["engine"]
+    with pytest.raises(InputError, match="differ in more than case"):
+        accounts.add_user(engine, alice.upper(), password="pw-x1", prefix=mdb["prefix"])
+    job_id = submit(st["alice"], spec(), time.time())
+    # An administrator made the case variant by hand: it still sees and cancels nothing.
+    variant = alice.capitalize()
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE USER '{variant}'@'%%' IDENTIFIED BY 'pw-variant-1'")
+        conn.exec_driver_sql(f"GRANT `{accounts.submitter_role(mdb['prefix'])}` TO "
+                             f"'{variant}'@'%%'")
+        conn.exec_driver_sql(f"SET DEFAULT ROLE `{accounts.submitter_role(mdb['prefix'])}` "
+                             f"FOR '{variant}'@'%%'")
+    other = open_store(make_url(mdb["admin"]).set(username=variant, password="pw-variant-1")
+                       .render_as_string(hide_password=False))
+    try:
+        with other.session() as s:
+            assert s.execute(sa.text("SELECT COUNT(*) FROM my_jobs WHERE id = :j"),
+                             {"j": job_id}).scalar() == 0
+        assert job_id not in {r.id for r in views.queue(other, ManagerSettings(), time.time(),
+                                                        include_finished=True)}
+        with pytest.raises(NotPermitted, match=f"owned by {alice}"):
+            cancel(other, job_id, reason="mine", now_s=time.time())
+    finally:
+        other.dispose()
+        accounts.remove_user(engine, variant)
+    assert row(mdb, job_id).state is JobState.QUEUED
+
+
+@pytest.mark.parametrize("name", ["andreas_agent", "andreas_manager", "andreas_submitter",
+                                  "ANDREAS_MIGRATOR", "root", "mariadb.sys", "bob\n",
+                                  "bo\x1bb", "bob\x00", "bo b", "-bob", "b" * 81])
+def test_add_user_refuses_service_names_and_control_characters(mdb, name):
+    """`add-user andreas_manager` reset the manager's password; `bob\\n` passed the name
+    pattern ('$' before a final newline). Nothing about such an account changes."""
+    def accounts_named() -> list:
+        with mdb["engine"].connect() as conn:
+            return conn.exec_driver_sql(
+                "SELECT User, Host, Priv FROM mysql.global_priv WHERE LOWER(User) = "
+                "LOWER(%s) ORDER BY User, Host", (name.strip(),)).all()
+    before = accounts_named()
+    result = CliRunner().invoke(main, ["db", "add-user", "--", name], env={
+        "ANDREAS_DB_URL": mdb["admin"], "ANDREAS_CONFIG": None,
+        "ANDREAS_DB_USER_PASSWORD": "pw-never-1", "ANDREAS_DB_USER_PASSWORD_FILE": None})
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert accounts_named() == before
+
+
+def test_a_persons_account_has_statement_and_connection_limits(mdb):
+    with mdb["engine"].connect() as conn:
+        limits = conn.exec_driver_sql(
+            "SELECT max_statement_time, max_user_connections FROM mysql.user WHERE User = %s",
+            (mdb["people"]["bob"],)).one()
+    assert (float(limits[0]), int(limits[1])) == (accounts.PERSON_MAX_STATEMENT_S,
+                                                  accounts.PERSON_MAX_CONNECTIONS)
+
+
+def test_the_manager_refuses_a_submitters_account_in_one_line(mdb):
+    result = CliRunner().invoke(main, ["manager", "run", "--dry-run", "--once"], env={
+        "ANDREAS_DB_URL": mdb["urls"]["alice"], "ANDREAS_CONFIG": None})
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert "not the manager's" in lines[0] and mdb["people"]["alice"] in lines[0]

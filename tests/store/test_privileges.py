@@ -23,6 +23,7 @@ from andreas.store import accounts
 from andreas.store.engine import error_code, make_engine
 from andreas.store.models import NodeState
 from andreas.store.nodes import move_if, touch_heartbeat
+from andreas.store.samples import AgentGapRow, insert_agent_gaps
 
 from .conftest import Backend, admin_engine
 from .helpers import add_job, add_node
@@ -79,6 +80,7 @@ def test_every_account_passes_the_schema_check(stores):
 def test_agent_inserts_samples_and_heartbeats_its_node(stores):
     name, node_id, gpu_ids = add_node(stores["admin"], gpus=2)
     job = add_job(stores["admin"])
+    add_attempt(stores["admin"], job, node_id)       # the agent writes for attempts there
     agent = stores["agent"]
     with agent.session() as s:
         assert insert_power_samples(s, [PowerRow(g, 1e6 + k, node_id, 1, 150.0, 10)
@@ -108,6 +110,13 @@ def test_agent_inserts_samples_and_heartbeats_its_node(stores):
                          {"g": gpu_ids[0]}).scalar() == 1
         assert s.execute(sa.text("SELECT COUNT(*) FROM job_energy WHERE job_id = :j"),
                          {"j": job}).scalar() == 1
+
+
+def add_attempt(store, job: str, node_id: int, attempt: int = 1) -> None:
+    with store.session() as s:
+        s.execute(sa.text("INSERT INTO job_attempts (job_id, attempt, node_id, gpu_ids, "
+                          "start_s, profiling) VALUES (:j, :a, :n, '[0]', 1, 0)"),
+                  {"j": job, "a": attempt, "n": node_id})
 
 
 def test_agent_cannot_touch_jobs_or_read_what_it_does_not_need(stores):
@@ -342,3 +351,176 @@ def test_register_with_the_agents_account_says_which_account_may(mdb, tmp_path):
     assert "command denied" in result.output
     assert "run --register once with the manager's account" in result.output
     assert mdb["passwords"]["agent"] not in result.output
+
+
+# ------------------------------------------------------------------ issue 32, point 8
+def refused_by_trigger(store, write) -> str:
+    """``write(session)`` is refused by the database itself (a trigger's SIGNAL)."""
+    with pytest.raises(sa.exc.DBAPIError) as err, store.session() as s:
+        write(s)
+    assert error_code(err.value) == 1644, err.value
+    return str(err.value.orig)
+
+
+def epoch(job: str, node_id: int, attempt: int = 1) -> dict:
+    return dict(job_id=job, attempt=attempt, epoch=1, start_s=1.0, end_s=2.0,
+                node_id=node_id, gpu_type="V100", gpus=1)
+
+
+@pytest.fixture(scope="module")
+def node_agent(mdb, stores) -> Iterator[tuple[object, str, int, list[int]]]:
+    """A node with an account of its own (`andreas db add-agent`), and that store."""
+    name, node_id, gpu_ids = add_node(stores["admin"], gpus=2)
+    account = accounts.add_agent(mdb["engine"], make_url(mdb["admin"]).database, name,
+                                 password="pw-node-agent-1", prefix=mdb["prefix"])
+    store = open_store(make_url(mdb["admin"]).set(username=account.user,
+                                                  password="pw-node-agent-1")
+                       .render_as_string(hide_password=False))
+    try:
+        yield store, name, node_id, gpu_ids
+    finally:
+        store.dispose()
+        with mdb["engine"].begin() as conn:
+            conn.exec_driver_sql(f"DROP USER IF EXISTS {account.sql_name.replace('%', '%%')}")
+
+
+def test_agent_writes_epochs_and_energy_only_for_attempts_on_the_node(stores):
+    """The agent account wrote 5 000 kWh on a job that never ran (which also poisoned the
+    runtime model): epochs and energy need an attempt of that job on that node."""
+    _, node_id, _ = add_node(stores["admin"], gpus=1)
+    _, other_id, _ = add_node(stores["admin"], gpus=1)
+    never_ran, ran_elsewhere = add_job(stores["admin"]), add_job(stores["admin"])
+    add_attempt(stores["admin"], ran_elsewhere, other_id)
+    agent = stores["agent"]
+    for job in (never_ran, ran_elsewhere):
+        assert "never ran on node" in refused_by_trigger(
+            agent, lambda s, j=job: insert_epoch_events(s, [epoch(j, node_id)]))
+        assert "never ran on node" in refused_by_trigger(agent, lambda s, j=job: insert_job_energy(
+            s, [JobEnergyRow(j, 1, 1e6, node_id, 60.0, 1, 1000, 1000)]))
+        with agent.session() as s:          # a replayed spool's INSERT IGNORE stores nothing
+            try:
+                insert_job_energy(s, [JobEnergyRow(job, 1, 1e6, node_id, 60.0, 1, 1, 1)],
+                                  skip_duplicates=True)
+            except sa.exc.DBAPIError as e:
+                assert error_code(e) == 1644
+    add_attempt(stores["admin"], never_ran, node_id)
+    huge = 5000 * 3_600_000_000                         # 5 000 kWh in mJ
+    assert "more energy than" in refused_by_trigger(agent, lambda s: insert_job_energy(
+        s, [JobEnergyRow(never_ran, 1, 1e6, node_id, 60.0, 1, huge, 0)]))
+    assert "more energy than" in refused_by_trigger(agent, lambda s: insert_job_energy(
+        s, [JobEnergyRow(never_ran, 1, 1e6, node_id, 1e9, 1, 1000, 0)]))
+    assert "end after it starts" in refused_by_trigger(agent, lambda s: s.execute(sa.text(
+        "INSERT INTO epoch_events (job_id, attempt, epoch, start_s, end_s, node_id, gpu_type, "
+        "gpus) VALUES (:j, 1, 1, 2.0, 1.0, :n, 'V100', 1)"), {"j": never_ran, "n": node_id}))
+    with agent.session() as s:                           # plausible, on its attempt: stored
+        insert_epoch_events(s, [epoch(never_ran, node_id)])
+        insert_job_energy(s, [JobEnergyRow(never_ran, 1, 1e6, node_id, 60.0, 1,
+                                           60 * 300_000, 60 * 100_000)])
+    with stores["admin"].session() as s:
+        counts = [s.execute(sa.text(f"SELECT COUNT(*) FROM {t} WHERE job_id IN (:a, :b)"),
+                            {"a": never_ran, "b": ran_elsewhere}).scalar()
+                  for t in ("epoch_events", "job_energy")]
+    assert counts == [1, 1]
+
+
+def test_agent_writes_for_an_andreas_profile_run(stores):
+    """`andreas profile` records its runs as completed jobs without attempts; the agents
+    store their epochs and energy (profiler/run.py)."""
+    _, node_id, _ = add_node(stores["admin"], gpus=1)
+    run = add_job(stores["admin"], state=JobState.COMPLETED, weight=0.0)
+    with stores["agent"].session() as s:
+        insert_epoch_events(s, [epoch(run, node_id)])
+        insert_job_energy(s, [JobEnergyRow(run, 1, 1e6, node_id, 60.0, 1, 6000, 0)])
+
+
+def test_agent_may_move_nodes_only_between_up_and_down(stores):
+    """The agent's account set the whole cluster `draining`."""
+    _, node_id, _ = add_node(stores["admin"], gpus=1, state=NodeState.UP)
+    agent = stores["agent"]
+    for state in ("draining", "off", "waking"):
+        assert "only between up and down" in refused_by_trigger(agent, lambda s, x=state: s.execute(
+            sa.text("UPDATE nodes SET state = :x WHERE id = :n"), {"x": x, "n": node_id}))
+    assert "only between up and down" in refused_by_trigger(agent, lambda s: s.execute(
+        sa.text("UPDATE nodes SET state = 'draining'")))
+    with agent.session() as s:
+        assert move_if(s, node_id, NodeState.UP, NodeState.DOWN)
+        assert move_if(s, node_id, NodeState.DOWN, NodeState.UP)
+    with stores["admin"].session() as s:
+        assert s.execute(sa.text("SELECT COUNT(*) FROM nodes WHERE state = 'draining'")
+                         ).scalar() == 0
+
+
+def test_a_nodes_own_agent_account_writes_for_that_node_only(stores, node_agent):
+    store, name, node_id, gpu_ids = node_agent
+    other, other_id, other_gpus = add_node(stores["admin"], gpus=1, state=NodeState.UP)
+    job = add_job(stores["admin"])
+    add_attempt(stores["admin"], job, node_id)
+    elsewhere = add_job(stores["admin"])
+    add_attempt(stores["admin"], elsewhere, other_id)
+    writes = {
+        "power_samples": lambda s: insert_power_samples(
+            s, [PowerRow(other_gpus[0], 5e6, other_id, 1, 100.0, 10)]),
+        "host_samples": lambda s: insert_host_samples(s, [HostRow(other_id, 5e6, 1, 1.0, 1,
+                                                                  90.0)]),
+        "gpu_gaps": lambda s: insert_gpu_gaps(s, [GapRow(other_gpus[0], 5e6, "lost")]),
+        "agent_gaps": lambda s: insert_agent_gaps(
+            s, [AgentGapRow(other_id, 5e6, 5e6 + 30, False, "agent down")]),
+        "epoch_events": lambda s: insert_epoch_events(s, [epoch(elsewhere, other_id)]),
+        "job_energy": lambda s: insert_job_energy(
+            s, [JobEnergyRow(elsewhere, 1, 5e6, other_id, 60.0, 1, 1000, 1000)]),
+        "nodes": lambda s: touch_heartbeat(s, other_id, 5e6),
+    }
+    for table, write in writes.items():
+        message = refused_by_trigger(store, write)
+        assert f"may not write {table} for node id {other_id}" in message, message
+    assert "is not on node" in refused_by_trigger(store, lambda s: s.execute(sa.text(
+        "INSERT INTO power_samples (gpu_id, t, node_id, busy_gpus, power_w) VALUES "
+        "(:g, 5e6, :n, 1, 100)"), {"g": other_gpus[0], "n": node_id}))   # its id, their GPU
+    with store.session() as s:                                      # its own node: all fine
+        insert_power_samples(s, [PowerRow(gpu_ids[0], 5e6, node_id, 1, 100.0, 10)])
+        insert_host_samples(s, [HostRow(node_id, 5e6, 1, 1.0, 1, 90.0)])
+        insert_gpu_gaps(s, [GapRow(gpu_ids[1], 5e6, "lost")])
+        insert_agent_gaps(s, [AgentGapRow(node_id, 5e6, 5e6 + 30, False, "agent down")])
+        insert_epoch_events(s, [epoch(job, node_id)])
+        insert_job_energy(s, [JobEnergyRow(job, 1, 5e6, node_id, 60.0, 1, 1000, 1000)])
+        touch_heartbeat(s, node_id, 5e6)
+        assert move_if(s, node_id, NodeState.DOWN, NodeState.UP)
+    with stores["admin"].session() as s:
+        assert s.execute(sa.text("SELECT last_heartbeat_s FROM nodes WHERE id = :n"),
+                         {"n": other_id}).scalar() is None
+
+
+def test_the_manager_and_the_migrator_are_not_agents(stores):
+    """The triggers apply to agent accounts only: the manager still writes any row."""
+    _, node_id, gpu_ids = add_node(stores["manager"], gpus=1)
+    job = add_job(stores["manager"])
+    with stores["manager"].session() as s:
+        insert_epoch_events(s, [epoch(job, node_id)])            # no attempt: an operator's
+        insert_power_samples(s, [PowerRow(gpu_ids[0], 7e6, node_id, 1, 100.0, 10)])
+        s.execute(sa.text("UPDATE nodes SET state = 'draining' WHERE id = :n"), {"n": node_id})
+
+
+def test_create_users_registers_the_fleet_agent(mdb, stores):
+    with stores["admin"].session() as s:
+        rows = s.execute(sa.text("SELECT login, node FROM agent_accounts WHERE login = :l"),
+                         {"l": f"{mdb['prefix']}agent"}).all()
+    assert [tuple(r) for r in rows] == [(f"{mdb['prefix']}agent", None)]
+    assert "`agent_accounts` (login, node) VALUES ('andreas_agent', NULL)" in \
+        accounts.setup_script()
+
+
+def test_cli_add_agent_makes_a_nodes_own_account(mdb):
+    env = {"ANDREAS_DB_URL": mdb["admin"], "ANDREAS_CONFIG": None,
+           "ANDREAS_DB_AGENT_PASSWORD": "pw-cli-agent-1", "ANDREAS_DB_AGENT_PASSWORD_FILE": None}
+    prefix = mdb["prefix"]
+    done = CliRunner().invoke(main, ["db", "add-agent", "gpu-07", "--prefix", prefix], env=env)
+    assert done.exit_code == 0, done.output
+    assert f"'{prefix}agent_gpu-07'@'%': agent privileges, for node 'gpu-07' only" in done.output
+    assert "pw-cli-agent-1" not in done.output
+    with mdb["engine"].connect() as conn:
+        assert conn.exec_driver_sql("SELECT node FROM agent_accounts WHERE login = %s",
+                                    (f"{prefix}agent_gpu-07",)).scalar() == "gpu-07"
+        conn.exec_driver_sql(f"DROP USER '{prefix}agent_gpu-07'@'%%'")
+    for args in (["gpu 07"], ["gpu-07", "--account", "alice"], ["x\n"]):
+        bad = CliRunner().invoke(main, ["db", "add-agent", *args, "--prefix", prefix], env=env)
+        assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
