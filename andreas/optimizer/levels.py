@@ -1,0 +1,106 @@
+"""Power levels expanded into configurations at compile time (``andreas/levels.py``).
+
+A configuration becomes (class, g, level): for each node class and GPU count, one
+configuration per level of the class's ``PowerLimits`` (the default first), laid out
+contiguously, so ``cfg_index[k, g]`` is the default and ``cfg_index[k, g] + i`` level i.
+A job may use a level configuration only where it has figures for that limit
+(``levels.options``); its time there is stretched by the level's time factor and its
+GPUs draw ``delta_w`` less each. Without limits on any node the configurations are
+exactly (class, g), so the kernels see what they always saw. Cloud catalogs have no
+levels: a VM's price does not follow the GPUs' power.
+
+How f_obj prices a level (``Problem.level_cost``): pi follows the node's power at the
+level (c_ng plus the job's GPUs x delta_w, priced like c_ng), and a job pays in f_obj the
+change of its pi against the default level of the same (class, g): the energy the level
+saves over its run minus what the longer run costs. At the default the term is 0, so a
+job with slack takes the level with the least pi that still meets its due date, and a
+job near its due date keeps the default (a lower level would make it late).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from andreas import levels
+from andreas.model import Job, Node
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigLevels:
+    cfg_class: np.ndarray          # (C,)
+    cfg_g: np.ndarray              # (C,)
+    cfg_level: np.ndarray          # (C,) level index within its class (0: default)
+    cfg_limit_w: np.ndarray        # (C,) the limit, nan where the class has no limits
+    class_levels: tuple[tuple[float | None, ...], ...]
+    factor: np.ndarray | None      # (J, C) time factor; None: no levels anywhere
+    delta_w: np.ndarray | None     # (J, C) change of one GPU's draw
+    allowed: np.ndarray | None     # (J, C) the job has figures for that level
+
+    @property
+    def active(self) -> bool:
+        return self.factor is not None
+
+
+def class_levels(rep: Node | None) -> tuple[float | None, ...]:
+    """A class's levels: its limits' levels (default first), or the default alone (None)."""
+    if rep is None or rep.power_limits is None:
+        return (None,)
+    return tuple(rep.power_limits.levels_w)
+
+
+def configurations(jobs: Sequence[Job], reps: Sequence[Node | None],
+                   class_gpus: np.ndarray) -> ConfigLevels:
+    """Every configuration (class, g, level), with the jobs' factors on them."""
+    lv = tuple(class_levels(r) for r in reps)
+    cls, gs, idx, lim = [], [], [], []
+    for k, g_max in enumerate(class_gpus):
+        for g in range(1, int(g_max) + 1):
+            for i, limit in enumerate(lv[k]):
+                cls.append(k)
+                gs.append(g)
+                idx.append(i)
+                lim.append(np.nan if limit is None else limit)
+    out = dict(cfg_class=np.array(cls, dtype=np.int64), cfg_g=np.array(gs, dtype=np.int64),
+               cfg_level=np.array(idx, dtype=np.int64), cfg_limit_w=np.array(lim, dtype=float),
+               class_levels=lv)
+    if all(len(x) == 1 for x in lv):
+        return ConfigLevels(**out, factor=None, delta_w=None, allowed=None)
+    nj, nc = len(jobs), len(cls)
+    factor = np.ones((nj, nc))
+    delta = np.zeros((nj, nc))
+    allowed = np.ones((nj, nc), dtype=bool)
+    level_cfgs = [c for c in range(nc) if idx[c] > 0]
+    for j, job in enumerate(jobs):
+        per_class: dict[int, dict[float, levels.LevelOption]] = {}
+        for c in level_cfgs:
+            k = cls[c]
+            if k not in per_class:
+                rep = reps[k]
+                opts = levels.options(job, rep) if rep is not None else ()
+                per_class[k] = {o.limit_w: o for o in opts if o.limit_w is not None}
+            opt = per_class[k].get(lim[c])
+            if opt is None:
+                allowed[j, c] = False
+            else:
+                factor[j, c] = opt.time_factor
+                delta[j, c] = opt.delta_w
+    return ConfigLevels(**out, factor=factor, delta_w=delta, allowed=allowed)
+
+
+def running_level(lv: ConfigLevels, k: int, limit_w: float | None) -> int:
+    """Index of a running job's limit among its class's levels (0, the default, when it runs
+    at a limit the class does not offer)."""
+    if limit_w is None:
+        return 0
+    for i, level in enumerate(lv.class_levels[k]):
+        if level is not None and abs(level - limit_w) <= levels.TOLERANCE:
+            return i
+    return 0
+
+
+def limit_of(cfg_limit_w: np.ndarray, c: int) -> float | None:
+    value = float(cfg_limit_w[c])
+    return None if np.isnan(value) else value
