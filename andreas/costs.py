@@ -417,12 +417,15 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         charged = charged_s(snapshot, t)
         pi = charged / SECONDS_PER_HOUR * c_job
         if level.time_factor != 1.0 or level.delta_w:
-            # the level's pi against the default's (optimizer/levels.py)
-            pi += charged / SECONDS_PER_HOUR * c_ng_per_hour(a.gpus * level.delta_w,
-                                                             snapshot.energy)
+            # pi at the default, plus what the level changes (optimizer/levels.py)
             t0 = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes)
             assert t0 is not None
-            lvl += pi - charged_s(snapshot, t0) / SECONDS_PER_HOUR * c_job
+            charged0 = charged_s(snapshot, t0)
+            rise = c_job - c_ng_per_hour(nodes[a.node].power_w[0], snapshot.energy)
+            change = (charged * (rise + c_ng_per_hour(a.gpus * level.delta_w, snapshot.energy))
+                      - charged0 * rise) / SECONDS_PER_HOUR
+            pi = charged0 / SECONDS_PER_HOUR * c_job + change
+            lvl += change
         fbar += max_time_s(snapshot, job, classes, kinds) / (pi + tau_cost)
         busy[a.node] += a.gpus
         first_end[a.node] = min(first_end.get(a.node, charged), charged)

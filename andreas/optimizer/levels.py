@@ -9,12 +9,18 @@ GPUs draw ``delta_w`` less each. Without limits on any node the configurations a
 exactly (class, g), so the kernels see what they always saw. Cloud catalogs have no
 levels: a VM's price does not follow the GPUs' power.
 
-How f_obj prices a level (``Problem.level_cost``): pi follows the node's power at the
-level (c_ng plus the job's GPUs x delta_w, priced like c_ng), and a job pays in f_obj the
-change of its pi against the default level of the same (class, g): the energy the level
-saves over its run minus what the longer run costs. At the default the term is 0, so a
-job with slack takes the level with the least pi that still meets its due date, and a
-job near its due date keeps the default (a lower level would make it late).
+How f_obj prices a level (``Problem.level_cost``): what the level changes in the energy
+cost of the job's run against the default level of the same (class, g). At the level the
+node's power follows it (c_ng plus the job's GPUs x delta_w), and the run is longer; the
+node's idle draw ``power_w[0]`` is paid whether the job runs or not, so the change is
+``t_level x (rise + g delta) - t_default x rise`` with ``rise = c_ng(g) - c_ng(0)``,
+priced like c_ng. A level's pi is the default's plus that change, and f_obj charges it
+to the job. At the default the term is 0, so a job with slack takes the level that
+saves the most energy while it still meets its due date, and a job near its due date
+keeps the default (a lower level would make it late). Charging the whole node's power
+for the longer run instead (pi as ANDREAS defines it, at the level) made every level
+below 175 W look dearer than the default on a 2 x V100 node, where the node's idle
+draw is over half its power with one GPU busy (docs/power-limits.md).
 """
 
 from __future__ import annotations
@@ -63,11 +69,10 @@ def configurations(jobs: Sequence[Job], reps: Sequence[Node | None],
                 gs.append(g)
                 idx.append(i)
                 lim.append(np.nan if limit is None else limit)
-    out = dict(cfg_class=np.array(cls, dtype=np.int64), cfg_g=np.array(gs, dtype=np.int64),
-               cfg_level=np.array(idx, dtype=np.int64), cfg_limit_w=np.array(lim, dtype=float),
-               class_levels=lv)
+    arrays = (np.array(cls, dtype=np.int64), np.array(gs, dtype=np.int64),
+              np.array(idx, dtype=np.int64), np.array(lim, dtype=float))
     if all(len(x) == 1 for x in lv):
-        return ConfigLevels(**out, factor=None, delta_w=None, allowed=None)
+        return ConfigLevels(*arrays, lv, None, None, None)
     nj, nc = len(jobs), len(cls)
     factor = np.ones((nj, nc))
     delta = np.zeros((nj, nc))
@@ -87,7 +92,30 @@ def configurations(jobs: Sequence[Job], reps: Sequence[Node | None],
             else:
                 factor[j, c] = opt.time_factor
                 delta[j, c] = opt.delta_w
-    return ConfigLevels(**out, factor=factor, delta_w=delta, allowed=allowed)
+    return ConfigLevels(*arrays, lv, factor, delta, allowed)
+
+
+def one_level(t: np.ndarray, change: np.ndarray, now: float, due: np.ndarray,
+              lv: ConfigLevels) -> np.ndarray:
+    """``t`` with one level left per (job, class, g), the others made unrunnable (inf): the
+    level of least ``change`` (``Problem.level_cost``) among those that meet the job's due
+    date, else the default (the fastest). The kernels then see one configuration per
+    (class, g) and job, as without levels: the constructions draw among the same
+    alternatives (placements, GPU counts), each at the level the job would take there,
+    and a decision costs about what it costs without levels."""
+    out = np.full_like(t, np.inf)
+    on_time = now + t < due[:, None]
+    starts = np.flatnonzero(lv.cfg_level == 0)
+    ends = np.append(starts[1:], len(lv.cfg_level))
+    for a, b in zip(starts, ends):
+        block_t, block_change = t[:, a:b], change[:, a:b]
+        ok = on_time[:, a:b] & np.isfinite(block_t)
+        cand = np.where(ok, block_change, np.inf)
+        pick = np.argmin(cand, axis=1)
+        pick = np.where(ok.any(axis=1), pick, 0)
+        rows = np.arange(t.shape[0])
+        out[rows, a + pick] = block_t[rows, pick]
+    return out
 
 
 def running_level(lv: ConfigLevels, k: int, limit_w: float | None) -> int:

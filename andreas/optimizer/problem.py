@@ -170,33 +170,39 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     t = np.full((nj, nc), INF)
     classes = node_classes(snapshot)
     class_keys = ([("vm", name) for name in class_name] if snapshot.cloud else ordered)
+    allowed, factor = lv.allowed, lv.factor
     for c in range(nc):
         gtype, g, key = class_type[cfg_class[c]], int(cfg_g[c]), class_keys[cfg_class[c]]
         for i, job in enumerate(jobs):
-            if lv.active and not lv.allowed[i, c]:
+            if allowed is not None and not allowed[i, c]:
                 continue
             r = job_time_s(snapshot, job, key, gtype, g, classes,
-                           float(lv.factor[i, c]) if lv.active else 1.0)
+                           float(factor[i, c]) if factor is not None else 1.0)
             if r is not None:
                 t[i, c] = r
-    runnable = np.isfinite(t)
     due = np.array([j.due_s for j in jobs], dtype=float)
+    runnable = np.isfinite(t)
     weight = np.array([j.weight for j in jobs], dtype=float)
     if snapshot.cloud:   # the job's share of its VM: the price per GPU times its GPUs
         cfg_cost_h = class_cost_h[cfg_class, 1] * cfg_g / class_gpus[cfg_class]
     else:
         cfg_cost_h = class_cost_h[cfg_class, cfg_g]
-        if lv.active:   # c_ng follows the level: the job's GPUs draw delta_w each
-            cfg_cost_h = cfg_cost_h[None, :] + c_ng_per_hour(cfg_g * lv.delta_w, energy)
-    if snapshot.energy.tariff is None or snapshot.cloud:
-        t_energy = t
-    else:
-        t_energy = np.where(runnable, charged_s(snapshot, np.where(runnable, t, 0.0)), INF)
+    t_energy = _charged(snapshot, t, runnable)
     with np.errstate(invalid="ignore"):
         pi = np.where(runnable, t_energy * cfg_cost_h / SECONDS_PER_HOUR, INF)
+    level_cost = _level_cost(t_energy, runnable, class_cost_h, cfg_class, cfg_g, lv, energy)
+    if lv.active:   # a level's pi: the default's, plus what the level changes; then one
+        #             level per (job, class, g), the one the job would choose there
+        base = np.arange(nc) - lv.cfg_level
+        pi = np.where(lv.cfg_level > 0, pi[:, base] + level_cost, pi)
+        t = config_levels.one_level(t, level_cost, now, due, lv)
+        runnable = np.isfinite(t)
+        t_energy = np.where(runnable, t_energy, INF)
+        pi = np.where(runnable, pi, INF)
+        level_cost = np.where(runnable, level_cost, 0.0)
+    with np.errstate(invalid="ignore"):
         late = np.maximum(0.0, now + t - due[:, None])
         tard_cost = np.where(runnable, weight[:, None] * late, INF)
-    level_cost = _level_cost(pi, runnable, cfg_class, lv)
     max_t = np.where(runnable, t, -INF).max(axis=1, initial=0.0) if nj else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fbar_term = np.where(runnable, max_t[:, None] / (pi + tard_cost), 0.0)
@@ -210,6 +216,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     # preference: D* by rank ascending, then the rest by t ascending, unrunnable last
     key1 = np.where(in_dstar, 0, np.where(runnable, 1, 2))
     rank = mix_cost(pi, t, due - now, in_dstar, runnable) if snapshot.cloud else pi
+
     key2 = np.where(in_dstar, rank, np.where(runnable, t, 0.0))
     pref = np.lexsort((np.broadcast_to(cfg_g, (nj, nc)), key2, key1), axis=1) if nj else \
         np.zeros((0, nc), dtype=np.int64)
@@ -235,14 +242,27 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     )
 
 
-def _level_cost(pi: np.ndarray, runnable: np.ndarray, cfg_class: np.ndarray,
-                lv: config_levels.ConfigLevels) -> np.ndarray:
-    """pi minus pi at the default level of the same (class, g) (optimizer/levels.py)."""
+def _charged(snapshot: Snapshot, t: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+    if snapshot.energy.tariff is None or snapshot.cloud:
+        return t
+    return np.where(runnable, charged_s(snapshot, np.where(runnable, t, 0.0)), INF)
+
+
+def _level_cost(t_energy: np.ndarray, runnable: np.ndarray,
+                class_cost_h: np.ndarray, cfg_class: np.ndarray, cfg_g: np.ndarray,
+                lv: config_levels.ConfigLevels, energy) -> np.ndarray:
+    """What a level changes in the job's energy cost against the default level of the same
+    (class, g): its run at the level draws the node's rise above idle plus its GPUs' change
+    (delta_w), the default's run the rise alone (optimizer/levels.py)."""
     if not lv.active:
-        return np.zeros_like(pi)
+        return np.zeros_like(t_energy)
     first = np.arange(len(cfg_class)) - lv.cfg_level   # levels follow their default
+    rise_h = class_cost_h[cfg_class, cfg_g] - class_cost_h[cfg_class, 0]
+    level_h = rise_h[None, :] + c_ng_per_hour(cfg_g * lv.delta_w, energy)
     with np.errstate(invalid="ignore"):
-        return np.where(runnable & runnable[:, first], pi - pi[:, first], 0.0)
+        change = (t_energy * level_h - t_energy[:, first] * rise_h[None, :]) / SECONDS_PER_HOUR
+        return np.where(runnable & runnable[:, first] & (lv.cfg_level > 0)[None, :],
+                        change, 0.0)
 
 
 def _groups(snapshot: Snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
