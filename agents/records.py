@@ -52,6 +52,7 @@ class GpuSample:
     # over the interval, when NVML reports them; they split a shared GPU's energy.
     process_memory_mib: tuple[tuple[int, int], ...] = ()
     process_sm: tuple[tuple[int, float], ...] = ()
+    power_limit_w: float | None = None   # the limit in force (agents/powerlimits.py)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,9 +31,9 @@ GRANT INSERT ON `andreas`.`host_minutes` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`epoch_events` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`gpu_gaps` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`job_energy` TO 'andreas_agent'@'%';
-GRANT SELECT, UPDATE (last_heartbeat_s, state) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
+GRANT SELECT, UPDATE (last_heartbeat_s, state, power_caps) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
 GRANT SELECT ON `andreas`.`gpus` TO 'andreas_agent'@'%';
-GRANT SELECT (job_id, attempt, node_id, end_s) ON `andreas`.`job_attempts` TO 'andreas_agent'@'%';
+GRANT SELECT (job_id, attempt, node_id, end_s, power_limit_w) ON `andreas`.`job_attempts` TO 'andreas_agent'@'%';
 
 -- manager
 SET @andreas_sql = CONCAT('CREATE USER IF NOT EXISTS ''andreas_manager''@''%'' IDENTIFIED BY ', QUOTE(@manager_password));

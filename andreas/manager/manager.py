@@ -34,6 +34,7 @@ from andreas.manager.plandoc import Target, plan_document
 from andreas.manager.power import Power
 from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
+from andreas.manager.levels import levels_for_build
 from andreas.manager.snapshot import SnapshotBuild, build_snapshot
 from andreas.manager.state import StoreState, load_state
 from andreas.model import Config, Plan
@@ -245,6 +246,8 @@ class Manager:
                                    unreachable=self.reconciler.unreachable,
                                    shares=optimizer.plans_demands(self.policy),
                                    held=(*review.held, *review.starts), wake=wake)
+            if self.settings.manager.power_levels:      # GPU power limits (issue 30)
+                build = levels_for_build(s, build, state, self.estimator.profiles)
         if build.unshared and build.unshared != self._unshared_logged:
             self._unshared_logged = build.unshared
             log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "

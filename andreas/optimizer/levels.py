@@ -25,8 +25,9 @@ draw is over half its power with one GPU busy (docs/power-limits.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -77,22 +78,43 @@ def configurations(jobs: Sequence[Job], reps: Sequence[Node | None],
     factor = np.ones((nj, nc))
     delta = np.zeros((nj, nc))
     allowed = np.ones((nj, nc), dtype=bool)
-    level_cfgs = [c for c in range(nc) if idx[c] > 0]
-    for j, job in enumerate(jobs):
-        per_class: dict[int, dict[float, levels.LevelOption]] = {}
-        for c in level_cfgs:
-            k = cls[c]
-            if k not in per_class:
-                rep = reps[k]
-                opts = levels.options(job, rep) if rep is not None else ()
-                per_class[k] = {o.limit_w: o for o in opts if o.limit_w is not None}
-            opt = per_class[k].get(lim[c])
-            if opt is None:
-                allowed[j, c] = False
-            else:
-                factor[j, c] = opt.time_factor
-                delta[j, c] = opt.delta_w
+    by_class = {k: [c for c in range(nc) if cls[c] == k and idx[c] > 0]
+                for k in range(len(lv)) if len(lv[k]) > 1}
+    for k, cfgs in by_class.items():       # jobs of one application share their levels
+        rep = reps[k]
+        groups: dict[Any, list[int]] = {}
+        for j, job in enumerate(jobs):
+            groups.setdefault(job.power_levels.get(rep.gpu_type or "") if rep else None,
+                              []).append(j)
+        for rows in groups.values():
+            opts = levels.options(jobs[rows[0]], rep) if rep is not None else ()
+            at = {o.limit_w: o for o in opts if o.limit_w is not None}
+            hit = [at.get(lim[c]) for c in cfgs]
+            grid = np.ix_(rows, cfgs)
+            allowed[grid] = np.array([o is not None for o in hit])
+            factor[grid] = np.array([o.time_factor if o else 1.0 for o in hit])
+            delta[grid] = np.array([o.delta_w if o else 0.0 for o in hit])
     return ConfigLevels(*arrays, lv, factor, delta, allowed)
+
+
+def level_times(t: np.ndarray, lv: ConfigLevels,
+                overhead: Callable[[int, int], float | None]) -> np.ndarray:
+    """``t`` (filled at the default levels) with every level: the work stretched by the
+    level's time factor, a restart's overhead not (``overhead(j, c)``: the job's time at
+    factor 0 on the default configuration c)."""
+    assert lv.factor is not None and lv.allowed is not None
+    out = t.copy()
+    base = np.arange(t.shape[1]) - lv.cfg_level
+    levels_at = np.flatnonzero(lv.cfg_level > 0)
+    for c0 in np.unique(base[levels_at]):
+        finite = np.flatnonzero(np.isfinite(t[:, c0]))
+        extra = np.zeros(t.shape[0])
+        for i in finite:
+            extra[i] = overhead(int(i), int(c0)) or 0.0
+        for c in levels_at[base[levels_at] == c0]:
+            ok = finite[lv.allowed[finite, c]]
+            out[ok, c] = (t[ok, c0] - extra[ok]) * lv.factor[ok, c] + extra[ok]
+    return out
 
 
 def one_level(t: np.ndarray, change: np.ndarray, now: float, due: np.ndarray,

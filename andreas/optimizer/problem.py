@@ -170,16 +170,16 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     t = np.full((nj, nc), INF)
     classes = node_classes(snapshot)
     class_keys = ([("vm", name) for name in class_name] if snapshot.cloud else ordered)
-    allowed, factor = lv.allowed, lv.factor
-    for c in range(nc):
+    for c in np.flatnonzero(lv.cfg_level == 0):
         gtype, g, key = class_type[cfg_class[c]], int(cfg_g[c]), class_keys[cfg_class[c]]
         for i, job in enumerate(jobs):
-            if allowed is not None and not allowed[i, c]:
-                continue
-            r = job_time_s(snapshot, job, key, gtype, g, classes,
-                           float(factor[i, c]) if factor is not None else 1.0)
+            r = job_time_s(snapshot, job, key, gtype, g, classes)
             if r is not None:
                 t[i, c] = r
+    if lv.active:
+        t = config_levels.level_times(t, lv, lambda i, c: job_time_s(
+            snapshot, jobs[i], class_keys[cfg_class[c]], class_type[cfg_class[c]],
+            int(cfg_g[c]), classes, 0.0))
     due = np.array([j.due_s for j in jobs], dtype=float)
     runnable = np.isfinite(t)
     weight = np.array([j.weight for j in jobs], dtype=float)

@@ -39,6 +39,7 @@ class Node(Base):
     last_heartbeat_s: Mapped[float | None]
     state_changed_s: Mapped[float | None]
     profiling: Mapped[bool]
+    power_caps: Mapped[dict | None]
 
     gpus: Mapped[list[Gpu]] = relationship(back_populates="node", order_by="Gpu.index")
 
@@ -76,6 +77,7 @@ class PowerSample(Base):
     energy_source: Mapped[EnergySource | None]
     power_source: Mapped[PowerSource | None]
     counter_reset: Mapped[bool]
+    power_limit_w: Mapped[float | None]
 
 
 class HostSample(Base):
@@ -211,6 +213,7 @@ class JobAttempt(Base):
     profiling: Mapped[bool]
     log_tail: Mapped[str | None]
     log_saved_s: Mapped[float | None]
+    power_limit_w: Mapped[float | None]
 
     job: Mapped[Job] = relationship(back_populates="attempts")
 

@@ -117,6 +117,10 @@ nodes = Table(
     _col("state_changed_s", Double(), null=True),
     # Reserved for the Job Profiler: the manager schedules no production job here.
     _bool("profiling", False, server=True),
+    # What the agent found its GPUs accept as power limits (agents/powerlimits.py, JSON
+    # {"settable": true, "min_w", "max_w", "default_w"} or {"settable": false, "why"});
+    # NULL: never reported (planned at the default limit).
+    _col("power_caps", JSON, null=True),
     **MYSQL)
 
 gpus = Table(
@@ -155,6 +159,8 @@ power_samples = Table(
     _col("power_source", _enum(PowerSource, "power_source"), null=True),
     # the energy counter went down in this interval (driver reload / GPU reset)
     _bool("counter_reset", False, server=True),
+    # the GPU's power limit in force (W) as the agent applied it; NULL: not known
+    _col("power_limit_w", Float, null=True),
     **MYSQL)
 
 # One psutil (and power meter, when there is one) reading of a node.
@@ -300,6 +306,8 @@ job_attempts = Table(
     # ``[executor] keep_exited_s``), so ``andreas logs`` still answers; and when.
     _col("log_tail", Text().with_variant(MEDIUMTEXT, "mysql"), null=True),
     _col("log_saved_s", Double(), null=True),
+    # the GPUs' power limit the plan chose (W; NULL: the default); the agent applies it
+    _col("power_limit_w", Double(), null=True),
     UniqueConstraint("job_id", "attempt"),
     **MYSQL)
 
