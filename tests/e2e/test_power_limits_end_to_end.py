@@ -95,11 +95,11 @@ def test_a_job_runs_at_its_planned_limit_and_the_default_comes_back(cluster: Clu
 
     # while it ran, the samples of its GPUs carry the limit and draw at most it
     gpus = json.loads(a.gpu_ids) if isinstance(a.gpu_ids, str) else list(a.gpu_ids)
-    rows = db.rows("SELECT p.t, p.power_w, p.power_limit_w FROM power_samples p "
+    rows = db.rows("SELECT p.t AS ts, p.power_w, p.power_limit_w FROM power_samples p "
                    "JOIN gpus g ON g.id = p.gpu_id JOIN nodes n ON n.id = g.node_id "
                    f"WHERE n.name = :n AND g.gpu_index IN ({', '.join(map(str, gpus))}) "
                    "ORDER BY p.t", n=NODE)
-    during = [r for r in rows if a.start_s + 6.0 < r.t <= a.end_s]
+    during = [r for r in rows if a.start_s + 6.0 < r.ts <= a.end_s]
     assert during and all(r.power_limit_w == limit for r in during), during[:5]
     assert max(r.power_w for r in during) <= limit + 1.0
     # the job's own epochs ran at that limit (the example records it in its history)
