@@ -8,11 +8,11 @@ may be planned at, each job's figures per limit, and the limit running attempts 
   that range is one warning naming the node and the level, and is left out. A node that
   cannot set limits (no daemon, no permission, unsupported GPU) or never reported is
   planned at the default, as is every node with ``[manager] power_levels = false``.
-- A job's levels come from its application's tables in ``profiles/`` (``apps.toml`` and
-  ``workloads/*.toml``; a table that is not monotone or lacks the default was dropped
-  with a warning when it was read), else from the Job Profiler's level measurements
-  (``andreas profile`` and automatic profiling, ``app_levels`` rows). Without them the
-  job runs at the default limit.
+- A job's levels come from the Job Profiler's level measurements on this cluster (the
+  automatic profiling's ``app_levels`` rows), else from its application's tables in
+  ``profiles/`` (``apps.toml`` and ``workloads/*.toml``; a table that is not monotone or
+  lacks the default was dropped with a warning when it was read). Without them the job
+  runs at the default limit.
 - A running job carries the limit its attempt was planned at (``job_attempts.
   power_limit_w``), so the policy knows what changing it means (nothing: a limit
   changes in place, the job keeps running).
@@ -84,15 +84,24 @@ def _workloads(profiles: Profiles) -> list[Profiles]:
 def levels_for_build(s, build, state, profiles: Profiles):
     """:func:`with_levels` of a manager snapshot build: reported caps, planned limits of
     the running attempts (``store.attempts.power_limits``)."""
+    from andreas.levels import check_points
     from andreas.store.attempts import power_limits
     from andreas.store.nodes import power_caps
+    from andreas.store.profiles import app_levels as stored_levels
 
     running = {j.id: j.latest.id for j in state.jobs.values()
                if j.latest is not None and j.latest.open}
     limits = power_limits(s, list(running.values())) if running else {}
     planned = {job: limits.get(aid) for job, aid in running.items()}
+    measured: dict[str, dict[str, tuple[PowerLevel, ...]]] = {}
+    for app, types in stored_levels(s, {j.app for j in build.snapshot.jobs}).items():
+        for gpu_type, rows in types.items():
+            points = tuple(PowerLevel(limit_w=r.limit_w, time_factor=r.time_factor,
+                                      gpu_power_w=r.gpu_power_w) for r in rows)
+            if check_points(points) is None:
+                measured.setdefault(app, {})[gpu_type] = points
     return replace(build, snapshot=with_levels(build.snapshot, power_caps(s), profiles,
-                                               planned))
+                                               planned, measured))
 
 
 def with_levels(snapshot: Snapshot, caps: Mapping[str, Mapping[str, object]],
@@ -108,8 +117,8 @@ def with_levels(snapshot: Snapshot, caps: Mapping[str, Mapping[str, object]],
     jobs = []
     for job in snapshot.jobs:
         if job.app not in cache:
-            cache[job.app] = {**(measured or {}).get(job.app, {}),
-                              **app_levels(profiles, job.app)}
+            cache[job.app] = {**app_levels(profiles, job.app),
+                              **(measured or {}).get(job.app, {})}
         levels = {t: v for t, v in cache[job.app].items() if t in job.epoch_time_s}
         running = job.running
         if running is not None:

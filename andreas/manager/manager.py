@@ -204,7 +204,9 @@ class Manager:
                                            **review.held},
                             profiling=tuple(
                                 {"job": st.job, "node": st.node, "gpus": st.gpus,
-                                 "reason": st.reason, "start": st.job in review.starts}
+                                 "reason": st.reason, "start": st.job in review.starts,
+                                 **({"power_limit_w": st.power_limit_w}
+                                    if st.power_limit_w is not None else {})}
                                 for st in review.steps.values()),
                             sources={(app, t, g + 1): (e.source, e.confidence)
                                      for (app, t), est in build.epochs.items()
@@ -308,7 +310,8 @@ class Manager:
             with self.store.session() as s:
                 state = load_state(s)
             review = self.review_profiling(state)
-        if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus)
+        if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus,
+                                                      power_limit_w=st.power_limit_w)
                for j, st in review.starts.items()):
             triggers.add("profile")
         triggers |= self._take_pending()

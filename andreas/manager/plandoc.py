@@ -196,7 +196,8 @@ def _profiling(doc: Mapping[str, Any]) -> dict[str, Config]:
         if (isinstance(p, Mapping) and isinstance(p.get("job"), str)
                 and isinstance(p.get("node"), str) and isinstance(p.get("gpus"), int)
                 and not isinstance(p.get("gpus"), bool) and p["gpus"] >= 1):
-            out[p["job"]] = Config(node=p["node"], gpus=p["gpus"])
+            out[p["job"]] = Config(node=p["node"], gpus=p["gpus"],
+                                   power_limit_w=_finite(p.get("power_limit_w")))
     return out
 
 
@@ -273,6 +274,12 @@ def job_estimate(snapshot: Snapshot, job: Job, node_name: str, gpus: int, *,
     energy = run_energy_cost(snapshot, node.power_w[gpus] + gpus * level.delta_w, t)
     tardiness = max(0.0, snapshot.now_s + t - job.due_s)
     return t, epoch, energy + job.weight * tardiness
+
+
+def _below_default(node: Any, limit_w: float | None) -> bool:
+    """A limit worth recording: set, and not the node's default (which needs no setting)."""
+    lim = node.power_limits
+    return limit_w is not None and lim is not None and abs(limit_w - lim.default_w) > 1e-9
 
 
 def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
@@ -423,7 +430,8 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
                             "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
                             "estimate_source": source, "confidence": _num(conf),
                             **({"power_limit_w": a.power_limit_w}
-                               if a.power_limit_w is not None else {})})
+                               if _below_default(by_name[a.node], a.power_limit_w)
+                               else {})})
     actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
                 "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
     for p in profiling:
@@ -452,7 +460,9 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "energy": energy_doc(snapshot.energy, tariff_path),
         "pinned": list(pinned),
         "profiling": [{"job": p["job"], "node": p["node"], "gpus": p["gpus"],
-                       "reason": p["reason"]} for p in profiling],
+                       "reason": p["reason"],
+                       **({"power_limit_w": p["power_limit_w"]} if p.get("power_limit_w")
+                          is not None else {})} for p in profiling],
         "unreachable": sorted(unreachable),
         "revisit_s": _num(plan.revisit_s),
         "stats": {str(k): stat_value(v) for k, v in {**plan.stats, **(stats or {})}.items()},

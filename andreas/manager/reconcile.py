@@ -508,7 +508,9 @@ class Reconciler:
         for job_id, step in (profiling.starts.items() if profiling is not None else ()):
             job = state.jobs.get(job_id)
             want = target.profiling.get(job_id)
-            if (job is None or want is None or want != Config(node=step.node, gpus=step.gpus)
+            if (job is None or want is None
+                    or want != Config(node=step.node, gpus=step.gpus,
+                                      power_limit_w=step.power_limit_w)
                     or job_id in running or job.open_attempts
                     or job.state not in (*WAITING, JobState.PROFILING)):
                 continue
@@ -602,13 +604,13 @@ class Reconciler:
         new = JobState.PROFILING if profiling else JobState.RUNNING
         try:
             with self.store.session() as s:
-                want = target.assignments.get(job.id)
+                want = (target.profiling if profiling else target.assignments).get(job.id)
                 attempt_id = open_attempt(s, job_id=job.id, attempt=number, node_id=node.id,
                                           gpu_ids=[g.index for g in gpus],
                                           decision_id=target.decision_id,
                                           gpu_milli=job.gpu_milli, profiling=profiling,
                                           power_limit_w=(want.power_limit_w if want is not None
-                                                         and not profiling else None))
+                                                         else None))
                 if job.state is not new:         # a profiling job's next run: stays profiling
                     transition(s, job.id, new, expected=job.state, now_s=now)
         except TransitionConflict as e:

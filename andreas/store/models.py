@@ -263,6 +263,20 @@ class AppProfile(Base):
     updated_s: Mapped[float]
 
 
+class AppLevel(Base):
+    """One power level of an application on a GPU type (the Job Profiler's)."""
+
+    __table__ = tbl.app_levels
+
+    application: Mapped[str]
+    gpu_type: Mapped[str]
+    limit_w: Mapped[float]
+    time_factor: Mapped[float]
+    gpu_power_w: Mapped[float]
+    source: Mapped[str]
+    updated_s: Mapped[float]
+
+
 class AppModel(Base):
     """The Job Profiler's runtime model of an application on a GPU type (Amdahl's law)."""
 

@@ -354,6 +354,20 @@ app_profiles = Table(
     _col("updated_s", Double()),
     **MYSQL)
 
+# The Job Profiler's power levels of an application on a GPU type (andreas/levels.py):
+# per limit the epoch time over the default limit's and the GPU's mean draw, measured at
+# one GPU (``source`` "profiler") or fitted where not measured ("fit", andreas.powerfit).
+app_levels = Table(
+    "app_levels", metadata,
+    _pk("application", String(128)),
+    _pk("gpu_type", String(64)),
+    _pk("limit_w", Double()),
+    _col("time_factor", Double()),
+    _col("gpu_power_w", Double()),
+    _col("source", String(32)),
+    _col("updated_s", Double()),
+    **MYSQL)
+
 # The Job Profiler's runtime model of an application on a GPU type (Amdahl's law):
 # ``epoch_time(g) = t1_s * (serial_fraction + (1 - serial_fraction) / g)``; ``mape``: the
 # fit's mean absolute percentage error on the measured points (None: one point);
