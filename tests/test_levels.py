@@ -191,3 +191,53 @@ def test_bound_is_each_job_alone_at_its_least_energy_level():
                for p in RESNET)        # 1 GPU is the least energy (Amdahl: s > 0)
     assert bound.above_idle_kwh == pytest.approx(best / 3.6e6)
     assert bound.total_kwh == pytest.approx((best + 340.0 * 10 * 325.0) / 3.6e6)
+
+
+# --------------------------------------------------------------------------- commands
+
+def test_commands_generate_simulate_and_optimize_with_levels(tmp_path):
+    from click.testing import CliRunner
+
+    from andreas.cli import main
+    from andreas.formats.snapshot import snapshot_to_dict
+    from andreas.formats.trace import load_trace
+
+    run = CliRunner()
+    trace_path = tmp_path / "z.json"
+    r = run.invoke(main, ["trace", "generate", "--nodes", "2", "--seed", "4", "--workloads",
+                          "zeus", "--jobs-per-node", "3", "--out", str(trace_path)])
+    assert r.exit_code == 0, r.output
+    trace = load_trace(trace_path)
+    assert levels.has_levels(trace) and trace.name.startswith("exponential-n2-zeus")
+    for mode, expect in (("on", "on"), ("off", "off")):
+        r = run.invoke(main, ["simulate", "--trace", str(trace_path), "--policies", "greedy",
+                              "--json", "--no-plots", "--workers", "1", "--power-levels",
+                              mode, "--out", str(tmp_path / mode)])
+        assert r.exit_code == 0, r.output
+        (res,) = json.loads(r.output)
+        assert res["power_levels"] == expect
+        assert {"energy_kwh", "total_cost", "late_jobs", "energy_above_idle_kwh"} <= set(res)
+    r = run.invoke(main, ["simulate", "--trace", str(trace_path), "--policies", "greedy",
+                          "--json", "--no-plots", "--workers", "1", "--power-levels", "both",
+                          "--out", str(tmp_path / "both")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [x["power_levels"] for x in doc["runs"]] == ["on", "off"]
+    assert doc["bound"]["energy_kwh"] <= min(x["energy_kwh"] for x in doc["runs"])
+    snap = snapshot(job("slack", 1e5), job("tight", 3300.0))
+    snap_path = tmp_path / "s.json"
+    snap_path.write_text(json.dumps(snapshot_to_dict(snap)))
+    for mode in ("on", "off"):
+        r = run.invoke(main, ["optimize", str(snap_path), "--policy", "greedy", "--json",
+                              "--power-levels", mode])
+        assert r.exit_code == 0, r.output
+        got = {a["job"]: a["power_limit_w"] for a in json.loads(r.output)["assignments"]}
+        if mode == "on":
+            assert got["tight"] == 250.0 and got["slack"] < 250.0
+        else:
+            assert got == {"slack": None, "tight": None}
+    bad = snapshot_to_dict(snap)
+    bad["nodes"][0]["power_limits"]["levels_w"] = [250, 260]
+    snap_path.write_text(json.dumps(bad))
+    r = run.invoke(main, ["optimize", str(snap_path), "--json"])
+    assert r.exit_code == 2 and "node n0" in r.output and "260 W is outside" in r.output

@@ -113,3 +113,22 @@ def test_a_changed_level_is_written_in_place_and_the_job_keeps_running(mstore):
     m2.tick()
     (a,) = attempts(mstore, "r")                     # the same attempt: no restart
     assert a.end_s is None and a.power_limit_w is not None and a.power_limit_w < 250.0
+
+
+def test_a_profile_level_outside_the_nodes_range_is_one_line_and_not_planned(caplog):
+    import logging
+
+    from andreas.manager.levels import node_limits
+    from andreas.model import Node
+    from andreas.profiles import load_profiles
+
+    node = Node(name="n9", gpu_type="V100", gpus=2, power_w=(270.0, 505.0, 740.0))
+    caps = {"settable": True, "min_w": 160.0, "max_w": 250.0, "default_w": 250.0}
+    with caplog.at_level(logging.WARNING, logger="andreas.manager.levels"):
+        first = node_limits(node, caps, load_profiles())
+        again = node_limits(node, caps, load_profiles())
+    assert first == again and first.levels_w == (250.0, 225.0, 200.0, 175.0)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "node n9: power level 150 W" in lines[0]
+    assert "outside the GPU's range [160, 250] W" in lines[0]
+    assert node_limits(node, {"settable": False, "why": "x"}, load_profiles()) is None
