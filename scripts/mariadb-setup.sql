@@ -42,6 +42,7 @@ SET @andreas_sql = CONCAT('ALTER USER ''andreas_manager''@''%'' IDENTIFIED BY ',
 PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE andreas_stmt;
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_manager'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_manager'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_levels` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_models` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_profiles` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`decisions` TO 'andreas_manager'@'%';
@@ -64,6 +65,7 @@ SET @andreas_sql = CONCAT('ALTER USER ''andreas_reporter''@''%'' IDENTIFIED BY '
 PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE andreas_stmt;
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_reporter'@'%';
+GRANT SELECT ON `andreas`.`app_levels` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_models` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_profiles` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`decisions` TO 'andreas_reporter'@'%';
