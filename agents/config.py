@@ -21,6 +21,8 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
     metrics_address = "127.0.0.1"        # "0.0.0.0" to let a Prometheus elsewhere scrape
     fence_check_s = 5.0                  # the fence asks the store this often (agents/fence.py)
     fence_after_s = 60.0                 # store unreachable this long: stop andreas containers
+    powerd_socket = "/run/andreas-powerd/powerd.sock"   # GPU power limits; "" = none
+    fake_gpu_dir = ""                    # with fake_gpus: where andreas-powerd keeps limits
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
@@ -67,7 +69,7 @@ _KEYS: dict[str, dict[str, str]] = {
                              "heartbeat_s", "fake_gpus", "powercap_root",
                              "job_energy_window_s", "log_level", "min_energy_interval_s",
                              "metrics_port", "metrics_address", "fence_check_s",
-                             "fence_after_s")},
+                             "fence_after_s", "powerd_socket", "fake_gpu_dir")},
     "store": {"url": "db_url", "password_file": "db_password_file",
               "self_register": "self_register"},
     "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
@@ -113,6 +115,10 @@ class AgentConfig:
     # at most the manager's [manager] fence_after_s (see ARCHITECTURE.md, "Fencing").
     fence_check_s: float = field(default=5.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
     fence_after_s: float = field(default=60.0, metadata=rule(ge=0, le=86400))
+    # GPU power limits (agents/powerlimits.py): the privileged daemon's socket ("" = none:
+    # every GPU at its default limit) and, with fake GPUs, where that daemon keeps them
+    powerd_socket: str = ""
+    fake_gpu_dir: str = ""
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
     batch_rows: int = field(default=500, metadata=rule(ge=1, le=MAX_BATCH_ROWS))
@@ -198,7 +204,8 @@ def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | 
 # Environment variables -> the field each one sets (they win over the file).
 _ENV = {"node_name": "ANDREAS_NODE_NAME", "db_url": "ANDREAS_DB_URL",
         "db_password_file": "ANDREAS_DB_PASSWORD_FILE", "fake_gpus": "ANDREAS_FAKE_GPUS",
-        "spool_dir": "ANDREAS_SPOOL_DIR", "spool_max_bytes": "ANDREAS_SPOOL_MAX_SIZE"}
+        "spool_dir": "ANDREAS_SPOOL_DIR", "spool_max_bytes": "ANDREAS_SPOOL_MAX_SIZE",
+        "powerd_socket": "ANDREAS_POWERD_SOCKET"}
 
 
 def _check(cfg: AgentConfig, where: str, fake_gpus_origin: str) -> None:

@@ -23,6 +23,7 @@ with the production default, so tests run the same loop with stubs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import queue
@@ -135,6 +136,9 @@ class Agent:
         self._fence_stop = threading.Event()
         self._fence_thread: threading.Thread | None = None
         self._last_clock: tuple[float, float] | None = None
+        self.limits: Any = None              # agents/powerlimits.LimitApplier
+        self._limits_thread: threading.Thread | None = None
+        self._current: list[ContainerJob] = []
 
     # ------------------------------------------------------------------ life cycle
 
@@ -169,6 +173,7 @@ class Agent:
                  cfg.spool_dir, cfg.spool_max_bytes)
         self._start_tracker()
         self._start_fence()
+        self._start_limits()
 
     def node_spec(self) -> NodeSpec:
         """The inventory as last seen by the sampling thread (immutable; any thread)."""
@@ -202,6 +207,8 @@ class Agent:
         self._fence_stop.set()
         if self._fence_thread is not None:
             self._fence_thread.join(timeout=5.0)
+        if self._limits_thread is not None:
+            self._limits_thread.join(timeout=5.0)
         if self.tracker is not None:
             try:
                 self.tracker.stop()
@@ -256,10 +263,17 @@ class Agent:
         containers, current = self._containers(now_mono)
         if self.fake is not None:
             self._drive_fake(current)
+        if self.limits is not None and current != self._current:
+            self.limits.wake()               # a container started or ended: apply now
+        self._current = current
         readings = self.gpus.sample(now_mono, now_wall)
         if self.stats.ticks == 0 and self.resume is not None \
                 and self.resume.previous is not None:
             self._gap_at = (now_mono, now_wall, self.gpus.counters())   # the baseline
+        if self.limits is not None:
+            in_force = self.limits.controller.in_force
+            readings = [dataclasses.replace(r, power_limit_w=in_force.get(r.uuid))
+                        if isinstance(r, GpuSample) else r for r in readings]
         self._refresh_spec()
         sampled = set(self._spec_sampled)
         busy = {u for c in current for u in c.gpu_uuids if u in sampled}
@@ -379,6 +393,27 @@ class Agent:
                  f"all stopped after {self.cfg.fence_after_s:.0f} s without the store"
                  if self.cfg.fence_after_s > 0 else "never stopped for want of the store")
 
+    def _start_limits(self) -> None:
+        """The power-limit thread (agents/powerlimits.py): the planned limits of the running
+        attempts, applied through andreas-powerd; what the node can do, to the store."""
+        from agents.powerlimits import LimitApplier, LimitController, PowerdClient
+
+        engine = getattr(self.writer, "engine", None)
+        if engine is None:
+            return
+        client = PowerdClient(self.cfg.powerd_socket) if self.cfg.powerd_socket else None
+        uuids = [g.uuid for g in self.gpus.inventory if not g.mig_enabled]
+        controller = LimitController(client, self.cfg.node_name, uuids)
+        self.limits = LimitApplier(
+            controller, planned=functools.partial(store_limits, engine, self.cfg.node_name),
+            current=lambda: self._current,
+            report=functools.partial(store_caps, engine, self.cfg.node_name),
+            every_s=self.cfg.fence_check_s)
+        self._limits_thread = threading.Thread(target=self.limits.run,
+                                               args=(self._fence_stop,),
+                                               name="andreas-powerlimits", daemon=True)
+        self._limits_thread.start()
+
     def _on_epoch(self, record: Any) -> None:
         assert self.delivery is not None
         self.delivery.put(to_entry(record))
@@ -462,7 +497,8 @@ class Agent:
         if self.cfg.fake_gpus:
             from agents.nvml_fake import make_fake_nvml
 
-            self.fake = make_fake_nvml(self.cfg.fake_gpus, node=self.cfg.node_name)
+            self.fake = make_fake_nvml(self.cfg.fake_gpus, node=self.cfg.node_name,
+                                       limit_dir=self.cfg.fake_gpu_dir or None)
             nvml = self.fake
             log.warning("FAKE GPUs (%s): simulated NVML, nothing real is measured",
                         self.cfg.fake_gpus)
@@ -505,6 +541,20 @@ def store_verdicts(engine: Any, node_name: str,
 
     with engine.connect() as conn:
         return verdicts(conn, node_name, keys)
+
+
+def store_limits(engine: Any, node_name: str,
+                 keys: list[tuple[str, int]]) -> dict[tuple[str, int], float | None]:
+    """The power limits the plan chose for the attempts running here."""
+    return {k: v.power_limit_w for k, v in store_verdicts(engine, node_name, keys).items()}
+
+
+def store_caps(engine: Any, node_name: str, caps: dict[str, Any]) -> None:
+    """What this node's GPUs accept as power limits, for the manager."""
+    from andreas.store.nodes import set_power_caps
+
+    with engine.begin() as conn:
+        set_power_caps(conn, node_name, caps)
 
 
 def _epoch_tracker(**kwargs: Any) -> Any:

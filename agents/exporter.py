@@ -69,6 +69,9 @@ class AgentCollector(Collector):
                                      labels=labels)
         gaps = CounterMetricFamily("andreas_gpu_gaps", "Intervals the GPU could not be read.",
                                    labels=labels)
+        limit = GaugeMetricFamily("andreas_gpu_power_limit_watts", "The GPU's power limit "
+                                  "in force, as andreas-powerd read it back (docs/"
+                                  "power-limits.md).", labels=labels)
         for g in view.gpus:
             gpu = gpus.get(g.uuid)
             index = str(gpu.index) if gpu is not None else g.uuid
@@ -76,7 +79,9 @@ class AgentCollector(Collector):
                 power.add_metric([node, index], g.power_w)
             energy.add_metric([node, index], g.energy_mj / MJ_PER_J)
             gaps.add_metric([node, index], float(g.gaps))
-        yield from (info, up, power, energy, gaps)
+            if g.power_limit_w is not None:
+                limit.add_metric([node, index], g.power_limit_w)
+        yield from (info, up, power, energy, gaps, limit)
 
         host_power = GaugeMetricFamily("andreas_host_power_watts", "Host (CPU package and "
                                        "DRAM, RAPL; else the host power model) power at the "

@@ -28,6 +28,7 @@ class GpuView:
     power_w: float | None        # the last sample's power; None: no reading yet or a gap
     energy_mj: int               # since the agent started
     gaps: int                    # intervals the GPU could not be read
+    power_limit_w: float | None = None   # the limit in force, when the agent knows it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +51,7 @@ class Meter:
         self._power: dict[str, float | None] = {}
         self._energy: dict[str, int] = {}
         self._gaps: dict[str, int] = {}
+        self._limit: dict[str, float | None] = {}
         self._host_power: float | None = None
         self._host_energy = 0
         self._jobs: dict[str, int] = {}
@@ -63,6 +65,7 @@ class Meter:
             for r in readings:
                 if isinstance(r, GpuSample):
                     self._power[r.uuid] = r.power_w
+                    self._limit[r.uuid] = r.power_limit_w
                     self._energy[r.uuid] = self._energy.get(r.uuid, 0) + (r.energy_mj or 0)
                 else:
                     self._power[r.uuid] = None
@@ -83,7 +86,8 @@ class Meter:
         with self._lock:
             return MeterView(
                 gpus=tuple(GpuView(uuid=u, power_w=self._power.get(u), energy_mj=e,
-                                   gaps=self._gaps.get(u, 0))
+                                   gaps=self._gaps.get(u, 0),
+                                   power_limit_w=self._limit.get(u))
                            for u, e in self._energy.items()),
                 host_power_w=self._host_power, host_energy_mj=self._host_energy,
                 jobs=tuple(self._jobs.items()), last_tick_wall=self._last_tick)

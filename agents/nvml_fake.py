@@ -22,6 +22,14 @@ What it models, deterministically:
 - ``nvmlDeviceGetPowerUsage`` (mW) is the mean power over the last second, the semantics
   of Ampere and newer; the instant-power field (``NVML_FI_DEV_POWER_INSTANT``) is the
   power at the call.
+- Power limits, as NVML sets them (``nvmlDeviceGetPowerManagementLimitConstraints``,
+  ``...DefaultLimit``, ``...Limit``, ``nvmlDeviceSetPowerManagementLimit``; milliwatts):
+  the range and default of ``profiles/power_limits.toml`` for the GPU type (V100: 100-250
+  W), NotSupported for a type without an entry, NVML's InvalidArgument for a limit outside
+  the range, NoPermission after :meth:`FakeNvml.deny_limits` (as for a non-root caller). A
+  busy GPU draws at most its limit. With ``limit_dir`` the limits live in files
+  ``power-limit-<uuid>`` there, so the privileged daemon (``agents/powerd.py``) that sets
+  them and the agent that samples the GPUs, two processes, see the same fake GPUs.
 - Faults, each at a time on the injected clock: a GPU lost (every call on it raises
   ``NVMLError_GpuIsLost``, as does ``nvmlDeviceGetHandleByIndex`` for its index) and
   optionally recovered with its counter reset; unknown errors in a window; a field made
@@ -123,6 +131,8 @@ class FakeGpuSpec:
     memory_mib: int
     energy_counter: bool = True
     instant_field: bool = True
+    # NVML's power-limit constraints and default (W); None: the type cannot be capped
+    limit_range_w: tuple[float, float, float] | None = None
 
 
 MAX_FAKE_GPUS = 64         # a node; 10**6 fake GPUs would make the agent sample for ever
@@ -153,10 +163,12 @@ def parse_spec(spec: str, profiles: Profiles | None = None) -> list[FakeGpuSpec]
             raise InputError(f"fake_gpus: unknown GPU type {gpu_type!r} in {spec!r} "
                              f"(known: {', '.join(sorted(profiles.gpus))})", field="fake_gpus")
         model = _MODELS.get(gpu_type, _Model(f"NVIDIA {gpu_type}", 16384, True, True))
+        lim = profiles.power_limits.get(gpu_type)
+        limits = (lim.min_w, lim.max_w, lim.default_w) if lim is not None else None
         out.extend(FakeGpuSpec(gpu_type=gpu_type, idle_w=power.idle_w, busy_w=power.busy_w,
                                name=model.name, memory_mib=model.memory_mib,
                                energy_counter=model.energy_counter,
-                               instant_field=model.instant_field)
+                               instant_field=model.instant_field, limit_range_w=limits)
                    for _ in range(count))
     return out
 
@@ -179,11 +191,20 @@ class _Timeline:
 
     def __init__(self, origin: float, spec: FakeGpuSpec) -> None:
         self.spec = spec
+        self.cap_w = math.inf            # the power limit in force (busy power is capped)
         self.steps = [_Step(origin, 0.0, spec.idle_w, (), 0, 0.0)]
         self.times = [origin]
 
     def power_w(self, utilization: float) -> float:
-        return self.spec.idle_w + (self.spec.busy_w - self.spec.idle_w) * utilization / 100.0
+        busy = self.spec.idle_w + (self.spec.busy_w - self.spec.idle_w) * utilization / 100.0
+        return max(self.spec.idle_w, min(busy, self.cap_w))
+
+    def recap(self, t: float, cap_w: float) -> None:
+        """The limit changes at ``t``: the same load, drawn under the new cap."""
+        last = self.step_at(t)
+        self.cap_w = cap_w
+        self.add(max(t, self.steps[-1].t), last.utilization, last.pids, last.memory_used_mib,
+                 last.process_sm)
 
     def step_at(self, t: float) -> _Step:
         i = bisect.bisect_right(self.times, t) - 1
@@ -232,6 +253,7 @@ class _FakeGpu:
     unknown: list[tuple[float, float]] = field(default_factory=list)
     not_supported: set[str] = field(default_factory=set)
     mig: bool | None = None          # None: not MIG-capable (NotSupported)
+    limit_mw: int | None = None      # the power limit in force (None: the type has none)
 
 
 def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -285,8 +307,10 @@ class FakeNvml:
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
                  index_order: Sequence[int] | None = None,
-                 counter_start_mj: Sequence[int] | None = None) -> None:
-        """``index_order[i]`` is the spec position of the GPU at NVML index ``i``."""
+                 counter_start_mj: Sequence[int] | None = None,
+                 limit_dir: str | None = None) -> None:
+        """``index_order[i]`` is the spec position of the GPU at NVML index ``i``;
+        ``limit_dir``: where the power limits live when several processes share the GPUs."""
         if not gpus:
             raise InputError("fake NVML: needs at least one GPU")
         self._clock = clock
@@ -306,6 +330,12 @@ class FakeNvml:
                                counter_start_mj=int(starts[i]))
                       for i, s in enumerate(gpus)]
         self._order = order
+        self._limit_dir = limit_dir
+        self._limits_denied = False
+        for g in self._gpus:
+            if g.spec.limit_range_w is not None:
+                g.limit_mw = int(round(g.spec.limit_range_w[2] * 1000))
+                g.timeline.cap_w = g.limit_mw / 1000.0
         self._init_count = 0
         self._init_fail_until = -math.inf
         self.init_calls: list[float] = []      # clock time of every nvmlInit (back-off tests)
@@ -386,6 +416,10 @@ class FakeNvml:
         """Make the GPU MIG-capable (as an A100/H100 would be) with MIG mode on or off."""
         with self._lock:
             self._by_uuid(uuid).mig = enabled
+
+    def deny_limits(self, denied: bool = True) -> None:
+        """Setting a limit raises NoPermission (as for a caller that is not root)."""
+        self._limits_denied = denied
 
     def fail_init(self, *, until_s: float = math.inf) -> None:
         """``nvmlInit`` raises ``NVMLError_DriverNotLoaded`` until ``until_s``."""
@@ -468,7 +502,34 @@ class FakeNvml:
     @_locked
     def nvmlDeviceGetPowerManagementLimit(self, handle: _FakeHandle) -> int:
         g, _ = self._device(handle, "power_limit")
-        return int(round(g.spec.busy_w * 1000))
+        if g.limit_mw is None:
+            return int(round(g.spec.busy_w * 1000))
+        return g.limit_mw
+
+    @_locked
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: _FakeHandle) -> list[int]:
+        g, _ = self._device(handle, "power_limit")
+        rng = self._range(g)
+        return [int(round(rng[0] * 1000)), int(round(rng[1] * 1000))]
+
+    @_locked
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: _FakeHandle) -> int:
+        g, _ = self._device(handle, "power_limit")
+        return int(round(self._range(g)[2] * 1000))
+
+    @_locked
+    def nvmlDeviceSetPowerManagementLimit(self, handle: _FakeHandle, limit: int) -> None:
+        """Milliwatts within the constraints, else InvalidArgument (NVML's answer)."""
+        g, t = self._device(handle, "power_limit")
+        lo, hi, _ = self._range(g)
+        if self._limits_denied:
+            raise NVMLError(NVML_ERROR_NO_PERMISSION)
+        if not isinstance(limit, int) or not lo * 1000 <= limit <= hi * 1000:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        if self._limit_dir is not None:
+            from andreas.infra.fileio import write_text_atomic
+            write_text_atomic(self._limit_file(g), f"{limit}\n")
+        self._set_limit(g, t, limit)
 
     @_locked
     def nvmlDeviceGetPowerUsage(self, handle: _FakeHandle) -> int:
@@ -575,7 +636,36 @@ class FakeNvml:
             self._check_faults(g, t)
             if field_name is not None and field_name in g.not_supported:
                 raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+            self._sync_limit(g, t)
             return g, t
+
+    def _range(self, g: _FakeGpu) -> tuple[float, float, float]:
+        if g.spec.limit_range_w is None or g.limit_mw is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return g.spec.limit_range_w
+
+    def _limit_file(self, g: _FakeGpu) -> str:
+        import os
+        assert self._limit_dir is not None
+        return os.path.join(self._limit_dir, f"power-limit-{g.uuid}")
+
+    def _set_limit(self, g: _FakeGpu, t: float, limit_mw: int) -> None:
+        if limit_mw != g.limit_mw:
+            g.limit_mw = limit_mw
+            g.timeline.recap(t, limit_mw / 1000.0)
+
+    def _sync_limit(self, g: _FakeGpu, t: float) -> None:
+        """With ``limit_dir``, the limit another process set (a missing file: the default)."""
+        if self._limit_dir is None or g.limit_mw is None or g.spec.limit_range_w is None:
+            return
+        try:
+            with open(self._limit_file(g)) as f:
+                value = int(f.read().strip())
+        except FileNotFoundError:
+            value = int(round(g.spec.limit_range_w[2] * 1000))
+        except (OSError, ValueError):
+            return
+        self._set_limit(g, t, value)
 
     def _average_w(self, g: _FakeGpu, t: float) -> float:
         t0 = max(t - 1.0, self.origin_s)
@@ -595,7 +685,8 @@ def make_fake_nvml(spec: str, *, node: str = "node",
                    clock: Callable[[], float] = time.monotonic,
                    wall_clock: Callable[[], float] = time.time,
                    index_order: Sequence[int] | None = None,
-                   profiles: Profiles | None = None) -> FakeNvml:
+                   profiles: Profiles | None = None,
+                   limit_dir: str | None = None) -> FakeNvml:
     """The fake the daemon uses for ``--fake-gpus SPEC`` (``"2xV100"``, ``"8xT4,2xV100"``)."""
     return FakeNvml(parse_spec(spec, profiles), node=node, clock=clock,
-                    wall_clock=wall_clock, index_order=index_order)
+                    wall_clock=wall_clock, index_order=index_order, limit_dir=limit_dir)

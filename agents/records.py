@@ -55,6 +55,7 @@ class GpuSample:
     # The energy counter's reading at ``t`` (None: no counter): what a restarted agent
     # charges the time it was not running from (agents/resume.py); not stored.
     counter_mj: int | None = None
+    power_limit_w: float | None = None   # the limit in force (agents/powerlimits.py)
 
 
 @dataclass(frozen=True, kw_only=True)

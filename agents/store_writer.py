@@ -195,7 +195,7 @@ def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[s
                     gpu_id, e["t"], node_id, e.get("busy_gpus", 0), power, energy,
                     e.get("utilization"), e.get("memory_used_mib"), e.get("energy_source"),
                     e.get("power_source") if e.get("power_w") is not None else None,
-                    bool(e.get("counter_reset", False))))
+                    bool(e.get("counter_reset", False)), e.get("power_limit_w")))
             elif kind == "host":
                 rows["host"].append(HostRow(
                     node_id, e["t"], e.get("busy_gpus", 0), e["cpu_utilization"],

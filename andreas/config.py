@@ -213,6 +213,9 @@ class ManagerSettings:
     # energy_pue) and price_per_kwh is not used. Read and checked once, at load.
     tariff: str | None = None
     tariff_file: TariffFile | None = field(default=None, metadata=rule(derived=True))
+    # The policies choose GPU power limits where nodes can set them (docs/power-limits.md);
+    # false: every GPU at its default limit.
+    power_levels: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

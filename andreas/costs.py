@@ -49,7 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from andreas.model import CatalogEntry, Energy, Job, Params, Plan, Snapshot, Tariff
+from andreas import levels
+from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot, Tariff
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -139,19 +140,22 @@ def node_cost_per_hour(snapshot: Snapshot, node_name: str, busy_gpus: int,
 
 def node_classes(snapshot: Snapshot) -> dict[str, tuple]:
     """Node name -> class. Nodes of one class are interchangeable: same GPU type, count and
-    power curve (cloud: the catalog entry the node runs now, its ``config``)."""
+    power curve, and power limits where they have any (cloud: the catalog entry the node
+    runs now, its ``config``)."""
     if snapshot.cloud:
         return {n.name: ("vm", n.config) for n in snapshot.nodes}
-    return {n.name: (n.gpu_type, n.gpus, tuple(n.power_w)) for n in snapshot.nodes}
+    return {n.name: (n.gpu_type, n.gpus, tuple(n.power_w))
+            + ((n.power_limits,) if n.power_limits is not None else ()) for n in snapshot.nodes}
 
 
 def job_time_s(snapshot: Snapshot, job: Job, cls: tuple, gpu_type: str, gpus: int,
-               classes: dict[str, tuple]) -> float | None:
+               classes: dict[str, tuple], factor: float = 1.0) -> float | None:
     """t_jng on ``gpus`` GPUs of a node of class ``cls``: a running job continues (keeping its
-    partial epoch) only on its own class and GPU count; anywhere else it restarts."""
+    partial epoch) only on its own class and GPU count, at any power limit (a limit changes
+    while the job runs); anywhere else it restarts. ``factor``: the limit's time factor."""
     continuing = (job.running is not None and job.running.gpus == gpus
                   and classes[job.running.node] == cls)
-    return job.time_s(gpu_type, gpus, snapshot.params, continuing=continuing)
+    return job.time_s(gpu_type, gpus, snapshot.params, continuing=continuing, factor=factor)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +167,13 @@ class NodeKind:
     gpu_type: str
     gpus: int
     price_h: tuple[float, ...]
+    node: Node | None = None      # on premise: one node of the class (its power levels)
+
+    def factors(self, job: Job) -> tuple[float, ...]:
+        """The time factors of the power levels ``job`` may run at here (1.0: default)."""
+        if self.node is None:
+            return (1.0,)
+        return tuple(o.time_factor for o in levels.options(job, self.node))
 
 
 def node_kinds(snapshot: Snapshot, classes: dict[str, tuple] | None = None
@@ -180,7 +191,7 @@ def node_kinds(snapshot: Snapshot, classes: dict[str, tuple] | None = None
         if cls not in seen:
             seen[cls] = NodeKind(cls=cls, gpu_type=n.gpu_type or "", gpus=n.gpus,
                                  price_h=tuple(c_ng_per_hour(w, snapshot.energy)
-                                               for w in n.power_w))
+                                               for w in n.power_w), node=n)
     return tuple(seen.values())
 
 
@@ -232,9 +243,10 @@ def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = 
     for kind in kinds if kinds is not None else node_kinds(snapshot, classes):
         cls, gpu_type, gpus = kind.cls, kind.gpu_type, kind.gpus
         for g in range(1, gpus + 1):
-            t = job_time_s(snapshot, job, cls, gpu_type, g, classes)
-            if t is not None:
-                worst = max(worst, t)
+            for factor in kind.factors(job):
+                t = job_time_s(snapshot, job, cls, gpu_type, g, classes, factor)
+                if t is not None:
+                    worst = max(worst, t)
     return worst
 
 
@@ -358,6 +370,7 @@ class Evaluation:
     postponement_cost: float
     node_cost: float
     idle_gpus: int
+    level_cost: float = 0.0   # what power levels change in the jobs' pi (optimizer/levels.py)
 
 
 def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
@@ -380,7 +393,7 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
     now, params = snapshot.now_s, snapshot.params
     classes = node_classes(snapshot)
     kinds = node_kinds(snapshot, classes)
-    tard = post = fbar = mix = 0.0
+    tard = post = fbar = mix = lvl = 0.0
     busy: dict[str, int] = defaultdict(int)
     first_end: dict[str, float] = {}
     slow, devices = _shared(snapshot, plan, sharing)
@@ -389,7 +402,8 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         gpu_type = (catalog[plan.node_configs[a.node]].gpu_type if snapshot.cloud
                     else nodes[a.node].gpu_type)
         cls = ("vm", plan.node_configs[a.node]) if snapshot.cloud else classes[a.node]
-        t = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes)
+        level = _level(snapshot, job, nodes, a)
+        t = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes, level.time_factor)
         if t is None:
             raise ValueError(f"job {a.job}: cannot run on {a.gpus} {gpu_type} GPUs")
         t *= slow.get(a.job, 1.0)
@@ -402,6 +416,16 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
             c_job = c_ng_per_hour(nodes[a.node].power_w[a.gpus], snapshot.energy)
         charged = charged_s(snapshot, t)
         pi = charged / SECONDS_PER_HOUR * c_job
+        if level.time_factor != 1.0 or level.delta_w:
+            # pi at the default, plus what the level changes (optimizer/levels.py)
+            t0 = job_time_s(snapshot, job, cls, gpu_type, a.gpus, classes)
+            assert t0 is not None
+            charged0 = charged_s(snapshot, t0)
+            rise = c_job - c_ng_per_hour(nodes[a.node].power_w[0], snapshot.energy)
+            change = (charged * (rise + c_ng_per_hour(a.gpus * level.delta_w, snapshot.energy))
+                      - charged0 * rise) / SECONDS_PER_HOUR
+            pi = charged0 / SECONDS_PER_HOUR * c_job + change
+            lvl += change
         fbar += max_time_s(snapshot, job, classes, kinds) / (pi + tau_cost)
         busy[a.node] += a.gpus
         first_end[a.node] = min(first_end.get(a.node, charged), charged)
@@ -420,10 +444,21 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         idle += capacity - g
         if snapshot.cloud:
             mix += first_end[name] / SECONDS_PER_HOUR * hourly * (capacity - g) / capacity
-    f_obj = tard + post + node_cost + params.mu * idle
+    f_obj = tard + lvl + post + node_cost + params.mu * idle
     f_mix = tard + post + mix + params.mu * idle if snapshot.cloud else f_obj
     return Evaluation(f_obj=f_obj, f_bar=fbar, f_mix=f_mix, tardiness_cost=tard,
-                      postponement_cost=post, node_cost=node_cost, idle_gpus=idle)
+                      postponement_cost=post, node_cost=node_cost, idle_gpus=idle,
+                      level_cost=lvl)
+
+
+def _level(snapshot: Snapshot, job: Job, nodes: dict[str, Node], a) -> levels.LevelOption:
+    """The power level of an assignment (``andreas/levels.py``); the default in the cloud."""
+    if snapshot.cloud:
+        return levels.DEFAULT
+    option = levels.option_at(job, nodes[a.node], a.power_limit_w)
+    if option is None:
+        raise ValueError(f"job {a.job}: cannot run at {a.power_limit_w:g} W on {a.node}")
+    return option
 
 
 def _job_mix_cost(snapshot: Snapshot, job: Job, entry: CatalogEntry, gpus: int,

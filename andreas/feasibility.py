@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from andreas.errors import InfeasiblePlan
+from andreas.levels import option_at
 from andreas.model import Assignment, Plan, Snapshot
 
 
@@ -41,6 +42,10 @@ def check_plan(snapshot: Snapshot, plan: Plan) -> None:
             gpu_type, capacity = node.gpu_type, node.gpus
         if not jobs[a.job].runs_on(gpu_type, a.gpus):
             raise InfeasiblePlan(f"job {a.job}: has no epoch time for {a.gpus} x {gpu_type}")
+        if a.power_limit_w is not None and (
+                snapshot.cloud or option_at(jobs[a.job], nodes[a.node], a.power_limit_w) is None):
+            raise InfeasiblePlan(f"job {a.job}: power limit {a.power_limit_w:g} W is not a "
+                                 f"level it may run at on {a.node}")
         if snapshot.cloud:
             busy[a.node] += a.gpus
             if busy[a.node] > capacity:

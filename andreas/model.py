@@ -138,6 +138,33 @@ class Params:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PowerLimits:
+    """What a node's GPUs accept as a power limit and which limits the optimizer tries.
+
+    ``min_w`` / ``max_w`` are the GPU's constraints as NVML reports them
+    (``nvmlDeviceGetPowerManagementLimitConstraints``), ``default_w`` its default limit;
+    ``levels_w`` the limits a plan may choose, the default first, then decreasing
+    (``andreas/levels.py``).
+    """
+
+    min_w: float
+    max_w: float
+    default_w: float
+    levels_w: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerLevel:
+    """One power limit of a job on one GPU type: its epoch time there over its epoch time
+    at the GPU's default limit (``time_factor``, >= 1 below it) and the GPU's mean draw
+    while it trains (``gpu_power_w``), measured (Zeus, the profiler) or fitted."""
+
+    limit_w: float
+    time_factor: float
+    gpu_power_w: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class Node:
     """An on-premise node: fixed GPU type and count; ``power_w[g]`` is its power with g GPUs busy.
 
@@ -155,6 +182,7 @@ class Node:
     cpu_milli: int = 0
     memory_mib: int = 0
     gpu_memory_mib: int = 0
+    power_limits: PowerLimits | None = None   # None: limits not settable, default only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,6 +240,7 @@ class Config:
     gpus: int
     gpu_ids: tuple[int, ...] = ()
     slowdown: float = 0.0
+    power_limit_w: float | None = None   # the limit in force; None: the GPU's default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,15 +257,20 @@ class Job:
     epochs_done: float = 0   # whole epochs in files; fractional in the simulator's exact mode
     running: Config | None = None
     demand: Demand | None = None   # rigid multi-resource task; None: elastic whole GPUs
+    # per GPU type the power limits it has figures for (andreas/levels.py); empty: none
+    power_levels: Mapping[str, tuple[PowerLevel, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         frozen = {k: tuple(v) for k, v in self.epoch_time_s.items()}
         object.__setattr__(self, "epoch_time_s", MappingProxyType(frozen))
+        levels = {k: tuple(v) for k, v in self.power_levels.items()}
+        object.__setattr__(self, "power_levels", MappingProxyType(levels))
 
     def __reduce__(self):
-        """Picklable (for simulator worker processes) although epoch_time_s is read-only."""
+        """Picklable (for simulator worker processes) although the mappings are read-only."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         state["epoch_time_s"] = dict(self.epoch_time_s)
+        state["power_levels"] = dict(self.power_levels)
         return (_job_from_state, (state,))
 
     @property
@@ -257,23 +291,24 @@ class Job:
         return self.demand is None or gpus == self.demand.gpus
 
     def time_s(self, gpu_type: str, gpus: int, params: Params, *,
-               continuing: bool) -> float | None:
+               continuing: bool, factor: float = 1.0) -> float | None:
         """Remaining time if placed on ``gpus`` x ``gpu_type``, counting what a restart costs.
 
         A job that does not continue on the configuration it runs on restarts from its
         last checkpoint: it redoes the partial epoch (``progress="epoch"``) and pays
         ``restart_overhead_s``, as does a waiting job that has made progress before.
+        ``factor`` stretches its epochs (a power limit's ``PowerLevel.time_factor``).
         """
         if not self.runs_on(gpu_type, gpus):
             return None
         times = self.epoch_time_s[gpu_type]
         if continuing:
-            return self.epochs_left * times[gpus - 1]
+            return self.epochs_left * (times[gpus - 1] * factor)
         done = self.epochs_done
         if params.progress == "epoch":
             done = math.floor(done + 1e-9)
         restart = params.restart_overhead_s if (self.running or self.epochs_done > 0) else 0.0
-        return (self.epochs - done) * times[gpus - 1] + restart
+        return (self.epochs - done) * (times[gpus - 1] * factor) + restart
 
 
 def _job_from_state(state: dict) -> Job:
@@ -312,6 +347,7 @@ class Assignment:
     node: str
     gpus: int
     gpu_ids: tuple[int, ...] = ()
+    power_limit_w: float | None = None   # the GPUs' power limit; None: their default
 
 
 class ActionKind(enum.Enum):
@@ -332,6 +368,7 @@ class Action:
     node: str | None = None
     gpus: int = 0
     gpu_ids: tuple[int, ...] = ()
+    power_limit_w: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -358,7 +395,8 @@ class Plan:
     def config_of(self, job_id: str) -> Config | None:
         for a in self.assignments:
             if a.job == job_id:
-                return Config(node=a.node, gpus=a.gpus, gpu_ids=a.gpu_ids)
+                return Config(node=a.node, gpus=a.gpus, gpu_ids=a.gpu_ids,
+                              power_limit_w=a.power_limit_w)
         return None
 
     def actions(self, snapshot: Snapshot) -> tuple[Action, ...]:
@@ -382,7 +420,7 @@ class Plan:
             else:
                 kind = ActionKind.CONTINUE
             out.append(Action(job=job.id, kind=kind, node=a.node, gpus=a.gpus,
-                              gpu_ids=a.gpu_ids))
+                              gpu_ids=a.gpu_ids, power_limit_w=a.power_limit_w))
         return tuple(out)
 
     def _reconfigures(self, snapshot: Snapshot, node_name: str) -> bool:

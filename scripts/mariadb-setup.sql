@@ -32,9 +32,9 @@ GRANT INSERT ON `andreas`.`epoch_events` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`gpu_gaps` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`job_energy` TO 'andreas_agent'@'%';
 GRANT INSERT ON `andreas`.`agent_gaps` TO 'andreas_agent'@'%';
-GRANT SELECT, UPDATE (last_heartbeat_s, state) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
+GRANT SELECT, UPDATE (last_heartbeat_s, state, power_caps) ON `andreas`.`nodes` TO 'andreas_agent'@'%';
 GRANT SELECT ON `andreas`.`gpus` TO 'andreas_agent'@'%';
-GRANT SELECT (job_id, attempt, node_id, end_s) ON `andreas`.`job_attempts` TO 'andreas_agent'@'%';
+GRANT SELECT (job_id, attempt, node_id, end_s, power_limit_w) ON `andreas`.`job_attempts` TO 'andreas_agent'@'%';
 INSERT INTO `andreas`.`agent_accounts` (login, node) VALUES ('andreas_agent', NULL) ON DUPLICATE KEY UPDATE node = NULL;
 
 -- manager
@@ -45,6 +45,7 @@ PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_manager'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`agent_accounts` TO 'andreas_manager'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_levels` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_models` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`app_profiles` TO 'andreas_manager'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `andreas`.`decisions` TO 'andreas_manager'@'%';
@@ -70,6 +71,7 @@ PREPARE andreas_stmt FROM @andreas_sql; EXECUTE andreas_stmt; DEALLOCATE PREPARE
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`alembic_version` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`agent_accounts` TO 'andreas_reporter'@'%';
+GRANT SELECT ON `andreas`.`app_levels` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_models` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`app_profiles` TO 'andreas_reporter'@'%';
 GRANT SELECT ON `andreas`.`decisions` TO 'andreas_reporter'@'%';

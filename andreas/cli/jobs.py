@@ -300,6 +300,8 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     where = "-"
     if d.plan is not None and d.plan.node:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
+        if d.plan.power_limit_w is not None:
+            where += f" at {d.plan.power_limit_w:g} W"
     for key, value in (
             ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
             ("state", ("dry-run (the manager recorded a start; no container runs)"

@@ -192,10 +192,15 @@ def policies_cmd() -> None:
 @click.option("--actions", "all_actions", is_flag=True,
               help="Table view: list every job's action, also waiting and preempted jobs "
                    "(default: only the jobs the plan runs).")
+@click.option("--power-levels", type=click.Choice(("on", "off")), default="on",
+              show_default=True,
+              help="on: greedy, rg, pr and milp choose each job's GPU power limit where the "
+                   "snapshot's nodes and jobs have levels (docs/power-limits.md); off: every "
+                   "GPU at its default limit.")
 def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | None,
                  order: str | None, time_limit_s: float | None, mip_gap: float | None,
                  floor: bool, tariff_path: str | None, as_json: bool,
-                 all_actions: bool) -> None:
+                 all_actions: bool, power_levels: str) -> None:
     """Decide one rescheduling point: read SNAPSHOT.json (format andreas-snapshot/1),
     run a policy and print the plan and the actions that lead to it.
 
@@ -206,6 +211,9 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
     if iterations is not None:
         _check_accepts(policy, "iterations")
     snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
+    if power_levels == "off":
+        from andreas.levels import without_levels
+        snapshot = without_levels(snapshot)
     plan, seconds = run_policy(snapshot, policy, seed, iterations, order,
                                time_limit_s=time_limit_s, mip_gap=mip_gap, floor=floor)
     actions = plan.actions(snapshot)
@@ -356,9 +364,12 @@ def plan_to_json(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
         "objective": _finite(plan.objective),
         "objective_name": plan.objective_name,
         "seconds": seconds,
-        "assignments": [{"job": a.job, "node": a.node, "gpus": a.gpus} for a in plan.assignments],
+        "assignments": [{"job": a.job, "node": a.node, "gpus": a.gpus,
+                         "power_limit_w": a.power_limit_w} for a in plan.assignments],
         "postponed": list(plan.postponed),
-        "actions": [{"job": a.job, "action": a.kind.value, "node": a.node, "gpus": a.gpus}
+        "actions": [{"job": a.job, "action": a.kind.value, "node": a.node, "gpus": a.gpus,
+                     **({"power_limit_w": a.power_limit_w} if a.power_limit_w is not None
+                        else {})}
                     for a in actions],
         "stats": {k: _finite(v) for k, v in plan.stats.items()},
         "revisit_s": _finite(plan.revisit_s),
@@ -385,6 +396,17 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def _remaining_s(snapshot: Snapshot, job, act: Action, gpu_type: str) -> float:
+    """The job's remaining time on the action's GPUs, at its power level."""
+    remaining = job.remaining_s(gpu_type, act.gpus) or 0.0
+    if act.power_limit_w is not None and act.node is not None and not snapshot.cloud:
+        from andreas.levels import option_at
+        node = next(n for n in snapshot.nodes if n.name == act.node)
+        option = option_at(job, node, act.power_limit_w)
+        remaining *= option.time_factor if option is not None else 1.0
+    return remaining
+
+
 def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], policy: str,
                  seconds: float, all_actions: bool) -> None:
     from rich.table import Table
@@ -398,16 +420,20 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
     nodes = {n.name: n for n in snapshot.nodes}
     catalog = {c.name: c for c in snapshot.catalog}
     table = Table(title=f"{snapshot.name or 'snapshot'}: plan of {policy}")
-    for column in ("job", "action", "node", "GPUs", "remaining h", "due in h", "late?"):
-        table.add_column(column, justify="right" if column in ("GPUs", "remaining h", "due in h")
-                         else "left")
+    limits = any(a.power_limit_w is not None for a in actions)
+    columns = ("job", "action", "node", "GPUs", *(("limit W",) if limits else ()),
+               "remaining h", "due in h", "late?")
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("GPUs", "limit W", "remaining h",
+                                                               "due in h") else "left")
     for act in actions:
         job = jobs[act.job]
         due_h = f"{(job.due_s - snapshot.now_s) / 3600:.1f}"
         if act.node is None:
             if all_actions:
                 where = job.running.node if job.running else "-"
-                table.add_row(*map(Text, (job.id, act.kind.value, where, "-", "-", due_h, "-")))
+                table.add_row(*map(Text, (job.id, act.kind.value, where, "-",
+                                          *(("-",) if limits else ()), "-", due_h, "-")))
             continue
         if snapshot.cloud:
             entry = catalog[plan.node_configs[act.node]]
@@ -418,9 +444,11 @@ def _print_table(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], po
             gpu_type, node_label = nodes[act.node].gpu_type or "", act.node
         if act.kind is ActionKind.MOVE and job.running is not None:
             node_label = f"{job.running.node} -> {node_label}"
-        remaining = job.remaining_s(gpu_type, act.gpus) or 0.0
+        remaining = _remaining_s(snapshot, job, act, gpu_type)
         late = "yes" if snapshot.now_s + remaining > job.due_s else "no"
+        limit = (f"{act.power_limit_w:g}" if act.power_limit_w is not None else "-",)
         table.add_row(*map(Text, (job.id, act.kind.value, node_label, str(act.gpus),
+                                  *(limit if limits else ()),
                                   f"{remaining / 3600:.1f}", due_h, late)))
     out = console()
     out.print(table)

@@ -135,6 +135,12 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--tariff-blind", is_flag=True,
               help="With --tariff: the policies plan with the tariff's mean price and PUE; "
                    "the bill still follows the tariff (the what-if of ignoring it).")
+@click.option("--power-levels", "power_levels", type=click.Choice(("on", "off", "both")),
+              default="on", show_default=True,
+              help="on: greedy/rg/pr/milp choose each job's GPU power limit where the trace's "
+                   "nodes and jobs have levels (andreas trace generate --workloads zeus); "
+                   "off: every GPU at its default limit; both: each policy with and without, "
+                   "plus the energy bound (docs/power-limits.md).")
 @click.option("--workers", type=Whole(min=1, max=MAX_WORKERS), default=None,
               help="Parallel processes [default: one per policy, at most the CPU count].")
 @click.option("--json", "as_json", is_flag=True,
@@ -165,7 +171,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
                  ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
                  power_idle_s: float, wake_s: float,
-                 tariff_path: str | None, tariff_blind: bool,
+                 tariff_path: str | None, tariff_blind: bool, power_levels: str,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
@@ -203,7 +209,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
             iterations=iterations, order=order, seed=seed, floor=floor, revisit=revisit,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
-            tariff_blind=tariff_blind,
+            tariff_blind=tariff_blind, power_levels=power_levels != "off",
             tariff=str(Path(tariff_path).resolve()) if tariff_path else None,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,
@@ -225,6 +231,9 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
 
         from andreas.costs import with_tariff
         trace = replace(trace, energy=with_tariff(trace.energy, tariff_file))
+    if power_levels == "both":
+        _levels_both(trace, names, options, workers, out_dir, as_json, quiet, no_plots)
+        return
     results = run_policies(trace, names, options, workers=workers,
                            show_progress=not (quiet or as_json))
     target = Path(out_dir or Path("out") / "simulate" / safe_name(trace.name, "trace"))
@@ -235,6 +244,50 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
                          f"policy seed {seed}")
     click.echo(f"wrote {len(written)} files to {target}/")
+
+
+def _levels_both(trace, names, options, workers, out_dir, as_json, quiet, no_plots) -> None:
+    """Every policy with power levels and without on the same trace, and the bound."""
+    from dataclasses import replace
+
+    from andreas.simulator.compare import run_policies
+    from andreas.simulator.power_bound import energy_bound
+    from andreas.simulator.report import write_outputs
+
+    if trace.cloud:
+        raise InputError("--power-levels: both compares energy, a cloud trace pays VM prices")
+    runs = []
+    target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
+    for mode in ("on", "off"):
+        results = run_policies(trace, names, replace(options, power_levels=mode == "on"),
+                               workers=workers, show_progress=not (quiet or as_json))
+        write_outputs(results, target / f"levels-{mode}", plots=not no_plots)
+        runs += results
+    bound = energy_bound(trace)
+    doc = {"runs": [r.summary() for r in runs],
+           "bound": {"energy_kwh": bound.total_kwh,
+                     "energy_above_idle_kwh": bound.above_idle_kwh}}
+    (target / "power-levels.json").write_text(jsontext.dumps(doc, indent=1))
+    if as_json:
+        click.echo(jsontext.dumps(doc, indent=1))
+        return
+    from rich.table import Table
+
+    from andreas.console import console
+
+    table = Table(title=f"{trace.name}: power limits on / off, and the bound "
+                        "(every job at its least-energy configuration and level)")
+    for col in ("policy", "limits", "energy kWh", "above idle kWh", "total cost", "late jobs",
+                "energy / bound"):
+        table.add_column(col, justify="right")
+    for r in runs:
+        table.add_row(r.policy, r.power_levels, f"{r.energy_kwh:.1f}",
+                      f"{r.energy_above_idle_kwh:.1f}", f"{r.total_cost:.2f}",
+                      str(r.late_jobs), f"{r.energy_kwh / bound.total_kwh:.3f}")
+    table.add_row("bound", "", f"{bound.total_kwh:.1f}", f"{bound.above_idle_kwh:.1f}", "",
+                  "", "1.000")
+    console().print(table)
+    click.echo(f"wrote levels-on/, levels-off/ and power-levels.json to {target}/")
 
 
 def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):

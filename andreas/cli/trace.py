@@ -45,17 +45,22 @@ def trace_group() -> None:
               help="Idle-GPU penalty mu of P1a per idle GPU of a node that runs jobs, "
                    "written to the trace's params [default: 1 with --cloud, as the "
                    "path-relinking paper's experiments; 0 on premise, as ANDREAS eq. 1].")
+@click.option("--workloads", type=click.Choice(("default", "zeus")), default="default",
+              show_default=True,
+              help="default: the applications of profiles/apps.toml; zeus: the six Zeus "
+                   "NSDI '23 workloads with measured GPU power limits, on V100 and P100 "
+                   "nodes whose limits the policies choose (docs/power-limits.md).")
 @click.option("--out", "out_path", required=True,
               type=click.Path(dir_okay=False, writable=True, path_type=str),
               help="Where to write the trace (written atomically).")
 def generate_cmd(n_nodes: int, scenario: str, arrival: str, seed: int, cloud: bool,
-                 jobs_per_node: int, mu: float | None, out_path: str) -> None:
+                 jobs_per_node: int, mu: float | None, workloads: str, out_path: str) -> None:
     """Write a reproducible trace in the ANDREAS scenarios and print a one-line summary."""
     from andreas.simulator.generate import generate_trace
     from andreas.formats.trace import dump_trace, summary
 
     trace = generate_trace(n_nodes=n_nodes, scenario=int(scenario), arrival=arrival, seed=seed,
-                           cloud=cloud, jobs_per_node=jobs_per_node, mu=mu)
+                           cloud=cloud, jobs_per_node=jobs_per_node, mu=mu, workloads=workloads)
     dump_trace(trace, out_path)
     s = summary(trace)
     gpus = f"up to {s['gpus']} GPUs" if s["cloud"] else f"{s['gpus']} GPUs"

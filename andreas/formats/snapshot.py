@@ -34,12 +34,14 @@ _MISSING: Any = object()
 _TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
 _ENERGY_KEYS = ("pue", "price_per_kwh")
 _PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s", "postponement")
-_NODE_KEYS = ("name", "gpu_type", "gpus", "power_w", "cpu_milli", "memory_mib", "gpu_memory_mib")
+_NODE_KEYS = ("name", "gpu_type", "gpus", "power_w", "cpu_milli", "memory_mib", "gpu_memory_mib",
+              "power_limits")
+
 _CAPACITY_KEYS = ("cpu_milli", "memory_mib", "gpu_memory_mib")
 _CLOUD_NODE_KEYS = ("name", "config")
 _CATALOG_KEYS = ("name", "gpu_type", "gpus", "cost_per_hour")
 _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_time_s",
-                   "demand")
+                   "demand", "power_levels")
 _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
                 "gpu_memory_peak_mib", "peak_probability")
 MAX_GPUS_PER_JOB = 1024
@@ -58,7 +60,7 @@ MAX_PENALTY = 1e6               # rho, mu
 MAX_RUN_S = 366 * 86400.0       # a job's run time on its fastest configuration
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
-_RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown")
+_RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown", "power_limit_w")
 MAX_SLOWDOWN = 1e3
 
 
@@ -300,8 +302,10 @@ def parse_nodes(raw: Any, catalog: Sequence[CatalogEntry] = (),
                                    gt=None if g == 0 else 0) for g, p in enumerate(power))
         cpu, mem, gpu_mem = (f.integer(key, ge=0, le=MAX_CAPACITY, default=0)
                              for key in _CAPACITY_KEYS)
+        limits = powerdoc.parse_limits(f) if f.has("power_limits") else None
         out.append(Node(name=name, gpu_type=f.name("gpu_type"), gpus=gpus, power_w=watts,
-                        cpu_milli=cpu, memory_mib=mem, gpu_memory_mib=gpu_mem))
+                        cpu_milli=cpu, memory_mib=mem, gpu_memory_mib=gpu_mem,
+                        power_limits=limits))
     return tuple(out)
 
 
@@ -366,7 +370,9 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
         slowdown = r.number("slowdown", ge=0, default=0.0)
         if slowdown > MAX_SLOWDOWN:
             _fail(f.label, "running.slowdown", f"must be <= {MAX_SLOWDOWN:g}", slowdown)
-        running = Config(node=r.name("node"), gpus=gpus, gpu_ids=ids, slowdown=slowdown)
+        limit = r.number("power_limit_w", gt=0, le=MAX_POWER_W, default=None)
+        running = Config(node=r.name("node"), gpus=gpus, gpu_ids=ids, slowdown=slowdown,
+                         power_limit_w=limit)
     # fractional progress is allowed: a running job part-way through an epoch
     done = f.number("epochs_done", ge=0, default=0) if progress else 0
     if done > epochs:
@@ -377,12 +383,13 @@ def parse_job(raw: Any, index: int, *, progress: bool = True) -> Job:
             if len(seq) < demand.gpus:
                 _fail(f.label, f"epoch_time_s.{gpu_type}", f"must have an entry for "
                       f"demand.gpus = {demand.gpus} GPUs", list(seq))
+    levels = powerdoc.parse_levels(f) if f.has("power_levels") else {}
     return Job(id=job_id, app=f.text("app"),
                submit_s=f.number("submit_s", ge=-MAX_TIME_S, le=MAX_TIME_S),
                due_s=f.number("due_s", ge=-MAX_TIME_S, le=MAX_TIME_S),
                weight=f.number("weight", ge=0, le=MAX_WEIGHT), epochs=epochs,
                epoch_time_s=times, epochs_done=int(done) if float(done).is_integer() else done,
-               running=running, demand=demand)
+               running=running, demand=demand, power_levels=levels)
 
 
 def hardware(nodes: Iterable[Node], catalog: Sequence[CatalogEntry]) -> dict[str, int]:
@@ -424,6 +431,7 @@ def check_job_placement(job: Job, nodes: Sequence[Node],
         if job.remaining_s(gpu_type, job.running.gpus) is None:
             _fail(label, "running.gpus", f"has no epoch time for {job.running.gpus} x {gpu_type} "
                   f"on {job.running.node}", job.running.gpus)
+        powerdoc.check_running_limit(label, job, nodes)
 
 
 def _check_demand(label: str, job: Job, nodes: Sequence[Node]) -> None:
@@ -585,7 +593,8 @@ def hardware_to_dict(nodes: Sequence[Node], catalog: Sequence[CatalogEntry]) -> 
                           for n in nodes]}
     return {"nodes": [{"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus,
                        "power_w": list(n.power_w),
-                       **{k: getattr(n, k) for k in _CAPACITY_KEYS if getattr(n, k)}}
+                       **{k: getattr(n, k) for k in _CAPACITY_KEYS if getattr(n, k)},
+                       **powerdoc.limits_to_dict(n)}
                       for n in nodes]}
 
 
@@ -600,10 +609,17 @@ def job_to_dict(j: Job) -> dict[str, Any]:
         d = j.demand
         out["demand"] = {"gpus": d.gpus, "gpu_milli": d.gpu_milli,
                          **{k: getattr(d, k) for k in _DEMAND_KEYS[2:] if getattr(d, k)}}
+    if j.power_levels:
+        out["power_levels"] = powerdoc.levels_to_dict(j)
     if j.running is not None:
         out["running"] = {"node": j.running.node, "gpus": j.running.gpus}
         if j.running.gpu_ids:
             out["running"]["gpu_ids"] = list(j.running.gpu_ids)
         if j.running.slowdown:
             out["running"]["slowdown"] = j.running.slowdown
+        if j.running.power_limit_w is not None:
+            out["running"]["power_limit_w"] = j.running.power_limit_w
     return out
+
+
+from andreas.formats import power as powerdoc  # noqa: E402  (it reads this module's checkers)

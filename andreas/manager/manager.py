@@ -36,6 +36,7 @@ from andreas.manager.plandoc import Target, plan_document
 from andreas.manager.power import Power
 from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
+from andreas.manager.levels import levels_for_build
 from andreas.manager.snapshot import SnapshotBuild, build_snapshot
 from andreas.manager.state import StoreState, load_state
 from andreas.model import Config, Plan
@@ -216,7 +217,9 @@ class Manager:
                                            **review.held},
                             profiling=tuple(
                                 {"job": st.job, "node": st.node, "gpus": st.gpus,
-                                 "reason": st.reason, "start": st.job in review.starts}
+                                 "reason": st.reason, "start": st.job in review.starts,
+                                 **({"power_limit_w": st.power_limit_w}
+                                    if st.power_limit_w is not None else {})}
                                 for st in review.steps.values()),
                             sources={(app, t, g + 1): (e.source, e.confidence)
                                      for (app, t), est in build.epochs.items()
@@ -258,6 +261,8 @@ class Manager:
                                    unreachable=self.reconciler.unreachable,
                                    shares=optimizer.plans_demands(self.policy),
                                    held=(*review.held, *review.starts), wake=wake)
+            if self.settings.manager.power_levels:      # GPU power limits (issue 30)
+                build = levels_for_build(s, build, state, self.estimator.profiles)
         if build.unshared and build.unshared != self._unshared_logged:
             self._unshared_logged = build.unshared
             log.warning("policy %s plans whole GPUs only: %d job(s) with a GPU share wait "
@@ -321,7 +326,8 @@ class Manager:
             with self.store.session() as s:
                 state = load_state(s)
             review = self.review_profiling(state)
-        if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus)
+        if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus,
+                                                      power_limit_w=st.power_limit_w)
                for j, st in review.starts.items()):
             triggers.add("profile")
         triggers |= self._take_pending()

@@ -4,8 +4,10 @@ Schema (every key always present)::
 
     {"format": "andreas-decision/1", "now_s": T,
      "assignments": [{"job", "node", "gpus", "gpu_ids", "expected_end_s", "epoch_time_s",
-                      "predicted_cost"}],    # gpu_ids: positions in the node's usable
-                                             # GPUs the policy chose ([]: any free ones)
+                      "predicted_cost"[, "power_limit_w"]}],   # gpu_ids: positions in the
+                                             # node's usable GPUs the policy chose ([]: any
+                                             # free ones); power_limit_w: the GPUs' limit,
+                                             # only where the plan sets one
      "postponed": [job ids],
      "actions": [{"job", "kind", "node", "gpus", "reason"}],   # kind: Plan.actions' kinds,
                                              # or "profile" (a run of automatic profiling)
@@ -47,6 +49,7 @@ import numpy as np
 
 from andreas.costs import (c_ng_per_hour, deferrals, job_time_s, node_classes,
                            run_energy_cost)
+from andreas.levels import DEFAULT, option_at
 from andreas.manager.estimates import PowerCurve
 from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
 
@@ -66,6 +69,7 @@ class PlanEntry:
     estimate_source: str | None = None  # of the epoch time: measured, profiler, model, ...
     confidence: float | None = None     # a model's, in [0, 1]
     reason: str | None = None           # the decision's action for the job, and why
+    power_limit_w: float | None = None  # the GPUs' power limit (None: their default)
 
 
 def describe_estimate(source: str | None, confidence: float | None) -> str | None:
@@ -105,7 +109,8 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
                 predicted_cost=_finite(a.get("predicted_cost")),
                 estimate_source=(a["estimate_source"][:64]
                                  if isinstance(a.get("estimate_source"), str) else None),
-                confidence=_finite(a.get("confidence")))
+                confidence=_finite(a.get("confidence")),
+                power_limit_w=_finite(a.get("power_limit_w")))
     actions = doc.get("actions")
     for x in actions if isinstance(actions, list) else ():
         if not (isinstance(x, Mapping) and isinstance(x.get("job"), str)
@@ -193,7 +198,8 @@ class Target:
     def from_doc(cls, decision_id: int | None, doc: Mapping[str, Any] | None) -> Target:
         doc = doc or {}
         assignments = {job: Config(node=e.node, gpus=e.gpus,
-                                   gpu_ids=e.gpu_ids if len(e.gpu_ids) == e.gpus else ())
+                                   gpu_ids=e.gpu_ids if len(e.gpu_ids) == e.gpus else (),
+                                   power_limit_w=e.power_limit_w)
                        for job, e in read_assignments(decision_id, doc).items()
                        if e.node is not None and e.gpus is not None}
         return cls(decision_id=decision_id, assignments=MappingProxyType(assignments),
@@ -215,7 +221,8 @@ def _profiling(doc: Mapping[str, Any]) -> dict[str, Config]:
         if (isinstance(p, Mapping) and isinstance(p.get("job"), str)
                 and isinstance(p.get("node"), str) and isinstance(p.get("gpus"), int)
                 and not isinstance(p.get("gpus"), bool) and p["gpus"] >= 1):
-            out[p["job"]] = Config(node=p["node"], gpus=p["gpus"])
+            out[p["job"]] = Config(node=p["node"], gpus=p["gpus"],
+                                   power_limit_w=_finite(p.get("power_limit_w")))
     return out
 
 
@@ -274,20 +281,30 @@ def read_stats(doc: Mapping[str, Any] | None) -> dict[str, float | str | None]:
 
 def job_estimate(snapshot: Snapshot, job: Job, node_name: str, gpus: int, *,
                  nodes: Mapping[str, Any] | None = None,
-                 classes: Mapping[str, tuple] | None = None
+                 classes: Mapping[str, tuple] | None = None,
+                 power_limit_w: float | None = None
                  ) -> tuple[float | None, float | None, float | None]:
-    """(remaining seconds, seconds per epoch, predicted cost) of ``job`` on (node, gpus)."""
+    """(remaining seconds, seconds per epoch, predicted cost) of ``job`` on (node, gpus),
+    at its power level (``andreas/levels.py``: time stretched, the GPUs' draw changed)."""
     nodes = nodes if nodes is not None else {n.name: n for n in snapshot.nodes}
     classes = classes if classes is not None else node_classes(snapshot)
     node = nodes[node_name]
-    t = job_time_s(snapshot, job, classes[node_name], node.gpu_type, gpus, classes)
+    level = option_at(job, node, power_limit_w) or DEFAULT
+    t = job_time_s(snapshot, job, classes[node_name], node.gpu_type, gpus, classes,
+                   level.time_factor)
     times = job.epoch_time_s.get(node.gpu_type, ())
-    epoch = times[gpus - 1] if 0 < gpus <= len(times) else None
+    epoch = times[gpus - 1] * level.time_factor if 0 < gpus <= len(times) else None
     if t is None:
         return None, epoch, None
-    energy = run_energy_cost(snapshot, node.power_w[gpus], t)
+    energy = run_energy_cost(snapshot, node.power_w[gpus] + gpus * level.delta_w, t)
     tardiness = max(0.0, snapshot.now_s + t - job.due_s)
     return t, epoch, energy + job.weight * tardiness
+
+
+def _below_default(node: Any, limit_w: float | None) -> bool:
+    """A limit worth recording: set, and not the node's default (which needs no setting)."""
+    lim = node.power_limits
+    return limit_w is not None and lim is not None and abs(limit_w - lim.default_w) > 1e-9
 
 
 def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
@@ -420,9 +437,12 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     unnamed: dict[str, int] = {}        # GPUs of assignments that name none
     by_name = {n.name: n for n in snapshot.nodes}
     classes = node_classes(snapshot)
+    level_w: dict[str, float] = {}      # per node: its jobs' power levels' change of draw
     for a in plan.assignments:
         t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
-                                      classes=classes)
+                                      classes=classes, power_limit_w=a.power_limit_w)
+        level = option_at(jobs[a.job], by_name[a.node], a.power_limit_w) or DEFAULT
+        level_w[a.node] = level_w.get(a.node, 0.0) + a.gpus * level.delta_w
         if a.gpu_ids:
             named.setdefault(a.node, set()).update(a.gpu_ids)
         else:
@@ -433,7 +453,10 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
                             "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
                             "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
-                            "estimate_source": source, "confidence": _num(conf)})
+                            "estimate_source": source, "confidence": _num(conf),
+                            **({"power_limit_w": a.power_limit_w}
+                               if _below_default(by_name[a.node], a.power_limit_w)
+                               else {})})
     actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
                 "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
     for p in profiling:
@@ -450,7 +473,8 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         g = min(len(named.get(n.name, ())) + unnamed.get(n.name, 0), n.gpus)
         nodes[n.name] = {"busy_gpus": g, "power_w": list(n.power_w),
                          "power_source": curve.source, "samples": curve.samples,
-                         "cost_per_hour": c_ng_per_hour(n.power_w[g], snapshot.energy)}
+                         "cost_per_hour": c_ng_per_hour(n.power_w[g] + level_w.get(n.name, 0.0),
+                                                        snapshot.energy)}
     return {
         "format": FORMAT,
         "now_s": snapshot.now_s,
@@ -461,7 +485,9 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         "energy": energy_doc(snapshot.energy, tariff_path),
         "pinned": list(pinned),
         "profiling": [{"job": p["job"], "node": p["node"], "gpus": p["gpus"],
-                       "reason": p["reason"]} for p in profiling],
+                       "reason": p["reason"],
+                       **({"power_limit_w": p["power_limit_w"]} if p.get("power_limit_w")
+                          is not None else {})} for p in profiling],
         "unreachable": sorted(unreachable),
         "revisit_s": _num(plan.revisit_s),
         "stats": {str(k): stat_value(v) for k, v in {**plan.stats, **(stats or {})}.items()},

@@ -17,6 +17,16 @@ rows (source ``profiler``) and the job goes ``profiling -> preempted``: the opti
 it with measured estimates, from its checkpoint. Other jobs of the application wait for
 this one run (``held``, with the reason the plan shows).
 
+Power limits (issue 30): when the profiling node can set GPU power limits (its agent
+reported them, ``nodes.power_caps``) and ``profiles/power_limits.toml`` names levels for
+its type, the GPU-count runs are followed by one short run per level below the default,
+on one GPU at that limit (the attempt carries it; the node's agent has ``andreas-powerd``
+set it), ``epochs`` epochs each: Zeus' just-in-time profiling, one level per window. The
+level's time factor is its epochs' median over the one-GPU default run's, its power the
+mean of the GPU's samples taken at that limit; the points are made monotone and the
+levels not measured fitted (``andreas.powerfit``), stored as ``app_levels`` rows, which
+the manager plans with (``andreas.manager.levels``).
+
 A run that fails (a non-zero exit, its node unreachable, its container vanished, or more
 than ``timeout_s`` without its epochs) ends the profiling of that application: its jobs
 are planned as before, on the guess, and the reason says why (:attr:`Review.guesses`).
@@ -57,6 +67,7 @@ class Step:
     node: str
     gpus: int
     reason: str
+    power_limit_w: float | None = None    # a level run: the GPU's limit (None: default)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,18 +217,33 @@ class Profiling:
             mine = runs.get((app, gpu_type), [])
             kept: dict[int, list[float]] = {}
             done: set[int] = set()
+            at: dict[float, list[ProfilingRun]] = {}      # level runs by limit
             for r in mine:
+                finished = (len(r.epoch_s) >= self.settings.epochs
+                            or (r.exit_code == 0 and bool(r.epoch_s)))
+                if r.power_limit_w is not None:
+                    at.setdefault(r.power_limit_w, []).append(r)
+                    continue
                 kept.setdefault(r.gpus, []).extend(summarise(r.epoch_s))
-                if len(r.epoch_s) >= self.settings.epochs or (r.exit_code == 0 and r.epoch_s):
+                if finished:
                     done.add(r.gpus)
             todo = [g for g in counts if g not in done]
-            if not todo:
-                changed |= self._fit(s, app, gpu_type, kept, prior, now_s)
+            levels = self._levels(s, node, gpu_type) if not todo else ()
+            level_todo = [w for w in levels[1:] if not any(
+                len(r.epoch_s) >= self.settings.epochs or (r.exit_code == 0 and r.epoch_s)
+                for r in at.get(w, ()))]
+            if not todo and not level_todo:
+                fitted = self._fit(s, app, gpu_type, kept, prior, now_s)
+                if fitted and levels:       # once per fit, with the level runs it had
+                    self._fit_levels(s, app, node, gpu_type, levels, mine, now_s)
+                changed |= fitted
                 self._finish(s, jobs, stops, now_s, reason=None)
                 continue
-            g = todo[0]
+            g, limit = (todo[0], None) if todo else (1, level_todo[0])
             what = (f"profile: application {app} has no profile for {gpu_type}; "
-                    f"{g} GPU(s), run {counts.index(g) + 1} of {len(counts)}")
+                    + (f"{g} GPU(s), run {counts.index(g) + 1} of {len(counts)}" if todo else
+                       f"1 GPU at {limit:g} W, power level {levels.index(limit)} of "
+                       f"{len(levels) - 1}"))
             open_ = [a for a in leader.open_attempts if a.profiling]
             if leader.state is JobState.PROFILING and open_:
                 a = open_[0]
@@ -225,12 +251,14 @@ class Profiling:
                            None)
                 measured = len(run.epoch_s) if run is not None else 0
                 running[leader.id] = Step(job=leader.id, node=node.name,
-                                          gpus=len(a.gpu_ids), reason=what)
+                                          gpus=len(a.gpu_ids), reason=what,
+                                          power_limit_w=run.power_limit_w if run else None)
                 if measured >= self.settings.epochs:
                     stops[leader.id] = (f"profiled {len(a.gpu_ids)} GPU(s): {measured} epochs "
                                         "measured")
             elif not leader.open_attempts:
-                starts[leader.id] = Step(job=leader.id, node=node.name, gpus=g, reason=what)
+                starts[leader.id] = Step(job=leader.id, node=node.name, gpus=g, reason=what,
+                                         power_limit_w=limit)
             for j in jobs[1:]:
                 if j.state in WAITING:
                     held[j.id] = (f"wait: application {app} is being profiled on {node.name} "
@@ -261,6 +289,51 @@ class Profiling:
                            sorted(kept.items()) if ds), fit.t1_s, fit.serial_fraction,
                  100 * fit.mape)
         return True
+
+    def _levels(self, s: Session, node: NodeView, gpu_type: str) -> tuple[float, ...]:
+        """The limits to profile on the node: its default first, then the levels below
+        (none when its agent reported it cannot set limits)."""
+        from andreas.manager.levels import node_limits
+        from andreas.model import Node
+        from andreas.store.nodes import power_caps
+
+        limits = node_limits(Node(name=node.name, gpu_type=gpu_type, gpus=len(node.usable)),
+                             power_caps(s).get(node.name), self.estimator.profiles)
+        return tuple(limits.levels_w) if limits is not None else ()
+
+    def _fit_levels(self, s: Session, app: str, node: NodeView, gpu_type: str,
+                    levels: tuple[float, ...], runs: list[ProfilingRun],
+                    now_s: float) -> None:
+        """``app_levels`` rows of (app, type) from the level runs (module docstring)."""
+        from andreas.powerfit import Point, fit_levels
+        from andreas.store.profiles import mean_gpu_power, upsert_levels
+
+        ids = {g.index: g.id for g in node.gpus}
+        points = []
+        for r in runs:
+            if r.gpus != 1 or not r.epoch_s or r.start_s is None:
+                continue
+            epochs = summarise(r.epoch_s)
+            watts, n = mean_gpu_power(s, [ids[i] for i in r.gpu_ids if i in ids], r.start_s,
+                                      r.end_s if r.end_s is not None else now_s,
+                                      r.power_limit_w)
+            if watts is None or n == 0:
+                continue
+            points.append(Point(limit_w=r.power_limit_w or levels[0],
+                                epoch_s=float(statistics.median(epochs)), power_w=watts,
+                                weight=len(epochs)))
+        if not any(p.limit_w == levels[0] for p in points):
+            log.warning("application %s on %s: no power measured at the default limit; "
+                        "power levels not profiled", app, gpu_type)
+            return
+        fitted = fit_levels(points, levels)
+        base = fitted[0].epoch_s
+        upsert_levels(s, [dict(application=app, gpu_type=gpu_type, limit_w=f.limit_w,
+                               time_factor=f.epoch_s / base, gpu_power_w=f.power_w,
+                               source="profiler" if f.source == "measured" else "fit",
+                               updated_s=now_s) for f in fitted])
+        log.info("profiled power levels of %s on %s: %s", app, gpu_type, ", ".join(
+            f"{f.limit_w:g} W x{f.epoch_s / base:.3f} {f.power_w:.0f} W" for f in fitted))
 
     def _finish(self, s: Session, jobs: list[JobView], stops: dict[str, str], now_s: float,
                 *, reason: str | None) -> bool:

@@ -55,6 +55,7 @@ from andreas.manager.profiling import Review
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
 from andreas.model import GPU_MILLI, Config
+from andreas.manager.levels import AttemptLimits
 from andreas.store.attempts import (end_attempt, note_ran_on, note_stop, open_attempt,
                                     record_container, request_stop, save_log_tail)
 from andreas.store.engine import Store
@@ -128,6 +129,7 @@ class Reconciler:
         self._probe_after: dict[str, float] = {}
         self._pull_failing: dict[str, float] = {}   # job -> first failed pull (this process)
         self._pull_logged: dict[str, float] = {}
+        self.limits = AttemptLimits(store)          # GPU power limits of running attempts
 
     @property
     def max_retries(self) -> int:
@@ -493,6 +495,8 @@ class Reconciler:
                 continue
             if job.state is JobState.RUNNING and schedulable(node, self.unreachable):
                 why = self._stop_reason(target, job, a, node)
+                if why is None:
+                    self.limits.follow(job, a, target)    # a new limit, applied in place
                 if why is not None and self._request_stop(job, a, target, now):
                     log.info("stop job=%s attempt=%d node=%s gpus=%s decision=%s: %s",
                              job.id, a.attempt, node.name, _gpus(a.gpu_ids),
@@ -531,7 +535,9 @@ class Reconciler:
         for job_id, step in (profiling.starts.items() if profiling is not None else ()):
             job = state.jobs.get(job_id)
             want = target.profiling.get(job_id)
-            if (job is None or want is None or want != Config(node=step.node, gpus=step.gpus)
+            if (job is None or want is None
+                    or want != Config(node=step.node, gpus=step.gpus,
+                                      power_limit_w=step.power_limit_w)
                     or job_id in running or job.open_attempts
                     or job.state not in (*WAITING, JobState.PROFILING)):
                 continue
@@ -630,10 +636,13 @@ class Reconciler:
         new = JobState.PROFILING if profiling else JobState.RUNNING
         try:
             with self.store.session() as s:
+                want = (target.profiling if profiling else target.assignments).get(job.id)
                 attempt_id = open_attempt(s, job_id=job.id, attempt=number, node_id=node.id,
                                           gpu_ids=[g.index for g in gpus],
                                           decision_id=target.decision_id,
-                                          gpu_milli=job.gpu_milli, profiling=profiling)
+                                          gpu_milli=job.gpu_milli, profiling=profiling,
+                                          power_limit_w=(want.power_limit_w if want is not None
+                                                         else None))
                 if job.state is not new:         # a profiling job's next run: stays profiling
                     transition(s, job.id, new, expected=job.state, now_s=now)
         except TransitionConflict as e:

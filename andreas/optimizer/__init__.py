@@ -93,6 +93,10 @@ ON_PREMISE_POLICIES = (*PACKING_POLICIES, "ga-energy")
 # The genetic policies (they take ``population=`` and ``generations=``).
 GA_POLICIES = ("ga", "ga-energy")
 
+# Policies that choose the GPUs' power limit with the rest (andreas/levels.py); the others
+# plan every GPU at its default limit.
+LEVEL_POLICIES = ("greedy", "rg", "pr", "milp")
+
 # Policies that keep state from one decision to the next (the simulator and the manager
 # hand each one its own dict as ``state``).
 STATEFUL_POLICIES = ("round-robin", "ojpap")
@@ -149,6 +153,9 @@ def decide(snapshot: Snapshot, rng: np.random.Generator, policy: str = "rg",
         what = "packs tasks on" if policy in PACKING_POLICIES else "plans jobs on"
         raise InputError(f"policy: {policy!r} {what} on-premise GPUs; a cloud "
                          f"snapshot needs an energy policy (rg, pr, greedy, ...)")
+    if policy not in LEVEL_POLICIES or any(j.demand is not None for j in snapshot.jobs):
+        from andreas.levels import without_levels
+        snapshot = without_levels(snapshot)
     if snapshot.energy.tariff is None or snapshot.cloud:
         return fn(snapshot, rng, **options)
     return _with_deferrals(fn, snapshot, rng, options)

@@ -166,7 +166,7 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
         row_strategy, row_random, row_seed, p.cloud, p.node_class, p.class_gpus,
         p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g, p.cfg_group, p.cfg_index,
         p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t_energy,
-        p.rank, p.tard_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu),
+        p.rank, p.job_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu),
         p.pin_job, p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
         np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),
         p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc)

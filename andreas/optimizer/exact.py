@@ -226,8 +226,8 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             saved = tmin[n]
             used[n] += g
             tmin[n] = min(saved, p.t_energy[j, c])
-            visit(j + 1, obj + p.tard_cost[j, c], bar + p.fbar_term[j, c],
-                  mix + p.tard_cost[j, c] + p.rank[j, c])
+            visit(j + 1, obj + p.job_cost[j, c], bar + p.fbar_term[j, c],
+                  mix + p.job_cost[j, c] + p.rank[j, c])
             used[n] -= g
             tmin[n] = saved
             path.pop()

@@ -186,8 +186,10 @@ def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, c
         if n < 0:
             post_sum += post[j]
             continue
-        c = cfg_index[ncls[n], cfg_g[cfg_of[j]]]
-        cfg_of[j] = c
+        c = cfg_of[j]
+        if cloud:   # the node's final VM; on premise the class is fixed (and so the level)
+            c = cfg_index[ncls[n], cfg_g[c]]
+            cfg_of[j] = c
         tard_sum += tard[j, c]
         rank_sum += rank[j, c]
         bar += fbar_term[j, c]

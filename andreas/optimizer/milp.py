@@ -20,8 +20,10 @@ node's *rate option*):
   job the first-ending one (the min over the node's jobs). o ranges over the levels
   l >= the job's own g (in the cloud, of the VM type of c).
 
-Objective: sum tard_cost x + sum post_cost (1 - sum x) + sum rate t a + mu (capacity
-of running nodes - busy GPUs), i.e. f_obj exactly. In the cloud the objective is f_mix
+Objective: sum job_cost x + sum post_cost (1 - sum x) + sum rate t a + mu (capacity
+of running nodes - busy GPUs), i.e. f_obj exactly (``job_cost``: the tardiness cost, plus
+a power level's ``level_cost`` where nodes have levels: configurations are then (class,
+g, level), ``optimizer/levels.py``). In the cloud the objective is f_mix
 (``costs.evaluate``, what greedy, rg and pr minimise there): each x also pays the job's
 ``Problem.rank`` (its remaining work at the cheapest mix its configuration starts) and
 the charged job's time prices only the idle GPUs, rate (G_v - l) / G_v t a (a cost that
@@ -255,7 +257,7 @@ def _check_magnitudes(problem: Problem) -> None:
     post = problem.post_cost     # costs.postponement_costs, as the constructions price it
     for i, job in enumerate(problem.jobs):
         run = problem.runnable[i]
-        worst = max(float(np.max(np.abs(problem.tard_cost[i, run]), initial=0.0)),
+        worst = max(float(np.max(np.abs(problem.job_cost[i, run]), initial=0.0)),
                     float(np.max(problem.t[i, run], initial=0.0)), abs(float(post[i])))
         if not worst <= MAX_COEFFICIENT:
             raise InputError(f"job {job.id}: its costs or times reach {worst:g}, beyond what "
@@ -378,7 +380,7 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
     hours = p.t_energy[xj, xc] / SECONDS_PER_HOUR
 
     cost = np.zeros(n_cols)
-    cost[X:A] = p.tard_cost[xj, xc] - post[xj] - mu * g
+    cost[X:A] = p.job_cost[xj, xc] - post[xj] - mu * g    # tardiness (+ power level)
     if p.cloud:    # f_mix: each job its rank, the charged job's time prices the idle GPUs
         cost[X:A] += p.rank[xj, xc]
         capacity = p.class_gpus[sk[ao]].astype(float)
@@ -550,7 +552,9 @@ def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
         n = names[a.node]
         k = (p.class_name.index(plan.node_configs[a.node]) if p.cloud
              else int(p.node_class[n]))
-        match = np.flatnonzero((p.cfg_class == k) & (p.cfg_g == a.gpus))
+        level = (p.cfg_level == 0 if a.power_limit_w is None
+                 else np.isclose(p.cfg_limit_w, a.power_limit_w))
+        match = np.flatnonzero((p.cfg_class == k) & (p.cfg_g == a.gpus) & level)
         if len(match) != 1:
             return None
         placed.setdefault(n, []).append((jobs[a.job], int(match[0])))

@@ -15,7 +15,8 @@ import numpy as np
 from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, charged_s,
                            job_time_s, mix_cost, node_classes, node_kinds,
                            postponement_costs)
-from andreas.model import Job, Snapshot
+from andreas.model import Job, Node, Snapshot
+from andreas.optimizer import levels as config_levels
 
 INF = np.inf
 
@@ -34,9 +35,11 @@ class Problem:
     class_nodes: np.ndarray       # (K, N) on-premise node indices of each class, padded with -1
     class_count: np.ndarray       # (K,) on-premise nodes per class (cloud: N for every class)
     node_class: np.ndarray        # (N,) on-premise class of each node (cloud: -1)
-    # configurations (C)
+    # configurations (C): (class, g, power level), levels contiguous (optimizer/levels.py)
     cfg_class: np.ndarray         # (C,)
     cfg_g: np.ndarray             # (C,)
+    cfg_level: np.ndarray         # (C,) power level index within the class (0: default)
+    cfg_limit_w: np.ndarray       # (C,) the level's power limit, nan: no limits there
     # per job (J) and per job x configuration (J, C)
     t: np.ndarray                 # remaining seconds, inf where the job cannot run
     t_energy: np.ndarray          # seconds c_ng is charged for (costs.charged_s): t itself
@@ -45,6 +48,8 @@ class Problem:
     rank: np.ndarray              # what the constructions rank on-time configurations by
     #                               and f_mix charges a job: cloud mix_cost, else pi
     tard_cost: np.ndarray         # w * max(0, now + t - d)
+    level_cost: np.ndarray        # pi minus pi at the default level of (class, g): 0 if none
+    job_cost: np.ndarray          # what f_obj charges a placed job: tard_cost + level_cost
     fbar_term: np.ndarray         # M / (pi + tard_cost), 0 where the job cannot run
     runnable: np.ndarray          # bool
     in_dstar: np.ndarray          # bool: now + t < d
@@ -133,52 +138,69 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         class_nodes = np.full((len(entries), max(n, 1)), -1, dtype=np.int64)
         class_count = np.full(len(entries), n, dtype=np.int64)
         ordered = []
+        reps: list[Node | None] = [None] * len(entries)   # a VM's price has no levels
     else:
         keys: dict[tuple, int] = {}
         node_class = np.empty(n, dtype=np.int64)
+        node_keys = node_classes(snapshot)
+        reps = []
         for i, node in enumerate(nodes):
-            key = (node.gpu_type, node.gpus, tuple(node.power_w))
+            key = node_keys[node.name]
+            if key not in keys:
+                reps.append(node)
             node_class[i] = keys.setdefault(key, len(keys))
         ordered = sorted(keys, key=keys.__getitem__)
-        class_name = tuple(f"{t}x{g}" for t, g, _ in ordered)
-        class_type = tuple(t for t, _, _ in ordered)
-        class_gpus = np.array([g for _, g, _ in ordered], dtype=np.int64)
+        class_name = tuple(f"{key[0]}x{key[1]}" for key in ordered)
+        class_type = tuple(key[0] for key in ordered)
+        class_gpus = np.array([key[1] for key in ordered], dtype=np.int64)
         levels = int(class_gpus.max()) + 1
         class_cost_h = np.zeros((len(ordered), levels))
-        for k, (_, g, power) in enumerate(ordered):
-            class_cost_h[k, : g + 1] = [c_ng_per_hour(p, energy) for p in power]
+        for k, key in enumerate(ordered):
+            class_cost_h[k, : key[1] + 1] = [c_ng_per_hour(p, energy) for p in key[2]]
         class_count = np.bincount(node_class, minlength=len(ordered))
         class_nodes = np.full((len(ordered), max(n, 1)), -1, dtype=np.int64)
         for k in range(len(ordered)):
             members = np.flatnonzero(node_class == k)
             class_nodes[k, : len(members)] = members
 
-    cfg_class = np.concatenate([np.full(g, k) for k, g in enumerate(class_gpus)]).astype(np.int64)
-    cfg_g = np.concatenate([np.arange(1, g + 1) for g in class_gpus]).astype(np.int64)
     jobs = snapshot.jobs
+    lv = config_levels.configurations(jobs, reps, class_gpus)
+    cfg_class, cfg_g = lv.cfg_class, lv.cfg_g
     nj, nc = len(jobs), len(cfg_class)
     t = np.full((nj, nc), INF)
     classes = node_classes(snapshot)
     class_keys = ([("vm", name) for name in class_name] if snapshot.cloud else ordered)
-    for c in range(nc):
+    for c in np.flatnonzero(lv.cfg_level == 0):
         gtype, g, key = class_type[cfg_class[c]], int(cfg_g[c]), class_keys[cfg_class[c]]
         for i, job in enumerate(jobs):
             r = job_time_s(snapshot, job, key, gtype, g, classes)
             if r is not None:
                 t[i, c] = r
-    runnable = np.isfinite(t)
+    if lv.active:
+        t = config_levels.level_times(t, lv, lambda i, c: job_time_s(
+            snapshot, jobs[i], class_keys[cfg_class[c]], class_type[cfg_class[c]],
+            int(cfg_g[c]), classes, 0.0))
     due = np.array([j.due_s for j in jobs], dtype=float)
+    runnable = np.isfinite(t)
     weight = np.array([j.weight for j in jobs], dtype=float)
     if snapshot.cloud:   # the job's share of its VM: the price per GPU times its GPUs
         cfg_cost_h = class_cost_h[cfg_class, 1] * cfg_g / class_gpus[cfg_class]
     else:
         cfg_cost_h = class_cost_h[cfg_class, cfg_g]
-    if snapshot.energy.tariff is None or snapshot.cloud:
-        t_energy = t
-    else:
-        t_energy = np.where(runnable, charged_s(snapshot, np.where(runnable, t, 0.0)), INF)
+    t_energy = _charged(snapshot, t, runnable)
     with np.errstate(invalid="ignore"):
         pi = np.where(runnable, t_energy * cfg_cost_h / SECONDS_PER_HOUR, INF)
+    level_cost = _level_cost(t_energy, runnable, class_cost_h, cfg_class, cfg_g, lv, energy)
+    if lv.active:   # a level's pi: the default's, plus what the level changes; then one
+        #             level per (job, class, g), the one the job would choose there
+        base = np.arange(nc) - lv.cfg_level
+        pi = np.where(lv.cfg_level > 0, pi[:, base] + level_cost, pi)
+        t = config_levels.one_level(t, level_cost, now, due, lv)
+        runnable = np.isfinite(t)
+        t_energy = np.where(runnable, t_energy, INF)
+        pi = np.where(runnable, pi, INF)
+        level_cost = np.where(runnable, level_cost, 0.0)
+    with np.errstate(invalid="ignore"):
         late = np.maximum(0.0, now + t - due[:, None])
         tard_cost = np.where(runnable, weight[:, None] * late, INF)
     max_t = np.where(runnable, t, -INF).max(axis=1, initial=0.0) if nj else np.zeros(0)
@@ -194,12 +216,13 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     # preference: D* by rank ascending, then the rest by t ascending, unrunnable last
     key1 = np.where(in_dstar, 0, np.where(runnable, 1, 2))
     rank = mix_cost(pi, t, due - now, in_dstar, runnable) if snapshot.cloud else pi
+
     key2 = np.where(in_dstar, rank, np.where(runnable, t, 0.0))
     pref = np.lexsort((np.broadcast_to(cfg_g, (nj, nc)), key2, key1), axis=1) if nj else \
         np.zeros((0, nc), dtype=np.int64)
     groups = _groups(snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
-                     cfg_class, cfg_g, levels)
-    pins = _pins(snapshot, t, groups["cfg_index"], class_name, node_class)
+                     cfg_class, cfg_g, lv.cfg_level, levels)
+    pins = _pins(snapshot, t, groups["cfg_index"], class_name, node_class, lv)
     if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
         groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
                                               pins[1], node_class)
@@ -209,7 +232,9 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
         class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,
         class_count=class_count, node_class=node_class, cfg_class=cfg_class, cfg_g=cfg_g,
-        t=t, t_energy=t_energy, pi=pi, rank=rank, tard_cost=tard_cost, fbar_term=fbar_term,
+        cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w,
+        t=t, t_energy=t_energy, pi=pi, rank=rank, tard_cost=tard_cost, level_cost=level_cost,
+        job_cost=tard_cost + level_cost if lv.active else tard_cost, fbar_term=fbar_term,
         runnable=runnable, in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t,
         post_cost=post_cost, pressure=pressure, weight=weight, due=due,
         queue=queue_order(pressure, weight, t_min, order),
@@ -217,12 +242,36 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     )
 
 
+def _charged(snapshot: Snapshot, t: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+    if snapshot.energy.tariff is None or snapshot.cloud:
+        return t
+    return np.where(runnable, charged_s(snapshot, np.where(runnable, t, 0.0)), INF)
+
+
+def _level_cost(t_energy: np.ndarray, runnable: np.ndarray,
+                class_cost_h: np.ndarray, cfg_class: np.ndarray, cfg_g: np.ndarray,
+                lv: config_levels.ConfigLevels, energy) -> np.ndarray:
+    """What a level changes in the job's energy cost against the default level of the same
+    (class, g): its run at the level draws the node's rise above idle plus its GPUs' change
+    (delta_w), the default's run the rise alone (optimizer/levels.py)."""
+    if not lv.active:
+        return np.zeros_like(t_energy)
+    first = np.arange(len(cfg_class)) - lv.cfg_level   # levels follow their default
+    rise_h = class_cost_h[cfg_class, cfg_g] - class_cost_h[cfg_class, 0]
+    level_h = rise_h[None, :] + c_ng_per_hour(cfg_g * lv.delta_w, energy)
+    with np.errstate(invalid="ignore"):
+        change = (t_energy * level_h - t_energy[:, first] * rise_h[None, :]) / SECONDS_PER_HOUR
+        return np.where(runnable & runnable[:, first] & (lv.cfg_level > 0)[None, :],
+                        change, 0.0)
+
+
 def _groups(snapshot: Snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
-            cfg_class, cfg_g, levels: int) -> dict[str, np.ndarray]:
+            cfg_class, cfg_g, cfg_level, levels: int) -> dict[str, np.ndarray]:
     """Placement groups: node classes on premise, GPU types in the cloud."""
     n_cls = len(class_type)
     cfg_index = np.full((n_cls, levels), -1, dtype=np.int64)
-    cfg_index[cfg_class, cfg_g] = np.arange(len(cfg_class))
+    default = np.flatnonzero(cfg_level == 0)     # a (class, g)'s default power level
+    cfg_index[cfg_class[default], cfg_g[default]] = default
     if snapshot.cloud:
         types = list(dict.fromkeys(class_type))
         class_group = np.array([types.index(x) for x in class_type], dtype=np.int64)
@@ -262,13 +311,13 @@ def _groups(snapshot: Snapshot, class_type, class_gpus, class_cost_h, class_node
             "group_nodes": group_nodes, "group_count": group_count}
 
 
-def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, node_class
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, node_class,
+          lv: config_levels.ConfigLevels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Running jobs that can continue as they are, grouped by node (first-seen order).
 
-    A job continues on its node's class at its GPU count; in the cloud the node's class
-    is the VM it runs (``Node.config``), or, when the snapshot does not say, the cheapest
-    catalog entry that holds all its running jobs (the baselines' rule).
+    A job continues on its node's class at its GPU count and power limit; in the cloud the
+    node's class is the VM it runs (``Node.config``), or, when the snapshot does not say,
+    the cheapest catalog entry that holds all its running jobs (the baselines' rule).
     """
     index = {n.name: i for i, n in enumerate(snapshot.nodes)}
     by_node: dict[int, list[tuple[int, int]]] = {}      # node -> (job, its running g)
@@ -283,6 +332,10 @@ def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, 
         picked: list[tuple[int, int]] = []
         for j, g in members:
             c = int(cfg_index[cls, g]) if 0 < g < cfg_index.shape[1] else -1
+            run = snapshot.jobs[j].running
+            if c >= 0 and run is not None and run.power_limit_w is not None:
+                at = c + config_levels.running_level(lv, cls, run.power_limit_w)
+                c = at if np.isfinite(t[j, at]) else c
             if c < 0 or not np.isfinite(t[j, c]):
                 picked = []
                 break

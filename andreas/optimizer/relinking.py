@@ -262,7 +262,8 @@ class Relinker:
             k = s.ncls[n]
             best = None
             for j in on:
-                c_new = self._cfg_index(k, int(p.cfg_g[s.cfg[j]]) + idle)
+                c_new = self._cfg_index(k, int(p.cfg_g[s.cfg[j]]) + idle,
+                                        int(p.cfg_level[s.cfg[j]]))
                 if c_new is None or not p.runnable[j, c_new]:
                     continue
                 speedup = p.t[j, s.cfg[j]] / p.t[j, c_new]
@@ -295,8 +296,10 @@ class Relinker:
         s.ncls[n] = k2
         return 1
 
-    def _cfg_index(self, k: int, g: int) -> int | None:
-        hit = np.flatnonzero((self.p.cfg_class == k) & (self.p.cfg_g == g))
+    def _cfg_index(self, k: int, g: int, level: int = 0) -> int | None:
+        """(class, g) at power level ``level`` (its default: 0)."""
+        hit = np.flatnonzero((self.p.cfg_class == k) & (self.p.cfg_g == g)
+                            & (self.p.cfg_level == level))
         return int(hit[0]) if hit.size else None
 
 
@@ -382,6 +385,6 @@ def f_mix_of(problem: Problem, s: Solution) -> float:
     cfg = s.cfg.astype(np.int64).copy()
     _, _, mix = evaluate_row(s.node.astype(np.int64), cfg, ncls, s.used.astype(np.int64),
                              p.cloud, p.class_gpus, p.class_cost_h, p.cfg_g, p.cfg_index,
-                             p.t_energy, p.rank, p.tard_cost, p.fbar_term, p.post_cost,
+                             p.t_energy, p.rank, p.job_cost, p.fbar_term, p.post_cost,
                              float(p.snapshot.params.mu))
     return float(mix)

@@ -27,6 +27,7 @@ import numpy as np
 
 from andreas.costs import switch_share, switch_targets
 from andreas.model import Assignment, Plan
+from andreas.optimizer.levels import limit_of
 from andreas.optimizer.problem import Problem
 
 # A revisit lands this long after the moment computed, so that the cheaper configuration
@@ -49,7 +50,9 @@ def to_plan(problem: Problem, node: np.ndarray, cfg: np.ndarray, node_cls: np.nd
             postponed.append(job.id)
         else:
             assignments.append(Assignment(job=job.id, node=names[label[node[i]]],
-                                          gpus=int(problem.cfg_g[cfg[i]])))
+                                          gpus=int(problem.cfg_g[cfg[i]]),
+                                          power_limit_w=limit_of(problem.cfg_limit_w,
+                                                                 int(cfg[i]))))
     configs = {}
     if problem.cloud:
         for s in np.unique(node[node >= 0]):

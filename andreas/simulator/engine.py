@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from andreas import levels
 from andreas.costs import SECONDS_PER_HOUR, energy_cost, interval_cost, tariff_blind
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
@@ -73,6 +74,8 @@ class _Run:
     gpu_s: float = 0.0
     run_s: float = 0.0           # wall time of its attempts
     solo_s: float = 0.0          # of which, the time it would have taken alone on its GPUs
+    level: levels.LevelOption = levels.DEFAULT   # its GPUs' power limit (andreas/levels.py)
+    default_epoch_s: float = 0.0  # its epoch time alone at the default limit
 
     def progress(self, now: float, exact: bool) -> float:
         """Epochs done; ``exact=False``: what its checkpoints hold (whole epochs)."""
@@ -98,6 +101,8 @@ class Simulator:
         if options.progress not in PROGRESS_MODES:
             raise SimulationError(f"progress: must be one of {PROGRESS_MODES}, "
                                   f"got {options.progress!r}")
+        if not options.power_levels:
+            trace = levels.without_levels(trace)
         self.trace, self.policy, self.opt = trace, policy, options
         own = default_period_s(policy)
         self.period = (options.period_s if options.period_s is not None
@@ -141,6 +146,8 @@ class Simulator:
             self.power_w = np.zeros((n, width))
             for i, node in enumerate(trace.nodes):
                 self.power_w[i, : node.gpus + 1] = node.power_w
+        self.level_w = np.zeros(n)            # per node: its jobs' power levels' change of draw
+        self.above_idle_j = 0.0               # energy busy nodes draw above power_w[0]
         self.idle_since = np.zeros(n)         # power-down: idle since (set at the first event)
         self.wake_end = np.full(n, -math.inf)  # a switched-on node is waking until then
         self.wakeups = 0
@@ -231,9 +238,11 @@ class Simulator:
                     self.energy_cost += self.catalog[vm].cost_per_hour * dt / SECONDS_PER_HOUR
             node_cost = None
         else:
-            power = self.power_w[np.arange(len(self.busy)), self.busy]
+            power = self.power_w[np.arange(len(self.busy)), self.busy] + self.level_w
             if self.opt.power_off_idle:
                 power = self._powered(power, t0, dt)
+            self.above_idle_j += float(np.where(self.busy > 0, power - self.power_w[:, 0],
+                                                0.0).sum()) * dt
             joules = float(power.sum()) * dt
             self.energy_j += joules
             self.energy_cost += interval_cost(joules, t0, t1, self.bill)
@@ -300,9 +309,11 @@ class Simulator:
     def _stop(self, run: _Run, t: float, *, preempted: bool) -> None:
         self.attempts.append(Attempt(job=run.spec.id, node=self.names[run.node], gpus=run.gpus,
                                      start_s=run.start_s, end_s=t, gpu_ids=run.gpu_ids,
-                                     gpu_milli=self._milli(run) // max(run.gpus, 1)))
+                                     gpu_milli=self._milli(run) // max(run.gpus, 1),
+                                     power_limit_w=run.level.limit_w))
         run.done = run.spec.epochs if not preempted else run.progress(t, self.exact)
         self.alloc_milli[run.node] -= self._milli(run)
+        self.level_w[run.node] -= run.gpus * run.level.delta_w
         if self.trace.cloud:
             self.busy[run.node] -= run.gpus
         else:
@@ -374,11 +385,13 @@ class Simulator:
                     if job.runs_on(gpu_type, g)), default=math.inf)
 
     def _start(self, run: _Run, node: int, gpus: int, t: float,
-               gpu_ids: tuple[int, ...] = ()) -> None:
+               gpu_ids: tuple[int, ...] = (), limit_w: float | None = None) -> None:
         gpu_type = (self._vm_of(node).gpu_type if self.trace.cloud
                     else self.trace.nodes[node].gpu_type)
         assert gpu_type is not None                 # on premise every node has its type
-        run.solo_epoch_s = run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
+        run.level = self._level(run, node, limit_w)
+        run.default_epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
+        run.solo_epoch_s = run.epoch_s = run.default_epoch_s * run.level.time_factor
         run.slow = 1.0
         run.overhead_s = ((self.opt.restart_overhead_s if run.starts else 0.0)
                           + self._wake_delay(node, t))
@@ -400,6 +413,25 @@ class Simulator:
                 self.dirty.add(node)
             self.busy[node] = self.ledger.busy_gpus_of(node)
         self.alloc_milli[node] += self._milli(run)
+        self.level_w[node] += gpus * run.level.delta_w
+
+    def _level(self, run: _Run, node: int, limit_w: float | None) -> levels.LevelOption:
+        """The planned level of a job on a node (the default in the cloud)."""
+        if self.trace.cloud:
+            return levels.DEFAULT
+        option = levels.option_at(run.spec, self.trace.nodes[node], limit_w)
+        assert option is not None, f"job {run.spec.id}: no level {limit_w} on node {node}"
+        return option
+
+    def _relevel(self, run: _Run, limit_w: float | None, t: float) -> None:
+        """A running job's limit changes in place: progress kept, new pace and draw."""
+        option = self._level(run, run.node, limit_w)
+        if option == run.level:
+            return
+        self.level_w[run.node] += run.gpus * (option.delta_w - run.level.delta_w)
+        run.level = option
+        run.solo_epoch_s = run.default_epoch_s * option.time_factor
+        run.repace(t, run.slow)
 
     def _reschedule(self, t: float) -> None:
         snapshot = self._snapshot(t)
@@ -441,10 +473,13 @@ class Simulator:
             for name, vm in plan.node_configs.items():
                 self.vm[self.index[name]] = vm
         for act in actions:
+            if act.kind is ActionKind.CONTINUE:
+                self._relevel(self.running[act.job], act.power_limit_w, t)
             if act.kind in (ActionKind.START, ActionKind.MOVE, ActionKind.RESIZE):
                 run = self.waiting.pop(act.job)
                 assert act.node is not None
-                self._start(run, self.index[act.node], act.gpus, t, act.gpu_ids)
+                self._start(run, self.index[act.node], act.gpus, t, act.gpu_ids,
+                            act.power_limit_w)
                 self.running[act.job] = run
                 self.last_start = (t, self.alloc_milli_s, float(self.alloc_milli.sum()))
 
@@ -452,7 +487,7 @@ class Simulator:
         jobs = []
         for run in [*self.running.values(), *self.waiting.values()]:
             cfg = (Config(node=self.names[run.node], gpus=run.gpus, gpu_ids=run.gpu_ids,
-                          slowdown=self._measured(run))
+                          slowdown=self._measured(run), power_limit_w=run.level.limit_w)
                    if run.node >= 0 else None)
             # true progress: a running job keeps its partial epoch only if it continues
             done = min(run.progress(t, exact=True), run.spec.epochs - EPS)
@@ -469,6 +504,8 @@ class Simulator:
             policy=self.policy, trace=self.trace.name, options=self.opt,
             total_cost=self.energy_cost + self.tardiness_cost, energy_cost=self.energy_cost,
             tardiness_cost=self.tardiness_cost, energy_kwh=self.energy_j / 3.6e6,
+            energy_above_idle_kwh=self.above_idle_j / 3.6e6,
+            power_levels="on" if levels.has_levels(self.trace) else "off",
             late_jobs=sum(r.tardiness_s > 0 for r in self.records), makespan_s=t_end - t0,
             optimizer_calls=len(self.calls), optimizer_mean_s=float(np.mean(calls)),
             optimizer_max_s=float(np.max(calls)), optimizer_total_s=float(np.sum(calls)),

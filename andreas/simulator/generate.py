@@ -42,6 +42,13 @@ fastest configuration while the load counts the cheapest GPU-time, so configurat
 with more GPUs per job raise it: scenario 2 gets about 1.4 (high) / 0.36 (low) / 0.24
 (exponential), the cloud (8-GPU VMs, load against 8 GPUs per node) 1.5 / 0.38 / 0.27.
 That follows from the paper's definitions; it is reported, not tuned away.
+
+Workloads (``workloads``): by default the applications of ``profiles/apps.toml``; ``zeus``
+takes the six Zeus NSDI '23 workloads of ``profiles/workloads/zeus.toml`` instead, on
+nodes of the GPU types Zeus measured (``ZEUS_SCENARIOS``: V100 and P100, the older and
+slower card in the T4's place), with the power limits of ``profiles/power_limits.toml``
+on every node and each job's measured levels (``andreas/levels.py``), so the policies
+choose power limits too. The draws are the same as above, in the same order.
 """
 
 from __future__ import annotations
@@ -57,6 +64,9 @@ from andreas.profiles import Profiles, load_profiles
 
 ARRIVALS = ("exponential", "high", "low", "mixed")
 SCENARIOS: Mapping[int, Mapping[str, int]] = {1: {"V100": 2, "T4": 1}, 2: {"V100": 4, "T4": 2}}
+ZEUS_SCENARIOS: Mapping[int, Mapping[str, int]] = {1: {"V100": 2, "P100": 1},
+                                                   2: {"V100": 4, "P100": 2}}
+WORKLOADS = ("default", "zeus")
 EXPONENTIAL_MEAN_S = 75_000.0          # mean inter-arrival * N (path-relinking §4.1)
 PEAK_SUBMISSIONS_PER_HOUR = 135.0      # DL2's production cluster, via path-relinking §4.1
 REFERENCE_KMAX = 3_000                 # "a few thousand GPUs"
@@ -81,15 +91,27 @@ CLOUD_CATALOG = (                      # path-relinking-2022, Table 2 ($/h)
 
 def generate_trace(*, n_nodes: int, scenario: int = 1, arrival: str = "exponential",
                    seed: int, cloud: bool = False, jobs_per_node: int = 10,
-                   profiles: Profiles | None = None, mu: float | None = None) -> Trace:
+                   profiles: Profiles | None = None, mu: float | None = None,
+                   workloads: str = "default") -> Trace:
     """A whole workload; the same arguments (and profiles) always give the same trace.
 
     ``mu``, the idle-GPU penalty of P1a, defaults to the paper's 1 in the cloud (its
-    section 4.1) and to 0 on premise (ANDREAS eq. 1 has no such term).
+    section 4.1) and to 0 on premise (ANDREAS eq. 1 has no such term). ``workloads``:
+    see the module docstring.
     """
     _check(n_nodes, scenario, arrival, jobs_per_node)
     prof = profiles or load_profiles()
-    nodes, catalog, hardware = cluster(n_nodes, scenario, cloud, prof)
+    if workloads not in WORKLOADS:
+        raise InputError(f"generate: workloads must be one of {', '.join(WORKLOADS)}, "
+                         f"got {workloads!r}")
+    zeus = workloads == "zeus"
+    if zeus:
+        if cloud:
+            raise InputError("generate: workloads zeus is on premise only (a VM's price does "
+                             "not follow its GPUs' power limits)")
+        prof = prof.workload("zeus")
+    nodes, catalog, hardware = cluster(n_nodes, scenario, cloud, prof,
+                                       ZEUS_SCENARIOS if zeus else SCENARIOS)
     apps = [a for a in prof.apps.values() if any(t in a.epoch_s for t in hardware)]
     if not apps:
         raise InputError(f"{prof.path / 'apps.toml'}: no application runs on "
@@ -116,8 +138,9 @@ def generate_trace(*, n_nodes: int, scenario: int = 1, arrival: str = "exponenti
                   submit + 3 * min_t)
         jobs.append(Job(id=f"j{i + 1:0{width}d}", app=app, submit_s=submit, due_s=due,
                         weight=round(float(weights[i]), 6), epochs=int(epochs[i]),
-                        epoch_time_s=times[app]))
-    where = "cloud" if cloud else f"sc{scenario}"
+                        epoch_time_s=times[app], power_levels={
+                            t: v for t, v in prof.apps[app].power.items() if t in hardware}))
+    where = "cloud" if cloud else f"{'zeus-' if zeus else ''}sc{scenario}"
     extra = "" if jobs_per_node == 10 else f"-jpn{jobs_per_node}"
     if mu is None:
         mu = CLOUD_MU if cloud else 0.0
@@ -127,9 +150,11 @@ def generate_trace(*, n_nodes: int, scenario: int = 1, arrival: str = "exponenti
                  jobs=tuple(jobs), catalog=catalog, params=Params(mu=mu))
 
 
-def cluster(n_nodes: int, scenario: int, cloud: bool, profiles: Profiles
+def cluster(n_nodes: int, scenario: int, cloud: bool, profiles: Profiles,
+            scenarios: Mapping[int, Mapping[str, int]] = SCENARIOS
             ) -> tuple[tuple[Node, ...], tuple[CatalogEntry, ...], dict[str, int]]:
-    """Nodes, catalog, and GPU type -> the most GPUs one job can get of that type."""
+    """Nodes, catalog, and GPU type -> the most GPUs one job can get of that type; the
+    nodes of ``ZEUS_SCENARIOS`` carry their GPU type's power limits."""
     width = max(3, len(str(n_nodes)))
     names = [f"n{i + 1:0{width}d}" for i in range(n_nodes)]
     if cloud:
@@ -137,12 +162,14 @@ def cluster(n_nodes: int, scenario: int, cloud: bool, profiles: Profiles
         for entry in CLOUD_CATALOG:
             hardware[entry.gpu_type] = max(hardware.get(entry.gpu_type, 0), entry.gpus)
         return tuple(Node(name=n) for n in names), CLOUD_CATALOG, hardware
-    layout = list(SCENARIOS[scenario].items())
+    layout = list(scenarios[scenario].items())
+    limits = scenarios is ZEUS_SCENARIOS
     nodes = []
     for i, name in enumerate(names):
         gpu_type, gpus = layout[i % len(layout)]
         nodes.append(Node(name=name, gpu_type=gpu_type, gpus=gpus,
-                          power_w=profiles.node_power_w(gpu_type, gpus)))
+                          power_w=profiles.node_power_w(gpu_type, gpus),
+                          power_limits=profiles.node_limits(gpu_type) if limits else None))
     hardware = {}
     for node in nodes:
         hardware[node.gpu_type or ""] = max(hardware.get(node.gpu_type or "", 0), node.gpus)

@@ -67,6 +67,9 @@ class SimOptions:
     # the tariff file the trace's energy was priced with (recorded in the results: the
     # figures cannot be read without it); None: the trace's constant PUE and price
     tariff: str | None = None
+    # the policies choose the GPUs' power limits where the trace's nodes and jobs have
+    # levels (andreas/levels.py); off: every GPU at its default limit, as before levels
+    power_levels: bool = True
 
     def __post_init__(self) -> None:
         for name, top in (("power_idle_s", MAX_IDLE_S), ("wake_s", MAX_WAKE_S)):
@@ -131,6 +134,7 @@ class Attempt:
     end_s: float
     gpu_ids: tuple[int, ...] = ()
     gpu_milli: int = 1000   # per GPU: < 1000 is a slice of a shared GPU
+    power_limit_w: float | None = None   # the GPUs' limit when the attempt ended
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,6 +147,10 @@ class SimResult:
     tardiness_cost: float
     energy_kwh: float
     late_jobs: int
+    # what busy nodes draw above their idle power_w[0] (the jobs' own energy), and whether
+    # power levels were planned ("on": the trace has levels and options.power_levels)
+    energy_above_idle_kwh: float = 0.0
+    power_levels: str = "off"
     makespan_s: float
     optimizer_calls: int
     optimizer_mean_s: float

@@ -5,10 +5,12 @@ agent      INSERT on power_samples, host_samples, their 1-minute aggregate table
            epoch_events, gpu_gaps, job_energy and agent_gaps (the last four replayed with
            INSERT IGNORE, so no read-back is needed); SELECT on nodes and gpus (its own ids) and
            on the key columns of the sample tables (which samples are stored, for spool
-           replays, not their values); SELECT on job_attempts' job_id, attempt, node_id
-           and end_s (the fence: is a container it runs still its job's current attempt
-           here, ``store/fence.py``); UPDATE of nodes.last_heartbeat_s and nodes.state
-           only. Nothing else on jobs, attempts, decisions, profiles; no DDL, no DELETE.
+           replays, not their values); SELECT on job_attempts' job_id, attempt, node_id,
+           end_s and power_limit_w (the fence: is a container it runs still its job's
+           current attempt here, ``store/fence.py``, and at which GPU power limit);
+           UPDATE of nodes.last_heartbeat_s, nodes.state and nodes.power_caps (what its
+           GPUs accept as power limits) only. Nothing else on jobs, attempts, decisions,
+           profiles; no DDL, no DELETE.
            Listed in ``agent_accounts``: the triggers of ``store/procedures.py`` keep a
            node's own account (``add_agent``) to that node, and any agent to attempts
            that ran on the node it writes for, plausible energy and up/down moves.
@@ -26,7 +28,7 @@ submitter  a MariaDB *role* (no password, no login) that every person's own acco
 =========  =============================================================================
 
 Every account may read ``alembic_version`` (the schema check every component makes).
-MariaDB has no row-level privileges: the grant limits the agent to two columns of
+MariaDB has no row-level privileges: the grant limits the agent to three columns of
 ``nodes``, the triggers to its own row (an account of its own per node) and to moves
 between ``up`` and ``down``.
 
@@ -63,8 +65,9 @@ AGENT_INSERT = ("power_samples", "power_minutes", "host_samples", "host_minutes"
                 "epoch_events", "gpu_gaps", "job_energy", "agent_gaps")
 AGENT_SELECT = ("nodes", "gpus")
 AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
-AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state")}
-AGENT_READ_ONLY_COLUMNS = {"job_attempts": ("job_id", "attempt", "node_id", "end_s")}
+AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state", "power_caps")}
+AGENT_READ_ONLY_COLUMNS = {"job_attempts": ("job_id", "attempt", "node_id", "end_s",
+                                            "power_limit_w")}
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")          # fullmatch: '$' would take a final '\n'
 _HOST = re.compile(r"[A-Za-z0-9_.%:\-]{1,255}")
 # A person's own account: their OS user name as a rule (letters, digits, _ . -), never

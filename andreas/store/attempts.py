@@ -20,13 +20,16 @@ from andreas.store.owners import attempts_table
 
 def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
                  gpu_ids: Sequence[int], decision_id: int | None,
-                 gpu_milli: int | None = None, profiling: bool = False) -> int:
+                 gpu_milli: int | None = None, profiling: bool = False,
+                 power_limit_w: float | None = None) -> int:
     """A new attempt row (no container yet); its id. TransitionConflict when the job
     already has attempt number ``attempt`` (another writer started it first).
     ``gpu_milli``: the share of its one GPU the attempt holds (None: whole GPUs);
-    ``profiling``: a run of the manager's automatic profiling."""
+    ``profiling``: a run of the manager's automatic profiling; ``power_limit_w``: the GPUs'
+    power limit the plan chose (None: the default), which the node's agent applies."""
     row = JobAttempt(job_id=job_id, attempt=attempt, node_id=node_id, gpu_ids=list(gpu_ids),
-                     decision_id=decision_id, gpu_milli=gpu_milli, profiling=profiling)
+                     decision_id=decision_id, gpu_milli=gpu_milli, profiling=profiling,
+                     power_limit_w=power_limit_w)
     s.add(row)
     try:
         s.flush()
@@ -34,6 +37,22 @@ def open_attempt(s: Session, *, job_id: str, attempt: int, node_id: int,
         raise TransitionConflict(f"job {job_id}: attempt {attempt} exists already "
                                  f"({str(e).splitlines()[0]})") from None
     return row.id
+
+
+def set_power_limit(db: Db, attempt_id: int, power_limit_w: float | None) -> None:
+    """A plan changed a running attempt's power limit (the agent applies it in place)."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+               .values(power_limit_w=power_limit_w)
+               .execution_options(synchronize_session=False))
+
+
+def power_limits(db: Db, attempt_ids: Sequence[int]) -> dict[int, float | None]:
+    """The planned power limit of each attempt (the ids given)."""
+    out: dict[int, float | None] = {}
+    for chunk in (list(attempt_ids[i:i + 500]) for i in range(0, len(attempt_ids), 500)):
+        out.update({i: w for i, w in db.execute(
+            select(JobAttempt.id, JobAttempt.power_limit_w).where(JobAttempt.id.in_(chunk)))})
+    return out
 
 
 def record_container(db: Db, attempt_id: int, container_id: str, start_s: float) -> None:

@@ -79,11 +79,12 @@ def newest_epochs(db: Db, per_key: int) -> tuple[list[EpochDuration], int | None
     """The newest ``per_key`` epochs per (application, GPU type, g) (one window query), and
     the highest event id now (None: no events). Only jobs on whole GPUs count: an epoch
     of a job sharing its GPU is slowed by its co-residents, not the application's own
-    speed (its slowdown is read with :func:`attempt_epochs`)."""
+    speed (its slowdown is read with :func:`attempt_epochs`); and only attempts at the
+    default power limit: a lower limit stretches the epochs (``_at_default``)."""
     E = EpochEvent
     rn = func.row_number().over(partition_by=(Job.application, E.gpu_type, E.gpus),
                                 order_by=E.end_s.desc()).label("rn")
-    inner = (select(*_duration_columns(), rn).join(Job, Job.id == E.job_id)
+    inner = (_at_default(select(*_duration_columns(), rn).join(Job, Job.id == E.job_id))
              .where(Job.gpu_milli.is_(None)).subquery())
     rows = db.execute(select(inner.c.app, inner.c.gpu_type, inner.c.gpus, inner.c.id,
                              inner.c.end_s, inner.c.d).where(inner.c.rn <= per_key))
@@ -93,10 +94,19 @@ def newest_epochs(db: Db, per_key: int) -> tuple[list[EpochDuration], int | None
 
 
 def epochs_after(db: Db, event_id: int) -> list[EpochDuration]:
-    """Every epoch with an event id above ``event_id`` (jobs on whole GPUs only)."""
-    return _durations(db.execute(select(*_duration_columns())
-                                 .join(Job, Job.id == EpochEvent.job_id)
+    """Every epoch with an event id above ``event_id`` (jobs on whole GPUs only, at the
+    default power limit)."""
+    return _durations(db.execute(_at_default(select(*_duration_columns())
+                                             .join(Job, Job.id == EpochEvent.job_id))
                                  .where(EpochEvent.id > event_id, Job.gpu_milli.is_(None))))
+
+
+def _at_default(query: Any) -> Any:
+    """Epochs of attempts planned at the default GPU power limit (``power_limit_w`` NULL;
+    an epoch with no attempt row, e.g. of ``andreas profile``, counts too)."""
+    A = JobAttempt
+    return query.outerjoin(A, (A.job_id == EpochEvent.job_id)
+                           & (A.attempt == EpochEvent.attempt)).where(A.power_limit_w.is_(None))
 
 
 def attempt_epochs(db: Db, attempts: Collection[tuple[str, int]], last: int | None = 3
@@ -150,6 +160,8 @@ class ProfilingRun:
     reason: str | None
     stop_requested_s: float | None
     epoch_s: tuple[float, ...]
+    power_limit_w: float | None = None   # the GPUs' limit of the run (None: the default)
+    gpu_ids: tuple[int, ...] = ()        # the GPU indexes it held on its node
 
 
 def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
@@ -161,7 +173,7 @@ def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
         rows.extend(db.execute(
             select(A.job_id, Job.application, A.attempt, A.node_id, Node.gpu_type, A.gpu_ids,
                    A.start_s,
-                   A.end_s, A.exit_code, A.reason, A.stop_requested_s)
+                   A.end_s, A.exit_code, A.reason, A.stop_requested_s, A.power_limit_w)
             .join(Job, Job.id == A.job_id).outerjoin(Node, Node.id == A.node_id)
             .where(A.profiling.is_(True), Job.application.in_(chunk))
             .order_by(A.id)))
@@ -171,5 +183,7 @@ def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
                          gpu_type=r.gpu_type, gpus=len(r.gpu_ids or ()), start_s=r.start_s,
                          end_s=r.end_s, exit_code=r.exit_code, reason=r.reason,
                          stop_requested_s=r.stop_requested_s,
-                         epoch_s=tuple(durations.get((r.job_id, r.attempt), ())))
+                         epoch_s=tuple(durations.get((r.job_id, r.attempt), ())),
+                         power_limit_w=r.power_limit_w,
+                         gpu_ids=tuple(int(i) for i in (r.gpu_ids or ())))
             for r in rows]

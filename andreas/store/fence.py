@@ -4,8 +4,9 @@ A node cut off from the manager may still run a job the manager has meanwhile en
 there ("node unreachable") and started elsewhere. The node's agent asks the store, for
 each andreas container it runs, whether its (job, attempt) is still the job's latest
 attempt, open, and placed on this node; the answer is a *verdict* per container (see
-``agents/fence.py`` for what the agent does with it). The agent's MariaDB account may
-read only the four columns this needs (``andreas/store/accounts.py``).
+``agents/fence.py`` for what the agent does with it), with the attempt's planned GPU
+power limit (``agents/powerlimits.py`` applies it). The agent's MariaDB account may read
+only the five columns this needs (``andreas/store/accounts.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Verdict:
 
     stale: bool
     why: str = ""
+    power_limit_w: float | None = None      # the limit the plan chose (None: the default)
 
 
 def verdicts(db: Db, node_name: str,
@@ -40,11 +42,17 @@ def verdicts(db: Db, node_name: str,
         return out
     node_id = run(db, select(Node.c.id).where(Node.c.name == node_name)).scalar()
     rows: dict[str, dict[int, tuple[int | None, float | None]]] = {}
+    limits: dict[tuple[str, int], float | None] = {}
     for ids in chunks(sorted({j for j, _ in wanted})):
-        for job_id, attempt, where, end_s in run(db,
+        for job_id, attempt, where, end_s, limit in run(db,
                 select(JobAttempt.c.job_id, JobAttempt.c.attempt, JobAttempt.c.node_id,
-                       JobAttempt.c.end_s).where(JobAttempt.c.job_id.in_(ids))):
+                       JobAttempt.c.end_s, JobAttempt.c.power_limit_w)
+                .where(JobAttempt.c.job_id.in_(ids))):
             rows.setdefault(job_id, {})[attempt] = (where, end_s)
+            limits[job_id, attempt] = limit
+    for key in wanted:
+        if limits.get(key) is not None:
+            out[key] = Verdict(stale=False, power_limit_w=limits[key])
     for job_id, attempt in wanted:
         mine = rows.get(job_id, {})
         latest = max(mine, default=0)

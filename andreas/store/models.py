@@ -39,6 +39,7 @@ class Node(Base):
     last_heartbeat_s: Mapped[float | None]
     state_changed_s: Mapped[float | None]
     profiling: Mapped[bool]
+    power_caps: Mapped[dict | None]
 
     gpus: Mapped[list[Gpu]] = relationship(back_populates="node", order_by="Gpu.index")
 
@@ -76,6 +77,7 @@ class PowerSample(Base):
     energy_source: Mapped[EnergySource | None]
     power_source: Mapped[PowerSource | None]
     counter_reset: Mapped[bool]
+    power_limit_w: Mapped[float | None]
 
 
 class HostSample(Base):
@@ -211,6 +213,7 @@ class JobAttempt(Base):
     profiling: Mapped[bool]
     log_tail: Mapped[str | None]
     log_saved_s: Mapped[float | None]
+    power_limit_w: Mapped[float | None]
 
     job: Mapped[Job] = relationship(back_populates="attempts")
 
@@ -257,6 +260,20 @@ class AppProfile(Base):
     epoch_time_s: Mapped[float]
     source: Mapped[str]
     samples: Mapped[int]
+    updated_s: Mapped[float]
+
+
+class AppLevel(Base):
+    """One power level of an application on a GPU type (the Job Profiler's)."""
+
+    __table__ = tbl.app_levels
+
+    application: Mapped[str]
+    gpu_type: Mapped[str]
+    limit_w: Mapped[float]
+    time_factor: Mapped[float]
+    gpu_power_w: Mapped[float]
+    source: Mapped[str]
     updated_s: Mapped[float]
 
 

@@ -195,6 +195,17 @@ def touch_heartbeat(db: Db, node_id: int, t_s: float) -> None:
     run(db, update(Node).where(Node.c.id == node_id).values(last_heartbeat_s=t_s))
 
 
+def set_power_caps(db: Db, name: str, caps: dict | None) -> None:
+    """What the node's GPUs accept as power limits (its agent, once at start)."""
+    run(db, update(Node).where(Node.c.name == name).values(power_caps=caps))
+
+
+def power_caps(db: Db) -> dict[str, dict]:
+    """Node name -> its reported power caps (nodes that reported any)."""
+    return {name: caps for name, caps in run(db, select(Node.c.name, Node.c.power_caps))
+            if isinstance(caps, dict)}
+
+
 def list_nodes(db: Db) -> list[NodeInfo]:
     """Every node, by name."""
     return [NodeInfo(id=n.id, name=n.name, state=n.state, profiling=bool(n.profiling),

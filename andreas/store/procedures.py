@@ -39,7 +39,7 @@ JOB_COLUMNS = ("id, image, command, env, epochs, epochs_done, submit_s, due_s, w
                "predicted_cost, gpu_milli, gpu_memory_mib, owner")
 ATTEMPT_COLUMNS = ("id, job_id, attempt, node_id, gpu_ids, container_id, start_s, end_s, "
                    "exit_code, reason, decision_id, gpu_milli, stop_decision_id, "
-                   "stop_requested_s, profiling, log_tail, log_saved_s")
+                   "stop_requested_s, profiling, log_tail, log_saved_s, power_limit_w")
 
 
 def literal(text: str) -> str:

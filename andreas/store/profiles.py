@@ -17,7 +17,8 @@ from sqlalchemy import Connection, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from andreas.store.chunks import chunks
-from andreas.store.models import AppModel, AppProfile, EpochEvent, Job, JobAttempt
+from andreas.store.models import (AppLevel, AppModel, AppProfile, EpochEvent, Job, JobAttempt,
+                                  PowerSample)
 from andreas.store.nodes import Db
 
 # The ``jobs.reason`` of the rows ``andreas profile`` writes for its containers (they have
@@ -190,3 +191,31 @@ def app_models(db: Db, apps: Sequence[str]) -> dict[tuple[str, str], ModelFit]:
             out[(a, t)] = ModelFit(t1_s=float(t1), serial_fraction=float(s), samples=int(n or 0),
                                    mape=mape, gpu_counts=tuple(counts or ()))
     return out
+
+
+def upsert_levels(db: Db, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Upsert ``app_levels`` rows (application, gpu_type, limit_w, time_factor, gpu_power_w,
+    source, updated_s): the Job Profiler's power levels."""
+    _upsert(db, AppLevel.__table__, list(rows), ("application", "gpu_type", "limit_w"))
+
+
+def app_levels(db: Db, apps: Iterable[str]) -> dict[str, dict[str, list[AppLevel]]]:
+    """application -> GPU type -> its level rows, highest limit first."""
+    out: dict[str, dict[str, list[AppLevel]]] = {}
+    for chunk in chunks(sorted(set(apps))):
+        for row in db.execute(select(AppLevel).where(AppLevel.application.in_(chunk))
+                              .order_by(AppLevel.limit_w.desc())).scalars():
+            out.setdefault(row.application, {}).setdefault(row.gpu_type, []).append(row)
+    return out
+
+
+def mean_gpu_power(db: Db, gpu_ids: Sequence[int], t0: float, t1: float,
+                   limit_w: float | None) -> tuple[float | None, int]:
+    """Mean power of these GPUs' samples in (t0, t1] taken at ``limit_w`` (None: any limit;
+    the store's GPU ids), and how many samples: what a GPU drew at a power level."""
+    q = select(func.avg(PowerSample.power_w), func.count()).where(
+        PowerSample.gpu_id.in_(list(gpu_ids)), PowerSample.t > t0, PowerSample.t <= t1)
+    if limit_w is not None:
+        q = q.where(func.abs(PowerSample.power_limit_w - limit_w) < 0.5)
+    avg, n = db.execute(q).one()
+    return (None if avg is None else float(avg)), int(n)

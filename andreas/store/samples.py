@@ -69,6 +69,7 @@ class PowerRow(NamedTuple):
     energy_source: EnergySource | str | None = None
     power_source: PowerSource | str | None = None
     counter_reset: bool = False
+    power_limit_w: float | None = None      # the GPU's limit in force (agents/powerlimits.py)
 
 
 class HostRow(NamedTuple):
@@ -211,8 +212,9 @@ def insert_power_samples(db: Db, rows: Iterable[PowerRow | Mapping | Sequence],
         _optional(r[6], "utilization", r)
         if not isinstance(r[10], bool):
             raise InputError(f"sample {r}: counter_reset must be true or false, got {r[10]!r}")
+        _optional(r[11], "power_limit_w", r)
         data[i] = (*r[:8], _source(r[8], _ENERGY_SOURCES, "energy_source", r),
-                   _source(r[9], _POWER_SOURCES, "power_source", r), r[10])
+                   _source(r[9], _POWER_SOURCES, "power_source", r), r[10], r[11])
     if skip_duplicates:
         data = _new_rows(conn, PowerSample.c.gpu_id, PowerSample.c.t, data)
     written = 0

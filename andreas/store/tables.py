@@ -117,6 +117,10 @@ nodes = Table(
     _col("state_changed_s", Double(), null=True),
     # Reserved for the Job Profiler: the manager schedules no production job here.
     _bool("profiling", False, server=True),
+    # What the agent found its GPUs accept as power limits (agents/powerlimits.py, JSON
+    # {"settable": true, "min_w", "max_w", "default_w"} or {"settable": false, "why"});
+    # NULL: never reported (planned at the default limit).
+    _col("power_caps", JSON, null=True),
     **MYSQL)
 
 gpus = Table(
@@ -155,6 +159,8 @@ power_samples = Table(
     _col("power_source", _enum(PowerSource, "power_source"), null=True),
     # the energy counter went down in this interval (driver reload / GPU reset)
     _bool("counter_reset", False, server=True),
+    # the GPU's power limit in force (W) as the agent applied it; NULL: not known
+    _col("power_limit_w", Float, null=True),
     **MYSQL)
 
 # One psutil (and power meter, when there is one) reading of a node.
@@ -300,6 +306,8 @@ job_attempts = Table(
     # ``[executor] keep_exited_s``), so ``andreas logs`` still answers; and when.
     _col("log_tail", Text().with_variant(MEDIUMTEXT, "mysql"), null=True),
     _col("log_saved_s", Double(), null=True),
+    # the GPUs' power limit the plan chose (W; NULL: the default); the agent applies it
+    _col("power_limit_w", Double(), null=True),
     UniqueConstraint("job_id", "attempt"),
     **MYSQL)
 
@@ -343,6 +351,20 @@ app_profiles = Table(
     _col("epoch_time_s", Double()),
     _col("source", String(32)),
     _col("samples", Integer, default=0),
+    _col("updated_s", Double()),
+    **MYSQL)
+
+# The Job Profiler's power levels of an application on a GPU type (andreas/levels.py):
+# per limit the epoch time over the default limit's and the GPU's mean draw, measured at
+# one GPU (``source`` "profiler") or fitted where not measured ("fit", andreas.powerfit).
+app_levels = Table(
+    "app_levels", metadata,
+    _pk("application", String(128)),
+    _pk("gpu_type", String(64)),
+    _pk("limit_w", Double()),
+    _col("time_factor", Double()),
+    _col("gpu_power_w", Double()),
+    _col("source", String(32)),
     _col("updated_s", Double()),
     **MYSQL)
 
@@ -393,7 +415,7 @@ agent_gaps = Table(
 
 # MariaDB accounts that are node agents, and the node each may write for (NULL: the
 # fleet's shared agent account, any node); read by the triggers of
-# ``store/procedures.py`` (migration 0012). Unused on SQLite, which has no accounts.
+# ``store/procedures.py`` (migration 0013). Unused on SQLite, which has no accounts.
 agent_accounts = Table(
     "agent_accounts", metadata,
     _pk("login", String(80)),

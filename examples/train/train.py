@@ -25,7 +25,11 @@ as fit in ``EXAMPLE_EPOCH_S`` seconds (default 2), stretched by co-location on f
 GPUs: with ``ANDREAS_FAKE_GPU_DIR`` / ``ANDREAS_FAKE_GPUS`` (the executor's
 ``fake_gpu_dir``) and ``EXAMPLE_CONTENTION`` = c > 0, an epoch takes ``1 + c * k`` times
 as long while k other jobs mark the same fake GPU (a heartbeat file per job and GPU),
-the slowdown two jobs sharing a real GPU would see. ``EXAMPLE_SEED``
+the slowdown two jobs sharing a real GPU would see; and under a power limit that
+``andreas-powerd`` set on the fake GPU (the file ``power-limit-<uuid>`` there, mW), an epoch
+takes the application's time factor at that limit longer (``EXAMPLE_POWER_FACTORS``, e.g.
+``175:1.096,150:1.18``, watts:factor; other limits 1), as a real GPU would, and the
+epoch's history entry records the limit. ``EXAMPLE_SEED``
 (default 1234) fixes the data and the initial weights; the minibatch order of epoch n is
 drawn from (seed, n), so a resumed run samples what an uninterrupted one would.
 
@@ -59,6 +63,7 @@ ENV_EPOCH_S = "EXAMPLE_EPOCH_S"
 ENV_STEPS = "EXAMPLE_STEPS"
 ENV_SEED = "EXAMPLE_SEED"
 ENV_CONTENTION = "EXAMPLE_CONTENTION"
+ENV_POWER_FACTORS = "EXAMPLE_POWER_FACTORS"
 DEFAULT_EPOCH_S = 2.0
 DEFAULT_SEED = 1234
 DEFAULT_EPOCHS = 3                      # outside andreas, without ANDREAS_EPOCHS
@@ -188,6 +193,32 @@ class FakeContention:
             (d / self.job_id).unlink(missing_ok=True)
 
 
+class FakePowerLimit:
+    """The power limit of this job's first fake GPU and its epoch time factor there
+    (module docstring); ``(None, 1.0)`` without fake GPUs or a limit file."""
+
+    def __init__(self, factors: str) -> None:
+        root = os.environ.get("ANDREAS_FAKE_GPU_DIR", "")
+        gpus = [u for u in os.environ.get("ANDREAS_FAKE_GPUS", "").split(",") if u]
+        self.file = Path(root) / f"power-limit-{gpus[0]}" if root and gpus else None
+        self.factors: dict[float, float] = {}
+        for part in (p for p in factors.split(",") if p.strip()):
+            watts, _, factor = part.partition(":")
+            self.factors[float(watts)] = float(factor)
+            if not (math.isfinite(self.factors[float(watts)])
+                    and self.factors[float(watts)] > 0):
+                raise ValueError(f"{ENV_POWER_FACTORS}: factor must be > 0 in {part!r}")
+
+    def now(self) -> tuple[float | None, float]:
+        if self.file is None:
+            return None, 1.0
+        try:
+            watts = int(self.file.read_text().strip()) / 1000.0
+        except (OSError, ValueError):
+            return None, 1.0
+        return watts, self.factors.get(watts, 1.0)
+
+
 # --- checkpoints ---------------------------------------------------------------------
 
 def save_state(s: State, path: Path) -> None:
@@ -257,6 +288,7 @@ def main() -> int:
         contention = float(os.environ.get(ENV_CONTENTION, "0") or 0)
         if not (math.isfinite(contention) and contention >= 0):
             raise ValueError(f"{ENV_CONTENTION}: must be a number >= 0, got {contention!r}")
+        limit = FakePowerLimit(os.environ.get(ENV_POWER_FACTORS, ""))
     except ValueError as e:
         _log(str(e))
         return 2
@@ -280,24 +312,27 @@ def main() -> int:
     shared = FakeContention(env.job_id or "example", contention, window_s=3 * epoch_s)
     try:
         return _train(state, x, y, epochs, env, reporter, directory, stop, steps, epoch_s,
-                      shared)
+                      shared, limit)
     finally:
         shared.leave()
 
 
 def _train(state: State, x: np.ndarray, y: np.ndarray, epochs: int, env: job.JobEnv,
            reporter: job.EpochReporter, directory: Path | None, stop: job.GracefulStop,
-           steps: int | None, epoch_s: float, shared: FakeContention) -> int:
+           steps: int | None, epoch_s: float, shared: FakeContention,
+           limit: FakePowerLimit) -> int:
     for epoch in range(state.epoch + 1, epochs + 1):
         stop.exit_if_requested()
         try:
             with reporter.epoch(epoch) as ep:
+                watts, stretch = limit.now()
                 done = train_epoch(state, x, y, epoch, steps=steps,
-                                   seconds=epoch_s * shared.factor(), stop=stop)
+                                   seconds=epoch_s * shared.factor() * stretch, stop=stop)
                 loss, acc = evaluate(state, x, y)
                 state.epoch = epoch
                 state.history.append({"epoch": epoch, "restart_count": env.restart_count,
-                                      "t": time.time()})
+                                      "t": time.time(),
+                                      **({"power_limit_w": watts} if watts else {})})
                 if directory is not None:
                     job.save_checkpoint(directory, epoch, lambda p: save_state(state, p),
                                         suffix=SUFFIX)

@@ -202,3 +202,14 @@ def test_a_nan_objective_is_left_out():
     m = scrape(ManagerCollector(meter=meter, counts=lambda: ({}, {})))
     assert "andreas_decision_objective" not in m
     assert "andreas_plan_node_cost_per_hour" not in m and "andreas_energy_pue" not in m
+
+
+def test_the_gpu_power_limit_in_force_is_a_gauge():
+    from dataclasses import replace
+
+    meter = Meter()
+    meter.observe(998.0, [replace(gpu("GPU-x-0", 998.0, 170.0, 170_000), power_limit_w=175.0),
+                          gpu("GPU-x-1", 998.0, 40.0, 40_000)], host(998.0, 200.0, 200_000),
+                  [])
+    m = scrape(agent_collector(meter))
+    assert by(m["andreas_gpu_power_limit_watts"], "gpu") == {"0": 175.0}   # GPU 1: unknown

@@ -17,7 +17,7 @@ from andreas.store.migrate import downgrade, head_revision, status, upgrade
 
 TABLES = {"nodes", "gpus", "power_samples", "host_samples", "power_minutes", "host_minutes",
           "gpu_gaps", "job_energy", "app_models", "manager_lease", "agent_gaps",
-          "jobs", "job_attempts", "epoch_events", "decisions", "app_profiles",
+          "jobs", "job_attempts", "epoch_events", "decisions", "app_profiles", "app_levels",
           "agent_accounts",
           "alembic_version"}
 

@@ -13,8 +13,8 @@
 Creating functions and triggers on a server with binary logging needs SUPER or
 ``log_bin_trust_function_creators = 1`` (as 0006).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-05
 """
 
@@ -27,8 +27,8 @@ from alembic import context, op
 
 from andreas.store import procedures
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
