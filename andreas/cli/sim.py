@@ -153,6 +153,19 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="With --sweep: use trace seeds 1..SEEDS.")
 @click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
+@click.option("--shard", default=None, metavar="I/K",
+              help="With --sweep: run only part I of K of the grid (tasks I, I+K, ...) and "
+                   "write sweep-part-I-of-K.json to --out; e.g. a Slurm job array "
+                   "--array=1-K with --shard $SLURM_ARRAY_TASK_ID/K, then --merge.")
+@click.option("--merge", is_flag=True,
+              help="Assemble the sweep report from the part files named as arguments "
+                   "(written by --shard) into --out; refuses parts of different sweeps or "
+                   "a missing part.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="With --sweep: run the tasks on the Dask cluster whose scheduler is at "
+                   "ADDRESS (e.g. tcp://host:8786; needs andreas[dask]) instead of local "
+                   "processes.")
+@click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float, mu: float | None,
@@ -165,7 +178,8 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
-                 cloud: bool) -> None:
+                 cloud: bool, shard: str | None, merge: bool, dask_address: str | None,
+                 parts: tuple[str, ...]) -> None:
     """Simulate policies over a long workload and compare their energy bill plus tardiness.
 
     Rescheduling happens at every submission, every completion and every period H; the
@@ -174,6 +188,13 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     reduction of each against each other (path-relinking paper eq. 3), and writes CSV,
     JSON and PNG plots to --out.
     """
+    if merge or parts:
+        if not merge:
+            raise InputError(f"{parts[0]}: unexpected argument (part files need --merge)")
+        _merge(parts, out_dir, as_json)
+        return
+    if (shard or dask_address) and not sweep:
+        raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
     names = _csv_list(policies, "--policies")
     unknown = [p for p in names if p not in POLICIES]
     if unknown:
@@ -207,8 +228,10 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     if tariff_file is not None and cloud:
         raise InputError("--tariff: a cloud trace pays VM prices, not energy")
     if sweep:
+        from andreas.simulator.shards import parse_shard
         _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-               out_dir, as_json, quiet, tariff_file)
+               out_dir, as_json, quiet, tariff_file,
+               shard=parse_shard(shard) if shard else None, dask=dask_address)
         return
     from andreas.simulator.compare import run_policies
     from andreas.simulator.report import print_table, write_outputs
@@ -245,8 +268,8 @@ def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):
 
 
 def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-           out_dir, as_json, quiet, tariff_file=None) -> None:
-    from andreas.simulator.sweep import Grid, aggregate, headline, run_sweep
+           out_dir, as_json, quiet, tariff_file=None, *, shard=None, dask=None) -> None:
+    from andreas.simulator.sweep import Grid, run_sweep
 
     grid = Grid(scenarios=_csv_list(scenarios, "--scenario", int),
                 arrivals=_csv_list(arrivals, "--arrival"),
@@ -255,10 +278,37 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
                                                                            "--trace-seed", int),
                 policies=names, cloud=cloud)
     rows = run_sweep(grid, options, workers=workers or (os.cpu_count() or 1),
-                     show_progress=not (quiet or as_json), tariff=tariff_file)
+                     show_progress=not (quiet or as_json), tariff=tariff_file,
+                     shard=shard or (1, 1), dask=dask)
+    target = Path(out_dir or Path("out") / "sweep")
+    if shard is not None:
+        from andreas.simulator.shards import write_part
+        path = write_part(target, grid, options, shard, rows, options.tariff)
+        if as_json:
+            click.echo(jsontext.dumps({"part": str(path), "runs": rows}, indent=1))
+        else:
+            click.echo(f"wrote {len(rows)} runs (shard {shard[0]}/{shard[1]}) to {path}")
+        return
+    recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
+        if options.tariff else {}
+    _report_sweep(rows, target, as_json, recorded)
+
+
+def _merge(parts, out_dir, as_json) -> None:
+    from andreas.simulator.shards import read_parts
+
+    head, rows = read_parts(parts)
+    opts = head["options"] or {}
+    recorded = {"tariff": opts.get("tariff"), "tariff_blind": opts.get("tariff_blind")} \
+        if opts.get("tariff") else {}
+    _report_sweep(rows, Path(out_dir or Path("out") / "sweep"), as_json, recorded)
+
+
+def _report_sweep(rows, target: Path, as_json: bool, recorded: dict) -> None:
+    from andreas.simulator.sweep import aggregate, headline
+
     summary = aggregate(rows)
     heads = headline(rows)
-    target = Path(out_dir or Path("out") / "sweep")
     target.mkdir(parents=True, exist_ok=True)
     for name, data in (("sweep-runs.csv", rows), ("sweep-summary.csv", summary)):
         buf = io.StringIO()
@@ -266,8 +316,6 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
         w.writeheader()
         w.writerows(data)
         (target / name).write_text(buf.getvalue())
-    recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
-        if options.tariff else {}
     (target / "sweep.json").write_text(jsontext.dumps({"runs": rows, "summary": summary,
                                                        "headline": heads, **recorded},
                                                       indent=1))
