@@ -131,6 +131,11 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--tariff-blind", is_flag=True,
               help="With --tariff: the policies plan with the tariff's mean price and PUE; "
                    "the bill still follows the tariff (the what-if of ignoring it).")
+@click.option("--bound", is_flag=True,
+              help="Also compute the trace's lower bound (no schedule bills less: cloud, "
+                   "per-job configuration mixes; on premise, an LP relaxation of a "
+                   "time-indexed schedule, HiGHS) and print it beside the policies (JSON: "
+                   "an entry with \"policy\": \"bound\"; sweeps: a row per trace).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Parallel processes [default: one per policy, at most the CPU count].")
 @click.option("--json", "as_json", is_flag=True,
@@ -174,7 +179,7 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
                  ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
                  power_idle_s: float, wake_s: float,
-                 tariff_path: str | None, tariff_blind: bool,
+                 tariff_path: str | None, tariff_blind: bool, bound: bool,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
@@ -227,10 +232,12 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                             ewma_a=ewma_a))
     if tariff_file is not None and cloud:
         raise InputError("--tariff: a cloud trace pays VM prices, not energy")
+    if bound and tariff_file is not None:
+        raise InputError("--bound: the bounds assume a constant price (no --tariff)")
     if sweep:
         from andreas.simulator.shards import parse_shard
-        _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-               out_dir, as_json, quiet, tariff_file,
+        _sweep(names + (("bound",) if bound else ()), options, nodes, scenarios, arrivals,
+               trace_seeds, seeds, cloud, workers, out_dir, as_json, quiet, tariff_file,
                shard=parse_shard(shard) if shard else None, dask=dask_address)
         return
     from andreas.simulator.compare import run_policies
@@ -248,11 +255,22 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                            show_progress=not (quiet or as_json))
     target = Path(out_dir or Path("out") / "simulate" / (trace.name or "trace"))
     written = write_outputs(results, target, plots=not no_plots)
+    lower = None
+    if bound:
+        from andreas.simulator.bounds import bound_row
+        lower = bound_row(trace, power_off_idle=power_off_idle)
     if as_json:
-        click.echo(jsontext.dumps([r.summary() for r in results], indent=1))
+        click.echo(jsontext.dumps([r.summary() for r in results] + ([lower] if lower else []),
+                                  indent=1))
         return
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
                          f"policy seed {seed}")
+    if lower is not None:
+        best = min(results, key=lambda r: r.total_cost)
+        ratio = (f"; best policy {best.policy} = {best.total_cost / lower['total_cost']:.4f} "
+                 "x the bound" if lower["total_cost"] > 0 else "")
+        click.echo(f"lower bound {lower['total_cost']:.2f} ({lower['method']}): no schedule "
+                   f"bills less{ratio}")
     click.echo(f"wrote {len(written)} files to {target}/")
 
 
@@ -334,7 +352,7 @@ def _print_sweep(summary, heads) -> None:
 
     table = Table(title="sweep: mean (± std) over seeds")
     for col in ("scenario", "arrival", "N", "policy", "total cost", "energy", "tardiness",
-                "late jobs", "vs best baseline %", "vs rg %", "opt. mean ms"):
+                "late jobs", "vs best baseline %", "vs rg %", "x bound", "opt. mean ms"):
         table.add_column(col, justify="right")
     for r in summary:
         table.add_row(str(r["scenario"]), r["arrival"], str(r["nodes"]), r["policy"],
@@ -343,7 +361,8 @@ def _print_sweep(summary, heads) -> None:
                       f"{r['late_jobs_mean']:.1f}",
                       f"{r['vs_best_baseline_pct_mean']:+.1f} "
                       f"± {r['vs_best_baseline_pct_std']:.1f}",
-                      f"{r['vs_rg_pct_mean']:+.1f}", f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
+                      f"{r['vs_rg_pct_mean']:+.1f}", f"{r['vs_bound_mean']:.4f}",
+                      f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
     out = console()
     out.print(table)
     labels = (("rg_vs_best_baseline_pct", "rg vs best of fifo/edf/priority"),
