@@ -162,6 +162,7 @@ class Simulator:
         self.last_start: tuple[float, float, float] | None = None
         self.policy_state: dict = {}
         self.revisit = math.inf           # the last plan's revisit_s (options.revisit)
+        self.lost_work_s = 0.0            # work thrown away at stops, overheads paid
         self.revisits = 0
         self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
         # the truth the policies do not see: per-job interference sensitivity, measurement noise
@@ -302,6 +303,9 @@ class Simulator:
                                      start_s=run.start_s, end_s=t, gpu_ids=run.gpu_ids,
                                      gpu_milli=self._milli(run) // max(run.gpus, 1)))
         run.done = run.spec.epochs if not preempted else run.progress(t, self.exact)
+        if preempted:     # what the stop throws away, and the overhead its attempt paid
+            self.lost_work_s += (run.progress(t, exact=True) - run.done) * run.epoch_s
+        self.lost_work_s += min(run.overhead_s, max(0.0, t - run.start_s))
         self.alloc_milli[run.node] -= self._milli(run)
         if self.trace.cloud:
             self.busy[run.node] -= run.gpus
@@ -481,7 +485,9 @@ class Simulator:
                              if not self.trace.cloud and t_end > t0 else math.nan),
             **self._scheduling_window(t0),
             **_job_means(self.records), wakeups=self.wakeups,
-            revisits=self.revisits,
+            revisits=self.revisits, lost_work_s=self.lost_work_s,
+            wait_s=sum(r.completion_s - r.submit_s - r.run_s for r in self.records),
+            slow_s=sum(r.run_s - r.ideal_s for r in self.records),
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 

@@ -155,6 +155,13 @@ class SimResult:
     performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
     wakeups: int = 0                   # power-down: nodes switched on for a job
     revisits: int = 0                  # decisions taken at a plan's revisit_s
+    # where the time went (job-seconds, summed over jobs): waiting (submission to end, not
+    # running), running beyond the fastest configuration alone (slower configurations,
+    # redone work, restart overheads, interference), and the work thrown away at stops
+    # (partial epochs, epoch mode) plus the restart overheads paid
+    wait_s: float = 0.0
+    slow_s: float = 0.0
+    lost_work_s: float = 0.0
     jobs: tuple[JobRecord, ...] = field(default=())
     attempts: tuple[Attempt, ...] = field(default=())
     cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness

@@ -145,7 +145,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (sc, arr, n, policy), items in sorted(groups.items()):
         def stats(key: str, items: list = items) -> tuple[float, float]:
-            values = [i[key] for i in items if i[key] is not None]
+            values = [i[key] for i in items if i.get(key) is not None]
             if not values:
                 return (float("nan"), float("nan"))
             return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1
@@ -154,7 +154,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                "runs": len(items)}
         for key in ("total_cost", "energy_cost", "tardiness_cost", "late_jobs",
                     "optimizer_mean_s", "wall_s", "vs_best_baseline_pct", "vs_rg_pct",
-                    "vs_bound"):
+                    "vs_bound", "migrations", "preemptions", "resizes", "lost_work_s",
+                    "wait_s", "slow_s"):
             row[f"{key}_mean"], row[f"{key}_std"] = stats(key)
         out.append(row)
     return out
