@@ -60,8 +60,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               default="epoch", show_default=True,
               help="epoch: a job stopped mid-epoch redoes that epoch from its checkpoint; "
                    "exact: fractional progress carries over (the papers' simulator).")
-@click.option("--restart-overhead-s", type=Finite(min=0), default=0.0,
-              show_default=True, help="Extra seconds each restart from a checkpoint costs.")
+@click.option("--restart-overhead-s", type=Finite(min=0), default=None,
+              help="Extra seconds each restart from a checkpoint costs [default: 10 with "
+                   "--progress epoch, the manager's restart_overhead_s; 0 with exact, the "
+                   "papers' free migration].")
 @click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
                    "policies plan with [default: the trace's params.mu; generated traces: 1 "
@@ -173,7 +175,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
-                 progress_mode: str, restart_overhead_s: float, mu: float | None,
+                 progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,

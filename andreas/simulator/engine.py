@@ -105,7 +105,7 @@ class Simulator:
         # the optimizer learns what a restart costs here, so it prices moves and preemptions
         self.params = replace(trace.params, period_s=self.period or trace.params.period_s,
                               progress=options.progress,
-                              restart_overhead_s=options.restart_overhead_s,
+                              restart_overhead_s=options.restart_s,
                               mu=trace.params.mu if options.mu is None else options.mu)
         self.exact = options.progress == "exact"
         self.bill = trace.energy          # what the site pays (with the tariff, if any)
@@ -384,7 +384,7 @@ class Simulator:
         assert gpu_type is not None                 # on premise every node has its type
         run.solo_epoch_s = run.epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
         run.slow = 1.0
-        run.overhead_s = ((self.opt.restart_overhead_s if run.starts else 0.0)
+        run.overhead_s = ((self.opt.restart_s if run.starts else 0.0)
                           + self._wake_delay(node, t))
         run.base, run.base_s = run.done, t + run.overhead_s
         run.node, run.gpus, run.start_s = node, gpus, t

@@ -10,6 +10,7 @@ from typing import Any
 from andreas.errors import InputError
 from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
 from andreas.interference import Sharing
+from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 
 PROGRESS_MODES = ("epoch", "exact")
 GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
@@ -27,7 +28,8 @@ class SimOptions:
     period_s: float | None = None
     mu: float | None = None
     progress: str = "epoch"
-    restart_overhead_s: float = 0.0
+    # None: DEFAULT_RESTART_OVERHEAD_S in epoch mode, 0 in the papers' exact mode
+    restart_overhead_s: float | None = None
     power_off_idle: bool = False
     # with power_off_idle: a node goes off after this long idle (0: at once), and one
     # switched on again draws power_w[0] for wake_s before its jobs begin (the manager's
@@ -61,6 +63,11 @@ class SimOptions:
     # figures cannot be read without it); None: the trace's constant PUE and price
     tariff: str | None = None
 
+    @property
+    def restart_s(self) -> float:
+        """The restart overhead in force (``restart_overhead_s`` with its default filled)."""
+        return float(self.restart_overhead_s or 0.0)
+
     def __post_init__(self) -> None:
         for name in ("power_idle_s", "wake_s"):
             value = getattr(self, name)
@@ -82,6 +89,9 @@ class SimOptions:
                                              and MIN_PERIOD_S <= p <= MAX_PERIOD_S):
             raise InputError(f"period_s: must be 0 (off) or {MIN_PERIOD_S:g}-{MAX_PERIOD_S:g} "
                              f"seconds, got {p!r}", field="period_s")
+        if self.restart_overhead_s is None:
+            object.__setattr__(self, "restart_overhead_s",
+                               DEFAULT_RESTART_OVERHEAD_S if self.progress == "epoch" else 0.0)
         r = self.restart_overhead_s
         if not (isinstance(r, (int, float)) and math.isfinite(r) and 0 <= r <= MAX_DURATION_S):
             raise InputError(f"restart_overhead_s: must be 0-{MAX_DURATION_S:g} seconds, got "
