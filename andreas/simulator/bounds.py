@@ -138,8 +138,8 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     ``power_off_idle`` idle nodes draw nothing), plus weighted tardiness.
 
     Time-indexed LP relaxation: time from the first submission is cut into slots of
-    ``slot_s`` (default: the span to the last due date over MAX_SLOTS - 1), the last one
-    open-ended. u[j,c,t] >= 0 is the share of job j's work done on configuration c =
+    ``slot_s`` (default: the span to the last due date plus the longest fastest run, over
+    MAX_SLOTS - 1), the last one open-ended. u[j,c,t] >= 0 is the share of job j's work done on configuration c =
     (node class k, g GPUs) in slot t (not before its submission; P_jc its whole run time
     there): sum u = 1; per slot a job runs at most the slot's length, sum_c u P <= len_t
     (a job is on one node at a time); per slot and class the GPU-seconds used fit N_k G_k
@@ -168,10 +168,16 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
                            slot_s=0.0, slots=0, status="optimal")
     classes = _classes(trace, power_off_idle)
     t0 = min(j.submit_s for j in trace.jobs)
-    end = max(max(j.due_s, j.submit_s) for j in jobs)
+    # capacity is modelled until every job could have run once more after the last due
+    # date; the open-ended last slot after that
+    end = max(max(j.due_s, j.submit_s) for j in jobs) + max(_fastest_s(j) for j in jobs)
     slot = slot_s or max((end - t0) / (MAX_SLOTS - 1), 60.0)
     n_slots = int(math.ceil((end - t0) / slot)) + 1        # the last one is open-ended
     return _solve_bound(trace, jobs, classes, t0, slot, n_slots)
+
+
+def _fastest_s(job: Job) -> float:
+    return min(job.epochs_left * t for times in job.epoch_time_s.values() for t in times)
 
 
 def _classes(trace: Trace, power_off_idle: bool) -> list[tuple[str, int, int, float, float]]:
@@ -250,7 +256,7 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
             s_t = max(starts[first + i], job.submit_s)
             rows.append(([c_col, f_t, w_t], [1.0, job.submit_s - s_t, -1.0], job.submit_s,
                          math.inf))
-            if s_t > job.due_s:
+            if s_t >= job.due_s:
                 rows.append(([tard, f_t, w_t], [1.0, job.due_s - s_t, -1.0], 0.0, math.inf))
             f_next, w_next = f_t, w_t
     for (_, k), (us, ws) in cap.items():
