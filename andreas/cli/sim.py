@@ -332,7 +332,8 @@ def _report_sweep(rows, target: Path, as_json: bool, recorded: dict) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for name, data in (("sweep-runs.csv", rows), ("sweep-summary.csv", summary)):
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(data[0]))
+        keys = list(dict.fromkeys(k for row in data for k in row))   # bound rows have fewer
+        w = csv.DictWriter(buf, fieldnames=keys, restval="")
         w.writeheader()
         w.writerows(data)
         (target / name).write_text(buf.getvalue())

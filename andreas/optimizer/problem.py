@@ -80,6 +80,13 @@ class Problem:
     mv_stop: np.ndarray           # (J,) postponed
 
     @property
+    def moves_cost(self) -> bool:
+        """Restarts cost work in this setting (epoch checkpoints or a restart overhead),
+        whether or not a job runs now; the papers' mode: False."""
+        params = self.snapshot.params
+        return params.progress == "epoch" or params.restart_overhead_s > 0
+
+    @property
     def has_moves(self) -> bool:
         """Some running job loses work if moved (the papers' mode: none)."""
         return bool(self.mv_same.any() or self.mv_change.any() or self.mv_stop.any())
