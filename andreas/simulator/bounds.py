@@ -138,20 +138,20 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     ``power_off_idle`` idle nodes draw nothing), plus weighted tardiness.
 
     Time-indexed LP relaxation: time from the first submission is cut into slots of
-    ``slot_s`` (default: the span to the last due date plus the longest fastest run, over
-    MAX_SLOTS - 1), the last one open-ended. u[j,c,t] >= 0 is the share of job j's work done on configuration c =
-    (node class k, g GPUs) in slot t (not before its submission; P_jc its whole run time
-    there): sum u = 1; per slot a job runs at most the slot's length, sum_c u P <= len_t
-    (a job is on one node at a time); per slot and class the GPU-seconds used fit N_k G_k
-    len_t. Energy: a node with g busy GPUs draws P_k(g) = P_k(0) + (P_k(g) - P_k(0)), and
-    (P_k(g) - P_k(0)) >= a_k g with a_k = min_g (P_k(g) - P_k(0)) / g (the lower convex
-    envelope through the origin), so each GPU-second on class k costs at least a_k, and
-    the idle draw sum_k N_k P_k(0) runs until the makespan M. Completion: with F_t the share
-    of j's work done from slot t on and W_t its run time, and s_t the slot's start (not
-    before j's submission r_j): where j works after s_t it ends after s_t plus that work,
-    since a job runs one configuration at a time, so C_j >= r_j + (s_t - r_j) F_t + W_t
-    for every slot, and for slots that start after its due date its lateness is at least
-    (s_t - d_j) F_t + W_t; M >= C_j;
+    ``slot_s`` (default: the span to the last due date plus the longest fastest run,
+    over MAX_SLOTS - 1), the last one open-ended. u[j,c,t] >= 0 is the share of job j's
+    work done on configuration c = (node class k, g GPUs) in slot t (not before its
+    submission; P_jc its whole run time there): sum u = 1; per slot a job runs at most
+    the slot's length, sum_c u P <= len_t (a job is on one node at a time); per slot and
+    class the GPU-seconds used fit N_k G_k len_t. Energy: a node with g busy GPUs draws
+    P_k(g) = P_k(0) + (P_k(g) - P_k(0)), and (P_k(g) - P_k(0)) >= a_k g with a_k = min_g
+    (P_k(g) - P_k(0)) / g (the lower convex envelope through the origin), so each GPU-
+    second on class k costs at least a_k, and the idle draw sum_k N_k P_k(0) runs until
+    the makespan M. Completion: with F_t the share of j's work done from slot t on and
+    W_t its run time, and s_t the slot's start (not before j's submission r_j): where j
+    works after s_t it ends after s_t plus that work, since a job runs one configuration
+    at a time, so C_j >= r_j + (s_t - r_j) F_t + W_t for every slot, and for slots that
+    start after its due date its lateness is at least (s_t - d_j) F_t + W_t; M >= C_j;
     tardiness w_j max(0, C_j - d_j). Every real schedule (fractional progress, so both
     progress modes) gives a feasible point that costs at most its bill, so the LP's
     optimum is below every policy's bill (property tests). What it drops: that jobs need
