@@ -3,14 +3,16 @@ simulated bill."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from andreas.errors import InputError
 from andreas.model import CatalogEntry, Job, Node, Trace
-from andreas.simulator.bounds import (cloud_lower_bound, gpu_offers, job_bound,
-                                     onprem_lower_bound)
+from andreas.simulator.bounds import (cloud_capacity_bound, cloud_lower_bound, gpu_offers,
+                                     job_bound, lower_bound, onprem_lower_bound)
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 from tests.test_simulator import random_trace
@@ -129,6 +131,27 @@ def test_no_policy_bills_less_than_the_bound(seed: int, policy: str, mode: str) 
     trace = random_trace(seed, 3, 10, cloud=True)
     r = simulate(trace, policy, SimOptions(iterations=20, progress=mode, period_s=0))
     assert cloud_lower_bound(trace) <= r.total_cost + 1e-9
+
+
+def test_cloud_capacity_bound_charges_the_wait_for_a_full_node() -> None:
+    # one node, the 1-GPU VM only: two 1-h jobs due in 1 h, one waits the hour (36 at
+    # 0.01 / s), which the per-job bound cannot see
+    jobs = tuple(dataclasses.replace(job(due_s=100.0 + 3600.0), id=i) for i in ("a", "b"))
+    trace = Trace(nodes=(Node(name="vm1"),), jobs=jobs, catalog=CATALOG[:1], name="full")
+    lp = cloud_capacity_bound(trace, slot_s=60.0)
+    assert cloud_lower_bound(trace) == pytest.approx(1.20)
+    assert lp.tardiness_cost == pytest.approx(36.0, rel=1e-6)
+    assert lower_bound(trace) == pytest.approx(lp.total_cost) == pytest.approx(37.2, rel=1e-6)
+    r = simulate(trace, "edf", SimOptions(period_s=0, progress="exact"))
+    assert r.total_cost == pytest.approx(37.2) and lower_bound(trace) <= r.total_cost + 1e-9
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["greedy", "pr"]))
+def test_no_policy_bills_less_than_the_cloud_capacity_bound(seed: int, policy: str) -> None:
+    trace = random_trace(seed, 2, 8, cloud=True)
+    r = simulate(trace, policy, SimOptions(iterations=20))
+    assert lower_bound(trace) <= r.total_cost + 1e-9
 
 
 def test_device_hours_bound_counts_slices_by_their_share() -> None:
