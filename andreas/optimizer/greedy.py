@@ -38,7 +38,9 @@ def fallback_margin(problem, fallback: float | None, greedy_waits: bool) -> floa
     """The margin a plan must beat the greedy row's objective by (0: no fallback): by
     default ``ONPREM_FALLBACK`` / ``SHORTAGE_FALLBACK`` on premise where restarts cost
     something (``Problem.moves_cost``), else 0 (the cloud, where the search wins, and
-    the papers' mode, whose plans are unchanged)."""
+    the papers' mode, whose plans are unchanged). With ``floor`` the policies do not
+    fall back: the floor's guarantee (never above a work-conserving baseline plan) is
+    per snapshot, what the caller asked for."""
     if fallback is not None:
         return fallback
     if problem.cloud or not problem.moves_cost:
@@ -90,9 +92,9 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     best = batch.best()
-    fell = best != 0 and falls_back(float(batch.f_mix[best]), float(batch.f_mix[0]),
-                                    fallback_margin(problem, fallback,
-                                                    bool((batch.node[0] < 0).any())))
+    fell = best != 0 and not floor and falls_back(
+        float(batch.f_mix[best]), float(batch.f_mix[0]),
+        fallback_margin(problem, fallback, bool((batch.node[0] < 0).any())))
     if fell:
         best = 0
     stats = {"jobs": problem.n_jobs, "iterations": iterations, "best_iteration": best,

@@ -81,10 +81,10 @@ class Problem:
 
     @property
     def moves_cost(self) -> bool:
-        """Restarts cost work in this setting (epoch checkpoints or a restart overhead),
-        whether or not a job runs now; the papers' mode: False."""
-        params = self.snapshot.params
-        return params.progress == "epoch" or params.restart_overhead_s > 0
+        """Restarts cost something in this setting: a restart overhead (whether or not a
+        job runs now: the simulator's default mode, the manager), or a running job's
+        partial epoch; the papers' mode: False."""
+        return self.snapshot.params.restart_overhead_s > 0 or self.has_moves
 
     @property
     def has_moves(self) -> bool:

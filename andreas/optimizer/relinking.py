@@ -364,7 +364,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if relinked < value and (best_stops := restarts(p, best.node, best.cfg)) <= stops:
         node, cfg, ncls = best.node, best.cfg, _ncls_for_plan(p, best)
         value, chosen, stops = relinked, "relinked", best_stops
-    fell = chosen != "paper" or pick != 0
+    fell = (chosen != "paper" or pick != 0) and not floor
     fell = fell and falls_back(value, float(score[0]),
                                fallback_margin(p, fallback, bool((batch.node[0] < 0).any())))
     if fell:       # the greedy's plan (row 0)
