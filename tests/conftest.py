@@ -39,6 +39,8 @@ _SLOW = (
     "test_cli.py::test_python_dash_m", "test_cli_sim.py::test_simulate_a_trace_writes",
     "test_simulator.py::test_conservation_on_random_traces",
     "test_snapshot.py::test_fuzz_parse",
+    "test_sweep_shards.py::", "test_bounds.py::test_no_policy_bills_less_than_the_",
+    "test_cli_sim.py::test_bound_is_an_entry",
 )
 
 
