@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
+from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 from andreas.formats.tariff import TariffFile, load_tariff
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
@@ -186,7 +187,8 @@ class ManagerSettings:
     seed: int | None = field(default=None, metadata=rule(ge=0, le=MAX_SEED))
     energy_pue: float = field(default=1.33, metadata=rule(gt=0, le=10))
     price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=1e6))
-    restart_overhead_s: float = field(default=10.0, metadata=rule(ge=0, le=MAX_GRACE_S))
+    restart_overhead_s: float = field(default=DEFAULT_RESTART_OVERHEAD_S,
+                                      metadata=rule(ge=0, le=MAX_GRACE_S))
     # The policies run in a helper process that ends after this long without a decision
     # (its ~110 MB of compiled kernels go with it); 0: in the manager's process.
     optimizer_idle_s: float = field(default=300.0, metadata=rule(ge=0, le=MAX_DAYS * 86400))

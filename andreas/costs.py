@@ -214,6 +214,67 @@ def best_restart_s(snapshot: Snapshot, job: Job,
     return cheapest[1] if cheapest is not None else fastest
 
 
+def lost_s(job: Job, epoch_s: float, params: Params) -> float:
+    """The work a running job throws away if it stops now: the time since its last
+    checkpoint (its partial epoch, ``params.progress == "epoch"``; nothing in the papers'
+    ``"exact"`` mode) plus the restart overhead its next start pays."""
+    if job.running is None:
+        return 0.0
+    partial = 0.0
+    if params.progress == "epoch":
+        partial = (job.epochs_done - math.floor(job.epochs_done + 1e-9)) * epoch_s
+    return max(0.0, partial) + params.restart_overhead_s
+
+
+def move_costs(weight, due_s, now_s: float, t_keep, lost, rate_h, cloud: bool):
+    """What f_obj (cloud: f_mix) charges a running job that does not continue in place,
+    as (same, change, stop): the job's money for the work it redoes, ``lost`` seconds
+    at ``rate_h`` per hour (its configuration's share of the VM price; on premise its
+    GPUs' power above the node's idle draw x PUE x price), and
+    - ``same``: it keeps its node class and GPU count but moves to another node, where
+      ``t_jng`` does not see the restart: the redone work's money plus the lateness it
+      adds, ``w ((now + t + lost - d)+ - (now + t - d)+)``;
+    - ``change``: another class or GPU count, whose ``t_jng`` already counts the redone
+      work (lateness; in the cloud its ``rank``, money too): on premise the money only;
+    - ``stop``: postponed, whose postponement term prices lateness only: the money.
+    Zero in the papers' mode (exact progress, no overhead): their plans are unchanged.
+    Numpy arrays (one entry per job) or floats."""
+    money = lost * rate_h / SECONDS_PER_HOUR
+    late = (np.maximum(0.0, now_s + t_keep + lost - due_s)
+            - np.maximum(0.0, now_s + t_keep - due_s))
+    same = money + weight * late
+    change = money * 0.0 if cloud else money
+    return same, change, money
+
+
+def job_move_costs(snapshot: Snapshot, job: Job) -> tuple[float, float, float]:
+    """:func:`move_costs` of one running job on its current configuration; (0, 0, 0)
+    for a waiting job or one whose node or VM the snapshot does not know."""
+    run = job.running
+    if run is None:
+        return 0.0, 0.0, 0.0
+    node = _nodes(snapshot).get(run.node)
+    if node is None:
+        return 0.0, 0.0, 0.0
+    if snapshot.cloud:
+        entry = _catalog(snapshot).get(node.config or "")
+        if entry is None or not job.runs_on(entry.gpu_type, run.gpus):
+            return 0.0, 0.0, 0.0
+        gpu_type, rate = entry.gpu_type, entry.cost_per_hour * run.gpus / entry.gpus
+    else:
+        if node.gpu_type is None or not job.runs_on(node.gpu_type, run.gpus):
+            return 0.0, 0.0, 0.0
+        gpu_type = node.gpu_type
+        rate = (c_ng_per_hour(node.power_w[run.gpus], snapshot.energy)
+                - c_ng_per_hour(node.power_w[0], snapshot.energy))
+    epoch_s = job.epoch_time_s[gpu_type][run.gpus - 1]
+    same, change, stop = move_costs(job.weight, job.due_s, snapshot.now_s,
+                                    job.epochs_left * epoch_s,
+                                    lost_s(job, epoch_s, snapshot.params), rate,
+                                    snapshot.cloud)
+    return float(same), float(change), float(stop)
+
+
 def postponement_costs(params: Params, now_s: float, weight, due_s, best_s, slowest_s):
     """What f_obj charges for postponed jobs (see above); numpy arrays or floats."""
     if params.postponement == "paper":
@@ -371,6 +432,7 @@ class Evaluation:
     node_cost: float
     idle_gpus: int
     level_cost: float = 0.0   # what power levels change in the jobs' pi (optimizer/levels.py)
+    move_cost: float = 0.0    # what running jobs that do not continue in place throw away
 
 
 def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
@@ -444,11 +506,12 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         idle += capacity - g
         if snapshot.cloud:
             mix += first_end[name] / SECONDS_PER_HOUR * hourly * (capacity - g) / capacity
-    f_obj = tard + lvl + post + node_cost + params.mu * idle
-    f_mix = tard + post + mix + params.mu * idle if snapshot.cloud else f_obj
+    moves = plan_move_cost(snapshot, plan, classes)
+    f_obj = tard + lvl + post + node_cost + params.mu * idle + moves
+    f_mix = tard + post + mix + params.mu * idle + moves if snapshot.cloud else f_obj
     return Evaluation(f_obj=f_obj, f_bar=fbar, f_mix=f_mix, tardiness_cost=tard,
                       postponement_cost=post, node_cost=node_cost, idle_gpus=idle,
-                      level_cost=lvl)
+                      level_cost=lvl, move_cost=moves)
 
 
 def _level(snapshot: Snapshot, job: Job, nodes: dict[str, Node], a) -> levels.LevelOption:
@@ -459,6 +522,35 @@ def _level(snapshot: Snapshot, job: Job, nodes: dict[str, Node], a) -> levels.Le
     if option is None:
         raise ValueError(f"job {a.job}: cannot run at {a.power_limit_w:g} W on {a.node}")
     return option
+
+
+def plan_move_cost(snapshot: Snapshot, plan: Plan, classes: dict[str, tuple]) -> float:
+    """The move costs (:func:`move_costs`) of the running jobs a plan stops, moves or
+    resizes: a job continues in place only on its node, at its GPU count (cloud: and the
+    node keeps its VM)."""
+    where = {a.job: a for a in plan.assignments}
+    postponed = set(plan.postponed)
+    nodes = _nodes(snapshot)
+    total = 0.0
+    can = _continuable(snapshot)
+    for job in snapshot.jobs:
+        run = job.running
+        if run is None or job.id not in can or (job.id not in where
+                                                 and job.id not in postponed):
+            continue
+        same, change, stop = job_move_costs(snapshot, job)
+        a = where.get(job.id)
+        if a is None:
+            total += stop
+            continue
+        vm_kept = (not snapshot.cloud or run.node not in nodes
+                   or plan.node_configs.get(a.node) == nodes[run.node].config)
+        if a.node == run.node and a.gpus == run.gpus and vm_kept:
+            continue
+        new_cls = ("vm", plan.node_configs.get(a.node)) if snapshot.cloud else classes[a.node]
+        old_cls = classes.get(run.node)
+        total += same if (a.gpus == run.gpus and new_cls == old_cls) else change
+    return total
 
 
 def _job_mix_cost(snapshot: Snapshot, job: Job, entry: CatalogEntry, gpus: int,
@@ -478,6 +570,30 @@ def _job_mix_cost(snapshot: Snapshot, job: Job, entry: CatalogEntry, gpus: int,
     in_dstar = runnable & (t < left)
     row = mix_cost(pi[None], t[None], np.array([left]), in_dstar[None], runnable[None])[0]
     return float(row[options.index((entry, gpus))])
+
+
+def _continuable(snapshot: Snapshot) -> set[str]:
+    """Running jobs that could continue where they run: every running job of their node
+    can run there at its GPU count (the optimizer's pins, ``problem._pins``)."""
+    nodes, catalog = _nodes(snapshot), _catalog(snapshot)
+    by_node: dict[str, list[Job]] = defaultdict(list)
+    for job in snapshot.jobs:
+        if job.running is not None:
+            by_node[job.running.node].append(job)
+    out: set[str] = set()
+    for name, jobs in by_node.items():
+        node = nodes.get(name)
+        if node is None:
+            continue
+        entry = catalog.get(node.config or "") if snapshot.cloud else None
+        gpu_type = entry.gpu_type if entry is not None else node.gpu_type
+        if snapshot.cloud and entry is None:
+            continue
+        capacity = entry.gpus if entry is not None else node.gpus
+        if gpu_type and all(j.running and j.running.gpus <= capacity
+                            and j.runs_on(gpu_type, j.running.gpus) for j in jobs):
+            out.update(j.id for j in jobs)
+    return out
 
 
 def _shared(snapshot: Snapshot, plan: Plan, sharing) -> tuple[dict[str, float],

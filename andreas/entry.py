@@ -16,7 +16,7 @@ EXTRA_OF = {
     "numpy": "manager", "numba": "manager", "highspy": "manager", "pygad": "manager",
     "rich": "manager", "alembic": "manager", "yaml": "manager", "apscheduler": "manager",
     "docker": "manager", "paramiko": "manager", "matplotlib": "plots",
-    "pynvml": "agent", "psutil": "agent",
+    "pynvml": "agent", "psutil": "agent", "distributed": "dask",
 }
 
 

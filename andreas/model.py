@@ -16,6 +16,12 @@ DEFAULT_PUE = 1.33
 DEFAULT_PRICE_PER_KWH = 0.172
 DEFAULT_RHO = 100.0
 DEFAULT_PERIOD_S = 3600.0
+# What a restart from a checkpoint costs before a job works again (container start, imports,
+# checkpoint load): the manager's default and the simulator's in epoch mode (in the papers'
+# exact mode restarts are free). The example job (examples/train/) resumed in 1.0-14.2 s,
+# median 6.0 s, as a bare process on the 2-core test machine under load (docs/results.md);
+# a container start comes on top.
+DEFAULT_RESTART_OVERHEAD_S = 10.0
 
 
 HOURS_PER_DAY = 24

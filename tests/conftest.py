@@ -43,6 +43,8 @@ _SLOW = (
     "test_simulator.py::test_conservation_on_random_traces",
     "test_snapshot.py::test_fuzz_parse",
     "manager/test_decider.py::",
+    "test_sweep_shards.py::", "test_bounds.py::test_no_policy_bills_less_than_the_",
+    "test_cli_sim.py::test_bound_is_an_entry",
 )
 
 

@@ -1,6 +1,9 @@
-"""The cloud lower bound: hand-computed cases, and below every policy's simulated bill."""
+"""The lower bounds (cloud, on premise): hand-computed cases, and below every policy's
+simulated bill."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import given, settings
@@ -8,7 +11,8 @@ from hypothesis import strategies as st
 
 from andreas.errors import InputError
 from andreas.model import CatalogEntry, Job, Node, Trace
-from andreas.simulator.bounds import cloud_lower_bound, gpu_offers, job_bound
+from andreas.simulator.bounds import (cloud_capacity_bound, cloud_lower_bound, gpu_offers,
+                                     job_bound, lower_bound, onprem_lower_bound)
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 from tests.test_simulator import random_trace
@@ -50,11 +54,58 @@ def test_a_job_that_runs_on_no_vm_is_refused() -> None:
         job_bound(odd, CATALOG)
 
 
-def test_on_premise_traces_have_no_bound() -> None:
+def test_on_premise_traces_have_no_cloud_bound() -> None:
     trace = Trace(nodes=(Node(name="n", gpu_type="K80", gpus=1, power_w=(50.0, 200.0)),),
                   jobs=(job(5000.0),), name="p")
     with pytest.raises(InputError, match="cloud traces only"):
         cloud_lower_bound(trace)
+    with pytest.raises(InputError, match="needs an on-premise trace"):
+        onprem_lower_bound(Trace(nodes=(Node(name="vm1"),), jobs=(job(5000.0),),
+                                 catalog=CATALOG, name="c"))
+
+
+def test_on_premise_bound_of_one_job_alone() -> None:
+    # one 2-GPU node, idle 100 W, 1 GPU busy 300 W, 2 busy 400 W: envelope 150 W per busy
+    # GPU. The job: 10 epochs of 360 s on 1 GPU (1 h), 240 s on 2 (40 min), due in
+    # 10 000 s. On 1 GPU: 150 Wh busy + 100 W idle draw for the 1 h makespan = 250 Wh; on
+    # 2 GPUs: 200 Wh + 66.7 Wh = 266.7 Wh; the bound is 250 Wh, at 1 / kWh (PUE 1). The
+    # best real schedule is 2 GPUs at 400 W for 40 min (266.7 Wh; 1 GPU: 300 Wh).
+    from andreas.model import Energy
+    node = Node(name="n", gpu_type="K80", gpus=2, power_w=(100.0, 300.0, 400.0))
+    trace = Trace(nodes=(node,), jobs=(job(due_s=100.0 + 10_000),), name="p",
+                  energy=Energy(pue=1.0, price_per_kwh=1.0))
+    b = onprem_lower_bound(trace)
+    assert b.total_cost == pytest.approx(0.25, abs=1e-5) and b.tardiness_cost < 1e-6
+    r = simulate(trace, "greedy", SimOptions(period_s=0, progress="exact"))
+    assert r.total_cost == pytest.approx(0.2667, abs=1e-4)
+    assert r.total_cost >= b.total_cost
+
+
+def test_on_premise_bound_charges_lateness_capacity_forces() -> None:
+    # two 1-hour jobs on one 1-GPU node, both due 1 h after their common submission: one
+    # of them ends 1 h late whatever the schedule (weight 0.01 / s: 36); the relaxation,
+    # sharing the GPU fluidly, still owes the hour of work left after the due date
+    from andreas.model import Energy
+    node = Node(name="n", gpu_type="K80", gpus=1, power_w=(0.0, 100.0))
+    jobs = tuple(Job(id=i, submit_s=0.0, due_s=3600.0, weight=0.01, epochs=10,
+                     epoch_time_s={"K80": (360.0,)}) for i in ("a", "b"))
+    trace = Trace(nodes=(node,), jobs=jobs, name="p", energy=Energy(pue=1.0,
+                                                                     price_per_kwh=1.0))
+    b = onprem_lower_bound(trace, slot_s=60.0)
+    r = simulate(trace, "edf", SimOptions(period_s=0, progress="exact"))
+    assert r.tardiness_cost == pytest.approx(36.0)
+    assert b.tardiness_cost == pytest.approx(36.0, rel=1e-6)
+    assert b.total_cost <= r.total_cost + 1e-9
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["edf", "greedy", "rg", "pr"]),
+       mode=st.sampled_from(["epoch", "exact"]))
+def test_no_policy_bills_less_than_the_on_premise_bound(seed: int, policy: str,
+                                                        mode: str) -> None:
+    trace = random_trace(seed, 2, 8)
+    r = simulate(trace, policy, SimOptions(iterations=20, progress=mode))
+    assert onprem_lower_bound(trace).total_cost <= r.total_cost + 1e-9
 
 
 def test_one_job_alone_is_billed_exactly_its_bound() -> None:
@@ -80,6 +131,27 @@ def test_no_policy_bills_less_than_the_bound(seed: int, policy: str, mode: str) 
     trace = random_trace(seed, 3, 10, cloud=True)
     r = simulate(trace, policy, SimOptions(iterations=20, progress=mode, period_s=0))
     assert cloud_lower_bound(trace) <= r.total_cost + 1e-9
+
+
+def test_cloud_capacity_bound_charges_the_wait_for_a_full_node() -> None:
+    # one node, the 1-GPU VM only: two 1-h jobs due in 1 h, one waits the hour (36 at
+    # 0.01 / s), which the per-job bound cannot see
+    jobs = tuple(dataclasses.replace(job(due_s=100.0 + 3600.0), id=i) for i in ("a", "b"))
+    trace = Trace(nodes=(Node(name="vm1"),), jobs=jobs, catalog=CATALOG[:1], name="full")
+    lp = cloud_capacity_bound(trace, slot_s=60.0)
+    assert cloud_lower_bound(trace) == pytest.approx(1.20)
+    assert lp.tardiness_cost == pytest.approx(36.0, rel=1e-6)
+    assert lower_bound(trace) == pytest.approx(lp.total_cost) == pytest.approx(37.2, rel=1e-6)
+    r = simulate(trace, "edf", SimOptions(period_s=0, progress="exact"))
+    assert r.total_cost == pytest.approx(37.2) and lower_bound(trace) <= r.total_cost + 1e-9
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["greedy", "pr"]))
+def test_no_policy_bills_less_than_the_cloud_capacity_bound(seed: int, policy: str) -> None:
+    trace = random_trace(seed, 2, 8, cloud=True)
+    r = simulate(trace, policy, SimOptions(iterations=20))
+    assert lower_bound(trace) <= r.total_cost + 1e-9
 
 
 def test_device_hours_bound_counts_slices_by_their_share() -> None:

@@ -94,3 +94,21 @@ def test_bad_trace_and_options_are_one_line_errors(tmp_path: Path) -> None:
     not_json.write_text("{not json")
     result = run("simulate", "--trace", str(not_json), "--quiet")
     assert result.exit_code == 2 and "x.json" in result.stderr
+
+
+def test_bound_is_an_entry_beside_the_policies_in_both_settings(tmp_path: Path) -> None:
+    for cloud in ((), ("--cloud",)):
+        result = run("simulate", "--nodes", "2", *cloud, "--policies", "greedy,pr",
+                     "--iterations", "10", "--bound", "--json", "--no-plots", "--workers", "1",
+                     "--out", str(tmp_path / f"b{len(cloud)}"))
+        assert result.exit_code == 0, result.output
+        rows = {r["policy"]: r for r in json.loads(result.stdout)}
+        assert set(rows) == {"greedy", "pr", "bound"}
+        assert 0 < rows["bound"]["total_cost"] <= min(rows[p]["total_cost"]
+                                                       for p in ("greedy", "pr")) + 1e-9
+    table = run("simulate", "--nodes", "2", "--policies", "greedy", "--bound", "--quiet",
+                "--no-plots", "--workers", "1", "--out", str(tmp_path / "t"))
+    assert table.exit_code == 0 and "lower bound" in table.stdout
+    refused = run("simulate", "--nodes", "2", "--policies", "greedy", "--bound", "--tariff",
+                  str(ROOT / "profiles" / "tariffs" / "day-night.csv"))
+    assert refused.exit_code == 2 and "--bound" in refused.output

@@ -54,6 +54,17 @@ def test_a_job_that_must_run_fast_now_is_revisited_when_the_slow_configuration_i
         assert bool(p.in_dstar[0, one].any()) is on_time
 
 
+def test_with_epoch_checkpoints_the_revisit_waits_for_the_epoch_end() -> None:
+    # 2900 s to its due date: tau = (3600 - 2900) / 0.5 = 1400 s on 2 GPUs, in its 6th
+    # epoch (240 s each); with epoch checkpoints the plan looks again when that epoch
+    # ends, 1440 s from now, so a switch then throws no partial epoch away
+    exact = decide(cloud_snapshot(3000.0), np.random.default_rng(0), "greedy")
+    assert exact.revisit_s == pytest.approx(100.0 + 1400.0 + REVISIT_MARGIN_S)
+    epoch = decide(replace(cloud_snapshot(3000.0), params=Params(progress="epoch")),
+                   np.random.default_rng(0), "greedy")
+    assert epoch.revisit_s == pytest.approx(100.0 + 1440.0 + REVISIT_MARGIN_S)
+
+
 @pytest.mark.parametrize("due_s", [100.0 + 10_000, 2100.0])
 def test_no_revisit_when_nothing_cheaper_can_become_on_time(due_s: float) -> None:
     # ample slack: it runs on its cheapest configuration already; too little: it is late

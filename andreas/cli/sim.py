@@ -63,8 +63,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               default="epoch", show_default=True,
               help="epoch: a job stopped mid-epoch redoes that epoch from its checkpoint; "
                    "exact: fractional progress carries over (the papers' simulator).")
-@click.option("--restart-overhead-s", type=Finite(min=0, max=MAX_GRACE_S), default=0.0,
-              show_default=True, help="Extra seconds each restart from a checkpoint costs.")
+@click.option("--restart-overhead-s", type=Finite(min=0, max=MAX_GRACE_S), default=None,
+              help="Extra seconds each restart from a checkpoint costs [default: 10 with "
+                   "--progress epoch, the manager's restart_overhead_s; 0 with exact, the "
+                   "papers' free migration].")
 @click.option("--mu", type=Finite(min=0, max=1e6), default=None,
               help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
                    "policies plan with [default: the trace's params.mu; generated traces: 1 "
@@ -141,6 +143,11 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "nodes and jobs have levels (andreas trace generate --workloads zeus); "
                    "off: every GPU at its default limit; both: each policy with and without, "
                    "plus the energy bound (docs/power-limits.md).")
+@click.option("--bound", is_flag=True,
+              help="Also compute the trace's lower bound (no schedule bills less: cloud, "
+                   "per-job configuration mixes; on premise, an LP relaxation of a "
+                   "time-indexed schedule, HiGHS) and print it beside the policies (JSON: "
+                   "an entry with \"policy\": \"bound\"; sweeps: a row per trace).")
 @click.option("--workers", type=Whole(min=1, max=MAX_WORKERS), default=None,
               help="Parallel processes [default: one per policy, at most the CPU count].")
 @click.option("--json", "as_json", is_flag=True,
@@ -163,19 +170,33 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--seeds", type=Whole(min=1, max=MAX_SWEEP_SEEDS), default=None,
               help="With --sweep: use trace seeds 1..SEEDS.")
 @click.option("--cloud", is_flag=True, help="Generated trace: the cloud VM catalog variant.")
+@click.option("--shard", default=None, metavar="I/K",
+              help="With --sweep: run only part I of K of the grid (tasks I, I+K, ...) and "
+                   "write sweep-part-I-of-K.json to --out; e.g. a Slurm job array "
+                   "--array=1-K with --shard $SLURM_ARRAY_TASK_ID/K, then --merge.")
+@click.option("--merge", is_flag=True,
+              help="Assemble the sweep report from the part files named as arguments "
+                   "(written by --shard) into --out; refuses parts of different sweeps or "
+                   "a missing part.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="With --sweep: run the tasks on the Dask cluster whose scheduler is at "
+                   "ADDRESS (e.g. tcp://host:8786; needs andreas[dask]) instead of local "
+                   "processes.")
+@click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
-                 progress_mode: str, restart_overhead_s: float, mu: float | None,
+                 progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
                  ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
                  power_idle_s: float, wake_s: float,
-                 tariff_path: str | None, tariff_blind: bool, power_levels: str,
+                 tariff_path: str | None, tariff_blind: bool, power_levels: str, bound: bool,
                  workers: int | None,
                  as_json: bool, no_plots: bool, quiet: bool, sweep: bool, nodes: str,
                  scenarios: str, arrivals: str, trace_seeds: str, seeds: int | None,
-                 cloud: bool) -> None:
+                 cloud: bool, shard: str | None, merge: bool, dask_address: str | None,
+                 parts: tuple[str, ...]) -> None:
     """Simulate policies over a long workload and compare their energy bill plus tardiness.
 
     Rescheduling happens at every submission, every completion and every period H; the
@@ -184,6 +205,13 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
     reduction of each against each other (path-relinking paper eq. 3), and writes CSV,
     JSON and PNG plots to --out.
     """
+    if merge or parts:
+        if not merge:
+            raise InputError(f"{parts[0]}: unexpected argument (part files need --merge)")
+        _merge(parts, out_dir, as_json)
+        return
+    if (shard or dask_address) and not sweep:
+        raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
     names = _csv_list(policies, "--policies")
     unknown = [p for p in names if p not in POLICIES]
     if unknown:
@@ -216,9 +244,13 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                             ewma_a=ewma_a))
     if tariff_file is not None and cloud:
         raise InputError("--tariff: a cloud trace pays VM prices, not energy")
+    if bound and tariff_file is not None:
+        raise InputError("--bound: the bounds assume a constant price (no --tariff)")
     if sweep:
-        _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-               out_dir, as_json, quiet, tariff_file)
+        from andreas.simulator.shards import parse_shard
+        _sweep(names + (("bound",) if bound else ()), options, nodes, scenarios, arrivals,
+               trace_seeds, seeds, cloud, workers, out_dir, as_json, quiet, tariff_file,
+               shard=parse_shard(shard) if shard else None, dask=dask_address)
         return
     from andreas.simulator.compare import run_policies
     from andreas.simulator.report import print_table, write_outputs
@@ -238,11 +270,22 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
                            show_progress=not (quiet or as_json))
     target = Path(out_dir or Path("out") / "simulate" / safe_name(trace.name, "trace"))
     written = write_outputs(results, target, plots=not no_plots)
+    lower = None
+    if bound:
+        from andreas.simulator.bounds import bound_row
+        lower = bound_row(trace, power_off_idle=power_off_idle)
     if as_json:
-        click.echo(jsontext.dumps([r.summary() for r in results], indent=1))
+        click.echo(jsontext.dumps([r.summary() for r in results] + ([lower] if lower else []),
+                                  indent=1))
         return
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
                          f"policy seed {seed}")
+    if lower is not None:
+        best = min(results, key=lambda r: r.total_cost)
+        ratio = (f"; best policy {best.policy} = {best.total_cost / lower['total_cost']:.4f} "
+                 "x the bound" if lower["total_cost"] > 0 else "")
+        click.echo(f"lower bound {lower['total_cost']:.2f} ({lower['method']}): no schedule "
+                   f"bills less{ratio}")
     click.echo(f"wrote {len(written)} files to {target}/")
 
 
@@ -302,8 +345,8 @@ def _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud):
 
 
 def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud, workers,
-           out_dir, as_json, quiet, tariff_file=None) -> None:
-    from andreas.simulator.sweep import Grid, aggregate, headline, run_sweep
+           out_dir, as_json, quiet, tariff_file=None, *, shard=None, dask=None) -> None:
+    from andreas.simulator.sweep import Grid, run_sweep
 
     grid = Grid(scenarios=_csv_list(scenarios, "--scenario", int),
                 arrivals=_csv_list(arrivals, "--arrival"),
@@ -312,19 +355,45 @@ def _sweep(names, options, nodes, scenarios, arrivals, trace_seeds, seeds, cloud
                                                                            "--trace-seed", int),
                 policies=names, cloud=cloud)
     rows = run_sweep(grid, options, workers=workers or (os.cpu_count() or 1),
-                     show_progress=not (quiet or as_json), tariff=tariff_file)
+                     show_progress=not (quiet or as_json), tariff=tariff_file,
+                     shard=shard or (1, 1), dask=dask)
+    target = Path(out_dir or Path("out") / "sweep")
+    if shard is not None:
+        from andreas.simulator.shards import write_part
+        path = write_part(target, grid, options, shard, rows, options.tariff)
+        if as_json:
+            click.echo(jsontext.dumps({"part": str(path), "runs": rows}, indent=1))
+        else:
+            click.echo(f"wrote {len(rows)} runs (shard {shard[0]}/{shard[1]}) to {path}")
+        return
+    recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
+        if options.tariff else {}
+    _report_sweep(rows, target, as_json, recorded)
+
+
+def _merge(parts, out_dir, as_json) -> None:
+    from andreas.simulator.shards import read_parts
+
+    head, rows = read_parts(parts)
+    opts = head["options"] or {}
+    recorded = {"tariff": opts.get("tariff"), "tariff_blind": opts.get("tariff_blind")} \
+        if opts.get("tariff") else {}
+    _report_sweep(rows, Path(out_dir or Path("out") / "sweep"), as_json, recorded)
+
+
+def _report_sweep(rows, target: Path, as_json: bool, recorded: dict) -> None:
+    from andreas.simulator.sweep import aggregate, headline
+
     summary = aggregate(rows)
     heads = headline(rows)
-    target = Path(out_dir or Path("out") / "sweep")
     target.mkdir(parents=True, exist_ok=True)
     for name, data in (("sweep-runs.csv", rows), ("sweep-summary.csv", summary)):
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(data[0]))
+        keys = list(dict.fromkeys(k for row in data for k in row))   # bound rows have fewer
+        w = csv.DictWriter(buf, fieldnames=keys, restval="")
         w.writeheader()
         w.writerows(data)
         (target / name).write_text(buf.getvalue())
-    recorded = {"tariff": options.tariff, "tariff_blind": options.tariff_blind} \
-        if options.tariff else {}
     (target / "sweep.json").write_text(jsontext.dumps({"runs": rows, "summary": summary,
                                                        "headline": heads, **recorded},
                                                       indent=1))
@@ -343,7 +412,7 @@ def _print_sweep(summary, heads) -> None:
 
     table = Table(title="sweep: mean (± std) over seeds")
     for col in ("scenario", "arrival", "N", "policy", "total cost", "energy", "tardiness",
-                "late jobs", "vs best baseline %", "vs rg %", "opt. mean ms"):
+                "late jobs", "vs best baseline %", "vs rg %", "x bound", "opt. mean ms"):
         table.add_column(col, justify="right")
     for r in summary:
         table.add_row(str(r["scenario"]), r["arrival"], str(r["nodes"]), r["policy"],
@@ -352,7 +421,8 @@ def _print_sweep(summary, heads) -> None:
                       f"{r['late_jobs_mean']:.1f}",
                       f"{r['vs_best_baseline_pct_mean']:+.1f} "
                       f"± {r['vs_best_baseline_pct_std']:.1f}",
-                      f"{r['vs_rg_pct_mean']:+.1f}", f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
+                      f"{r['vs_rg_pct_mean']:+.1f}", f"{r['vs_bound_mean']:.4f}",
+                      f"{r['optimizer_mean_s_mean'] * 1000:.1f}")
     out = console()
     out.print(table)
     labels = (("rg_vs_best_baseline_pct", "rg vs best of fifo/edf/priority"),

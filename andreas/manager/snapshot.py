@@ -40,7 +40,8 @@ from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, P
 from andreas.manager.state import StoreState
 from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot
 from andreas.store.engine import Session
-from andreas.store.epochs import attempt_epochs, max_epochs, write_epochs_done
+from andreas.store.epochs import (attempt_epochs, last_epoch_end, max_epochs,
+                                  write_epochs_done)
 from andreas.store.jobs import WAITING
 from andreas.store.models import JobState, NodeState
 from andreas.store.read import JobView, NodeView
@@ -142,6 +143,7 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                    if run is not None and j.gpu_milli is not None and j.latest is not None]
     recent = attempt_epochs(s, shared_runs) if shared_runs else {}
     write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
+    checkpointed = last_epoch_end(s, [j.id for j, run in planned if run is not None])
     tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 
     jobs = []
@@ -159,6 +161,9 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
             unrunnable.append(job.id)
             continue
         progress = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
+        if running is not None:
+            progress = _partial(progress, job, running, times.get(gpu_of[running.node]),
+                                checkpointed.get(job.id), now_s)
         if running is not None and job.gpu_milli is not None and job.latest is not None:
             running = _measured(running, recent.get((job.id, job.latest.attempt)),
                                 times.get(gpu_of[running.node]))
@@ -171,6 +176,20 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
     return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
                          pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable),
                          unshared=tuple(sorted(unshared)))
+
+
+def _partial(progress: float, job: JobView, running: Config,
+             times: tuple[float, ...] | None, last_end_s: float | None, now_s: float) -> float:
+    """Whole epochs done plus the share of the epoch in progress since the job's last
+    checkpoint (its newest epoch end, or its attempt's start): the work a stop throws
+    away, which the policies' move costs charge (``costs.move_costs``)."""
+    a = job.latest
+    if (not times or running.gpus > len(times) or a is None or a.start_s is None
+            or progress >= job.epochs):
+        return progress
+    since = max(a.start_s, last_end_s if last_end_s is not None else a.start_s)
+    share = (now_s - since) / times[running.gpus - 1]
+    return min(progress + min(max(share, 0.0), 0.999), job.epochs - 1e-6)
 
 
 def _measured(running: Config, epochs: list[float] | None,

@@ -42,7 +42,9 @@ from andreas.optimizer.kernels import construct_rows
 from andreas.optimizer.problem import INF, Problem
 
 DEFAULT_SWAP_SCALE = 0.5
+KEEP_RANDOM = 64     # randomized keep rows per batch (where moves cost something)
 FLOOR = ("fifo", "edf", "priority")
+SEARCH = ("paper", "keep")       # the strategies of the search itself (not the floor)
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,9 +63,10 @@ class Batch:
 
     @property
     def candidates(self) -> np.ndarray:
-        """Rows a policy may choose: the papers' rows, and the floor's when work-conserving."""
-        paper = np.isin(self.strategy, [i for i, n in enumerate(self.names) if n == "paper"])
-        return np.flatnonzero(paper | self.work_conserving)
+        """Rows a policy may choose: the papers' rows and the keep rows, and the floor's
+        when work-conserving."""
+        own = np.isin(self.strategy, [i for i, n in enumerate(self.names) if n in SEARCH])
+        return np.flatnonzero(own | self.work_conserving)
 
     def best(self) -> int:
         """The candidate with the lowest f_mix (f_obj on premise; the first on a tie: row 0
@@ -88,12 +91,17 @@ class Strategy:
     randomized: bool = True
 
 
-def strategies(problem: Problem, *, floor: bool = True) -> list[Strategy]:
-    """The papers' rule first, then (``floor``) the baselines' (see the module docstring)."""
+def strategies(problem: Problem, *, floor: bool = True, keep: bool = False
+               ) -> list[Strategy]:
+    """The papers' rule first, then (``keep``) the same rule with the running jobs kept
+    where they run, then (``floor``) the baselines' (see the module docstring)."""
     p = problem
     paper_value = np.where(p.in_dstar.any(axis=1, keepdims=True),
                            np.where(p.in_dstar, p.rank, INF), np.where(p.runnable, p.t, INF))
     out = [Strategy(name="paper", queue=p.queue, pref=p.pref, value=paper_value)]
+    if keep:
+        out.append(Strategy(name="keep", queue=p.queue, pref=p.pref, value=paper_value,
+                            pinned=True))
     if floor and p.n_jobs:
         pref = _whole_node_pref(p) if p.cloud else p.pref
         keys: dict[str, list[tuple[Any, ...]]] = {
@@ -135,18 +143,24 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
     ones) and, with ``floor``, one more row per baseline. Without ``randomize`` only row 0,
     the greedy, is built."""
     p = problem
-    strat = strategies(p, floor=floor and randomize)
+    keep = randomize and p.cloud and p.has_moves and len(p.pin_job) > 0
+    strat = strategies(p, floor=floor and randomize, keep=keep)
     # row 0 the greedy, then the randomized rows (seeded by their own index, so the floor
-    # changes none of them), then one row per floor strategy, on top of ``iterations``
+    # changes none of them), then one row per other strategy, on top of ``iterations``;
+    # where moves cost something (``keep``), KEEP_RANDOM randomized keep rows at the end
     n_random = max(1, iterations) - 1 if randomize else 0
+    n_keep = min(KEEP_RANDOM, n_random) if keep else 0
     row_strategy = np.concatenate(([0], np.zeros(n_random, dtype=np.int64),
-                                   np.arange(1, len(strat)))).astype(np.int64)
+                                   np.arange(1, len(strat)),
+                                   np.ones(n_keep, dtype=np.int64))).astype(np.int64)
     b = len(row_strategy)
     row_random = np.zeros(b, dtype=np.bool_)
     row_random[1:1 + n_random] = True
+    row_random[b - n_keep:] = True
     row_seed = np.zeros(b, dtype=np.int64)
     if randomize:   # the greedy draws nothing
         row_seed[:1 + n_random] = rng.integers(0, 2**62, size=1 + n_random, dtype=np.int64)
+        row_seed[b - n_keep:] = row_seed[1:1 + n_keep] + 1
     wpos = p.weight[p.weight > 0]
     wmin = wpos.min() if wpos.size else 1.0
     safe_w = np.where(p.weight > 0, p.weight, 1.0)
@@ -169,11 +183,22 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
         p.rank, p.job_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu),
         p.pin_job, p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
         np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),
-        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc)
+        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc,
+        *_moves(p))
     return Batch(node=out_node, cfg=out_cfg, node_cls=out_ncls, f_obj=out_obj, f_bar=out_bar,
                  f_mix=out_mix,
                  strategy=row_strategy, work_conserving=out_wc,
                  names=tuple(s.name for s in strat))
+
+
+def _moves(p: Problem) -> tuple[np.ndarray, ...]:
+    """The kernel's move-cost arrays; empty where no move costs anything (the papers'
+    mode), so those batches are bit for bit what they were."""
+    if not p.has_moves:
+        empty = np.zeros(0)
+        none = np.zeros(0, np.int64)
+        return none, none, none, empty, empty, empty
+    return p.run_node, p.run_cfg, p.cfg_base, p.mv_same, p.mv_change, p.mv_stop
 
 
 def _whole_node_pref(p: Problem) -> np.ndarray:

@@ -5,7 +5,8 @@ assignment of every job to "postponed" or to (node, g) that respects node capaci
 and reports the optimum of the proxies (f_obj, f_bar, and f_mix, what greedy, rg and pr
 minimise in the cloud). In cloud mode each node also chooses a catalog
 entry or stays closed; cloud nodes are interchangeable, so only one node layout per
-multiset of entries is visited. Exponential: meant for <= 3 nodes and <= 5 jobs.
+multiset of entries is visited (every layout where moves cost something: a running job
+continues only on its own node). Exponential: meant for <= 3 nodes and <= 5 jobs.
 
 With ``work_conserving`` (the default, as for ``milp``) only plans that postpone a job
 when no node has room for it count: on premise every node of a class the job runs on has
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import combinations_with_replacement
+from itertools import combinations_with_replacement, product
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,9 @@ def _layouts(p: Problem) -> Iterator[tuple[int, ...]]:
     """Class of every node: fixed on premise; in cloud each multiset of entries (or closed)."""
     if not p.cloud:
         yield tuple(int(k) for k in p.node_class)
+        return
+    if p.has_moves:     # a node's identity matters (a job continues on its own node)
+        yield from product(range(CLOSED, len(p.class_gpus)), repeat=p.n_nodes)
         return
     yield from combinations_with_replacement(range(CLOSED, len(p.class_gpus)), p.n_nodes)
 
@@ -172,6 +176,21 @@ def postponed_that_fit(snapshot: Snapshot, plan: Plan) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _moves(p: Problem, path: list[tuple[int, int]], cfgs: list[int]) -> float:
+    """Move costs of a path whose nodes are physical (``_layouts`` with move costs)."""
+    total = 0.0
+    for j, ((n, _), c) in enumerate(zip(path, cfgs)):
+        if p.run_node[j] < 0:
+            continue
+        if n < 0:
+            total += p.mv_stop[j]
+        elif p.cfg_base[c] != p.run_cfg[j]:
+            total += p.mv_change[j]
+        elif n != p.run_node[j]:
+            total += p.mv_same[j]
+    return total
+
+
 def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             blocked: Fits | None = None) -> None:
     """Depth-first over the jobs of one node layout, updating ``best`` at every leaf
@@ -182,6 +201,7 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
     tmin = [np.inf] * p.n_nodes
     cost_h = p.class_cost_h
     path: list[tuple[int, int]] = []
+    cfgs: list[int] = []
 
     def configs() -> tuple[str | None, ...]:
         if not p.cloud:
@@ -200,8 +220,9 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
                 node_cost += tmin[n] * hourly / SECONDS_PER_HOUR
                 idle += cap[n] - used[n]
                 idle_cost += tmin[n] * hourly * (cap[n] - used[n]) / cap[n] / SECONDS_PER_HOUR
-        f_obj = partial_obj + node_cost + mu * idle
-        f_mix = partial_mix + idle_cost + mu * idle if p.cloud else f_obj
+        moves = _moves(p, path, cfgs) if p.has_moves else 0.0
+        f_obj = partial_obj + node_cost + mu * idle + moves
+        f_mix = partial_mix + idle_cost + mu * idle + moves if p.cloud else f_obj
         if f_mix < best["f_mix"]:
             best["f_mix"], best["mix_at"], best["mix_cfg"] = f_mix, tuple(path), configs()
         best["plans"] += 1
@@ -216,12 +237,15 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             return
         for n, c, g in options[j]:
             path.append((n, g))
+            cfgs.append(c)
             if n < 0:
                 visit(j + 1, obj + p.post_cost[j], bar, mix + p.post_cost[j])
                 path.pop()
+                cfgs.pop()
                 continue
             if used[n] + g > cap[n]:
                 path.pop()
+                cfgs.pop()
                 continue
             saved = tmin[n]
             used[n] += g
@@ -231,5 +255,6 @@ def _search(p: Problem, layout: tuple[int, ...], best: dict, mu: float,
             used[n] -= g
             tmin[n] = saved
             path.pop()
+            cfgs.pop()
 
     visit(0, 0.0, 0.0, 0.0)

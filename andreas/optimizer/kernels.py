@@ -212,17 +212,66 @@ def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, c
 
 
 @njit(cache=True, nogil=True)
+def move_cost_row(node_of, cfg_of, run_node, run_cfg, cfg_base, mv_same, mv_change, mv_stop,
+                  n_nodes):
+    """The move costs (``costs.move_costs``) of one assignment (``cfg_of`` final): a
+    running job continues in place when its solution node stands for its physical node
+    at its configuration. A solution node stands for the physical node most of its
+    in-place candidates run on (the largest groups first, each physical node once), as
+    ``solution.to_plan`` relabels nodes within a class."""
+    n_jobs = node_of.shape[0]
+    k = 0
+    key = np.empty(n_jobs, np.int64)
+    for j in range(n_jobs):
+        if run_node[j] >= 0 and node_of[j] >= 0 and cfg_base[cfg_of[j]] == run_cfg[j]:
+            key[k] = node_of[j] * n_nodes + run_node[j]
+            k += 1
+    owner = np.full(n_nodes, -1, np.int64)      # solution node -> physical node
+    if k > 0:
+        pairs = np.sort(key[:k])
+        uniq = np.empty(k, np.int64)
+        votes = np.empty(k, np.int64)
+        m = 0
+        for i in range(k):
+            if m > 0 and uniq[m - 1] == pairs[i]:
+                votes[m - 1] += 1
+            else:
+                uniq[m] = pairs[i]
+                votes[m] = 1
+                m += 1
+        taken = np.zeros(n_nodes, np.bool_)
+        for i in np.argsort(-votes[:m], kind="mergesort"):
+            s, ph = uniq[i] // n_nodes, uniq[i] % n_nodes
+            if owner[s] < 0 and not taken[ph]:
+                owner[s] = ph
+                taken[ph] = True
+    total = 0.0
+    for j in range(n_jobs):
+        if run_node[j] < 0:
+            continue
+        if node_of[j] < 0:
+            total += mv_stop[j]
+        elif cfg_base[cfg_of[j]] != run_cfg[j]:
+            total += mv_change[j]
+        elif owner[node_of[j]] != run_node[j]:
+            total += mv_same[j]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, class_cost_h,
                   cfg_class, cfg_g, cfg_group, cfg_index, pack_class, group_cheapest,
                   group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable,
                   mu, pin_job, pin_node, pin_cfg, queue, pref, cdf, pinned, exclusive, p_swap,
-                  out_node, out_cfg, out_ncls):
+                  out_node, out_cfg, out_ncls, run_node, run_cfg, cfg_base, mv_same, mv_change,
+                  mv_stop):
     """One construction (ANDREAS Algorithm 1); returns (f_obj, f_bar, f_mix,
-    work-conserving).
+    work-conserving), move costs included (``move_cost_row``).
 
     With ``pinned`` the running jobs are first kept where they run.
     """
     n_jobs = t.shape[0]
+    has_moves = run_node.shape[0] > 0
     n_nodes = node_class.shape[0]
     n_cfg = cfg_class.shape[0]
     n_groups = group_count.shape[0]
@@ -409,6 +458,11 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
         out_ncls[n] = ncls[n]
     obj, bar, mix = evaluate_row(out_node, out_cfg, ncls, used, cloud, class_gpus, class_cost_h,
                                  cfg_g, cfg_index, t, rank, tard, fbar_term, post, mu)
+    if has_moves:
+        moves = move_cost_row(out_node, out_cfg, run_node, run_cfg, cfg_base, mv_same,
+                              mv_change, mv_stop, n_nodes)
+        obj += moves
+        mix += moves
     return obj, bar, mix, wc
 
 
@@ -418,7 +472,8 @@ def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_
                    pack_class, group_cheapest, group_best, group_nodes, group_count, t, rank,
                    tard, fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue,
                    s_pref, s_cdf, s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls,
-                   out_obj, out_bar, out_mix, out_wc):
+                   out_obj, out_bar, out_mix, out_wc, run_node, run_cfg, cfg_base, mv_same,
+                   mv_change, mv_stop):
     """Every row b with strategy ``row_strategy[b]``; results in the out_* arrays."""
     for b in range(row_strategy.shape[0]):
         s = row_strategy[b]
@@ -428,7 +483,8 @@ def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_
             group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable, mu,
             pin_job,
             pin_node, pin_cfg, s_queue[s], s_pref[s], s_cdf[s], s_pinned[s], s_exclusive[s],
-            p_swap, out_node[b], out_cfg[b], out_ncls[b])
+            p_swap, out_node[b], out_cfg[b], out_ncls[b], run_node, run_cfg, cfg_base, mv_same,
+            mv_change, mv_stop)
         out_obj[b] = obj
         out_bar[b] = bar
         out_mix[b] = mix

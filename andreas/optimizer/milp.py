@@ -388,6 +388,10 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
     else:
         cost[A:S] = hours[ax] * rate[ao]         # the charged job's time x the node's rate
     cost[S:] = mu * p.class_gpus[sk].astype(float)   # capacity of a running node
+    offset = float(post.sum())
+    if p.has_moves:     # a running job pays its move costs unless it runs in place
+        cost[X:A] += _move_columns(p, xj, xn, xc)
+        offset += float(p.mv_stop.sum())
     rows = _Rows()
     ix, ia, io = np.arange(nx), np.arange(na), np.arange(ns)
     # each job at most once (the rest is postponed)
@@ -414,15 +418,29 @@ def build_model(p: Problem, *, max_variables: int = DEFAULT_MAX_VARIABLES,
             _onprem_wc_rows(p, rows, xj, sn, sl, X, S)
     start, index, value, lo, hi = rows.csr()
     return Model(xj=xj, xn=xn, xc=xc, ax=ax, ao=ao, sn=sn, sk=sk, sl=sl, cost=cost,
-                 offset=float(post.sum()), start=start, index=index, value=value,
+                 offset=offset, start=start, index=index, value=value,
                  row_lo=lo, row_hi=hi, n_wc_rows=rows.count - before, job_w=job_w)
 
 
+def _move_columns(p: Problem, xj, xn, xc) -> np.ndarray:
+    """Per x column, the move costs (``costs.move_costs``) it adds, less the stop cost
+    that running anywhere saves (that one is in the offset): nothing for a job that runs
+    on its own node at its configuration (cloud: the node keeps its VM, the class of c)."""
+    rn, rc = p.run_node[xj], p.run_cfg[xj]
+    running = rn >= 0
+    extra = np.where(p.cfg_base[xc] != rc, p.mv_change[xj],
+                     np.where(xn != rn, p.mv_same[xj], 0.0))
+    return np.where(running, extra - p.mv_stop[xj], 0.0)
+
+
 def _onprem_rows(p: Problem, rows: _Rows, xn, sn, sl, g, X: int, S: int) -> None:
-    """Busy GPUs = the one-hot level; identical nodes ordered by busy GPUs."""
+    """Busy GPUs = the one-hot level; identical nodes ordered by busy GPUs (not where
+    moves cost something: then a node's identity matters)."""
     nx, ns = len(xn), len(sn)
     rows.add(np.concatenate([xn, sn]), np.concatenate([X + np.arange(nx), S + np.arange(ns)]),
              np.concatenate([g, -sl.astype(float)]), p.n_nodes, 0.0, 0.0)
+    if p.has_moves:
+        return
     pairs = [(int(a), int(b)) for k in range(len(p.class_gpus))
              for a, b in zip(_members(p, k), _members(p, k)[1:])]
     _order_rows(rows, pairs, sn, S, sl.astype(float))
@@ -444,7 +462,8 @@ def _cloud_rows(p: Problem, rows: _Rows, xn, xc, sn, sk, sl, g, X: int, S: int) 
     rows.add(np.concatenate([row_x, row_s]),
              np.concatenate([X + np.arange(nx), S + np.arange(ns)]),
              np.concatenate([g, -sl.astype(float)]), p.n_nodes * n_k, 0.0, 0.0)
-    _order_rows(rows, [(n, n + 1) for n in range(p.n_nodes - 1)], sn, S, np.ones(ns))
+    if not p.has_moves:
+        _order_rows(rows, [(n, n + 1) for n in range(p.n_nodes - 1)], sn, S, np.ones(ns))
 
 
 def fewest_gpus(p: Problem, key: np.ndarray) -> np.ndarray:
@@ -475,13 +494,15 @@ def _onprem_wc_rows(p: Problem, rows: _Rows, xj, sn, sl, X: int, S: int) -> None
         members = _members(p, k)
         if not members:
             continue
-        opts = np.flatnonzero(sn == members[-1])
-        for j in np.flatnonzero(need[:, k] > 0):
-            big = float(p.class_gpus[k] - need[j, k] + 1)
-            mine = cols_of[j]
-            cols = np.concatenate([S + opts, X + mine])
-            vals = np.concatenate([sl[opts].astype(float), np.full(len(mine), big)])
-            rows.add(np.zeros(len(cols), np.int64), cols, vals, 1, big, np.inf)
+        # without the symmetry order (move costs) every node of the class has the row
+        for node in (members if p.has_moves else members[-1:]):
+            opts = np.flatnonzero(sn == node)
+            for j in np.flatnonzero(need[:, k] > 0):
+                big = float(p.class_gpus[k] - need[j, k] + 1)
+                mine = cols_of[j]
+                cols = np.concatenate([S + opts, X + mine])
+                vals = np.concatenate([sl[opts].astype(float), np.full(len(mine), big)])
+                rows.add(np.zeros(len(cols), np.int64), cols, vals, 1, big, np.inf)
 
 
 def _cloud_wc_rows(p: Problem, rows: _Rows, xj, xn, xc, sn, sk, X: int, S: int,
@@ -563,6 +584,8 @@ def _start_vector(p: Problem, m: Model, plan: Plan) -> np.ndarray | None:
     slots: dict[int, int] = {}
     groups = ([list(range(p.n_nodes))] if p.cloud
               else [_members(p, k) for k in range(len(p.class_gpus))])
+    if p.has_moves:     # no symmetry order: every node stays itself
+        groups = [[n] for n in range(p.n_nodes)]
     for members in groups:
         used = [n for n in members if n in placed]
         used.sort(key=lambda n: (-(node_k[n] + 1) if p.cloud else 0, -busy[n], n))

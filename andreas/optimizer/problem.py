@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, charged_s,
-                           job_time_s, mix_cost, node_classes, node_kinds,
+                           job_move_costs, job_time_s, mix_cost, node_classes, node_kinds,
                            postponement_costs)
 from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import levels as config_levels
@@ -76,6 +76,27 @@ class Problem:
     pin_job: np.ndarray           # (R,)
     pin_node: np.ndarray          # (R,)
     pin_cfg: np.ndarray           # (R,)
+    # move costs (costs.move_costs) of running jobs that do not continue in place; the
+    # node (physical index) and configuration a running job continues on, -1 if none
+    run_node: np.ndarray          # (J,)
+    run_cfg: np.ndarray           # (J,) at the default power level of its (class, g)
+    cfg_base: np.ndarray          # (C,) a configuration at the default level of its (class, g):
+    #                               a level changes in place, so moves compare these
+    mv_same: np.ndarray           # (J,) moved to another node of its class at its g
+    mv_change: np.ndarray         # (J,) another class or GPU count
+    mv_stop: np.ndarray           # (J,) postponed
+
+    @property
+    def moves_cost(self) -> bool:
+        """Restarts cost something in this setting: a restart overhead (whether or not a
+        job runs now: the simulator's default mode, the manager), or a running job's
+        partial epoch; the papers' mode: False."""
+        return self.snapshot.params.restart_overhead_s > 0 or self.has_moves
+
+    @property
+    def has_moves(self) -> bool:
+        """Some running job loses work if moved (the papers' mode: none)."""
+        return bool(self.mv_same.any() or self.mv_change.any() or self.mv_stop.any())
 
     @property
     def n_jobs(self) -> int:
@@ -227,7 +248,16 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
         groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
                                               pins[1], node_class)
         class_nodes = groups["group_nodes"]
+    run_node = np.full(nj, -1, dtype=np.int64)
+    run_cfg = np.full(nj, -1, dtype=np.int64)
+    run_node[pins[0]] = pins[1]
+    cfg_base = (np.arange(len(cfg_class)) - lv.cfg_level).astype(np.int64)
+    run_cfg[pins[0]] = cfg_base[pins[2]]
+    moves = np.array([job_move_costs(snapshot, job) if run_node[i] >= 0 else (0.0,) * 3
+                      for i, job in enumerate(jobs)], dtype=float).reshape(nj, 3)
     return Problem(
+        run_node=run_node, run_cfg=run_cfg, cfg_base=cfg_base, mv_same=moves[:, 0].copy(),
+        mv_change=moves[:, 1].copy(), mv_stop=moves[:, 2].copy(),
         snapshot=snapshot, jobs=tuple(jobs), node_names=tuple(x.name for x in nodes),
         cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
         class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,

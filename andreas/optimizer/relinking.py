@@ -57,8 +57,9 @@ import numpy as np
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.kernels import evaluate_row
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, SEARCH, construct
+from andreas.optimizer.greedy import fallback_margin, falls_back
+from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
 from andreas.optimizer.solution import restarts, to_plan
@@ -324,7 +325,8 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               sigma: int = DEFAULT_SIGMA, max_steps: int | None = None,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
-              window_when: str | None = None, **_: object) -> Plan:
+              window_when: str | None = None, fallback: float | None = None,
+              **_: object) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
     window_when = window_when or DEFAULT_WINDOW_WHEN
@@ -334,7 +336,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     p = compile_problem(snapshot, order=order)
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
-    pool = elite_pool(p, batch, sigma, rows=batch.rows_of("paper"))
+    pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))
     relinker = Relinker(p, max_steps if max_steps is not None else p.n_nodes)
     elites = [relinker.from_batch(batch.node[r], batch.cfg[r], batch.node_cls[r]) for r in pool]
     best = elites[0].copy()
@@ -351,7 +353,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     lowest = float(score[best_row])
     if window_when == "postponed" and not (batch.node[best_row] < 0).any():
         slack = 0.0         # every job runs in the best plan: no GPU is short, no window
-    paper = batch.rows_of("paper")
+    paper = batch.rows_of(*SEARCH)
     window = paper[score[paper] <= lowest + slack * abs(lowest) + 1e-9]
     if window.size:
         pick = int(min(window, key=lambda r: (restarts(p, batch.node[r], batch.cfg[r]),
@@ -365,6 +367,13 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if relinked < value and (best_stops := restarts(p, best.node, best.cfg)) <= stops:
         node, cfg, ncls = best.node, best.cfg, _ncls_for_plan(p, best)
         value, chosen, stops = relinked, "relinked", best_stops
+    fell = (chosen != "paper" or pick != 0) and not floor
+    fell = fell and falls_back(value, float(score[0]),
+                               fallback_margin(p, fallback, bool((batch.node[0] < 0).any())))
+    if fell:       # the greedy's plan (row 0)
+        node, cfg, ncls = batch.node[0], batch.cfg[0], batch.node_cls[0]
+        value, chosen, stops = float(score[0]), "greedy", restarts(p, batch.node[0],
+                                                                   batch.cfg[0])
     stats = {"jobs": p.n_jobs, "iterations": iterations, "elite_pool": len(elites),
              "best_elite_f_bar": best_elite, "relinked_f_bar": best.value,
              "relinked_objective": relinked, **relinker.stats, "postprocess_changes": changes,
@@ -387,4 +396,7 @@ def f_mix_of(problem: Problem, s: Solution) -> float:
                              p.cloud, p.class_gpus, p.class_cost_h, p.cfg_g, p.cfg_index,
                              p.t_energy, p.rank, p.job_cost, p.fbar_term, p.post_cost,
                              float(p.snapshot.params.mu))
+    if p.has_moves:
+        mix += move_cost_row(s.node.astype(np.int64), cfg, p.run_node, p.run_cfg, p.cfg_base,
+                             p.mv_same, p.mv_change, p.mv_stop, p.n_nodes)
     return float(mix)

@@ -20,6 +20,7 @@ epoch; revisits there cost more than they saved on 6 of 8 sweep traces (ARCHITEC
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 
@@ -89,7 +90,30 @@ def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | No
         return None
     rows, cols = np.nonzero(cheaper_later)
     tau = switch_share(t_cur[rows], t_alt[rows, cols], left[rows]) * t_cur[rows]
+    if problem.snapshot.params.progress == "epoch":
+        tau = _at_epoch_end(problem, placed[rows], own[rows], t_cur[rows], tau)
     return float(now + tau.min() + REVISIT_MARGIN_S)
+
+
+def _at_epoch_end(problem: Problem, jobs: np.ndarray, cfgs: np.ndarray, t_cur: np.ndarray,
+                  tau: np.ndarray) -> np.ndarray:
+    """Each switch moment moved to the job's first epoch end at or after it: a job that
+    switches there loses no partial epoch (epoch checkpoints), only the restart overhead,
+    so the move pays for itself sooner than one in the middle of an epoch."""
+    out = tau.copy()
+    for i, (j, c) in enumerate(zip(jobs, cfgs)):
+        job = problem.jobs[int(j)]
+        times = job.epoch_time_s.get(problem.class_type[problem.cfg_class[c]], ())
+        g = int(problem.cfg_g[c])
+        if g > len(times) or times[g - 1] <= 0:
+            continue
+        e = times[g - 1]
+        left = job.epochs - job.epochs_done
+        if abs(t_cur[i] - left * e) > 1e-6 * max(t_cur[i], 1.0):    # a restart: whole epochs
+            left = job.epochs - math.floor(job.epochs_done + 1e-9)
+        first = t_cur[i] - (math.ceil(left - 1e-9) - 1) * e         # its next epoch end
+        out[i] = first + math.ceil(max(0.0, tau[i] - first) / e - 1e-9) * e
+    return out
 
 
 def _relabel(problem: Problem, node: np.ndarray, cfg: np.ndarray,

@@ -110,7 +110,7 @@ class Simulator:
         # the optimizer learns what a restart costs here, so it prices moves and preemptions
         self.params = replace(trace.params, period_s=self.period or trace.params.period_s,
                               progress=options.progress,
-                              restart_overhead_s=options.restart_overhead_s,
+                              restart_overhead_s=options.restart_s,
                               mu=trace.params.mu if options.mu is None else options.mu)
         self.exact = options.progress == "exact"
         self.bill = trace.energy          # what the site pays (with the tariff, if any)
@@ -169,6 +169,7 @@ class Simulator:
         self.last_start: tuple[float, float, float] | None = None
         self.policy_state: dict = {}
         self.revisit = math.inf           # the last plan's revisit_s (options.revisit)
+        self.lost_work_s = 0.0            # work thrown away at stops, overheads paid
         self.revisits = 0
         self.dirty: set[int] = set()      # nodes whose GPU sharing changed since the last pace
         # the truth the policies do not see: per-job interference sensitivity, measurement noise
@@ -312,6 +313,9 @@ class Simulator:
                                      gpu_milli=self._milli(run) // max(run.gpus, 1),
                                      power_limit_w=run.level.limit_w))
         run.done = run.spec.epochs if not preempted else run.progress(t, self.exact)
+        if preempted:     # what the stop throws away, and the overhead its attempt paid
+            self.lost_work_s += (run.progress(t, exact=True) - run.done) * run.epoch_s
+        self.lost_work_s += min(run.overhead_s, max(0.0, t - run.start_s))
         self.alloc_milli[run.node] -= self._milli(run)
         self.level_w[run.node] -= run.gpus * run.level.delta_w
         if self.trace.cloud:
@@ -393,7 +397,7 @@ class Simulator:
         run.default_epoch_s = run.spec.epoch_time_s[gpu_type][gpus - 1]
         run.solo_epoch_s = run.epoch_s = run.default_epoch_s * run.level.time_factor
         run.slow = 1.0
-        run.overhead_s = ((self.opt.restart_overhead_s if run.starts else 0.0)
+        run.overhead_s = ((self.opt.restart_s if run.starts else 0.0)
                           + self._wake_delay(node, t))
         run.base, run.base_s = run.done, t + run.overhead_s
         run.node, run.gpus, run.start_s = node, gpus, t
@@ -518,7 +522,9 @@ class Simulator:
                              if not self.trace.cloud and t_end > t0 else math.nan),
             **self._scheduling_window(t0),
             **_job_means(self.records), wakeups=self.wakeups,
-            revisits=self.revisits,
+            revisits=self.revisits, lost_work_s=self.lost_work_s,
+            wait_s=sum(r.completion_s - r.submit_s - r.run_s for r in self.records),
+            slow_s=sum(r.run_s - r.ideal_s for r in self.records),
             jobs=tuple(sorted(self.records, key=lambda r: r.id)), attempts=tuple(self.attempts),
             cost_curve=tuple(self.curve))
 

@@ -10,6 +10,7 @@ from typing import Any
 from andreas.errors import InputError
 from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
 from andreas.interference import Sharing
+from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 
 PROGRESS_MODES = ("epoch", "exact")
 GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
@@ -34,7 +35,8 @@ class SimOptions:
     period_s: float | None = None
     mu: float | None = None
     progress: str = "epoch"
-    restart_overhead_s: float = 0.0
+    # None: DEFAULT_RESTART_OVERHEAD_S in epoch mode, 0 in the papers' exact mode
+    restart_overhead_s: float | None = None
     power_off_idle: bool = False
     # with power_off_idle: a node goes off after this long idle (0: at once), and one
     # switched on again draws power_w[0] for wake_s before its jobs begin (the manager's
@@ -71,6 +73,11 @@ class SimOptions:
     # levels (andreas/levels.py); off: every GPU at its default limit, as before levels
     power_levels: bool = True
 
+    @property
+    def restart_s(self) -> float:
+        """The restart overhead in force (``restart_overhead_s`` with its default filled)."""
+        return float(self.restart_overhead_s or 0.0)
+
     def __post_init__(self) -> None:
         for name, top in (("power_idle_s", MAX_IDLE_S), ("wake_s", MAX_WAKE_S)):
             value = getattr(self, name)
@@ -94,6 +101,9 @@ class SimOptions:
                                              and MIN_PERIOD_S <= p <= MAX_PERIOD_S):
             raise InputError(f"period_s: must be 0 (off) or {MIN_PERIOD_S:g}-{MAX_PERIOD_S:g} "
                              f"seconds, got {p!r}", field="period_s")
+        if self.restart_overhead_s is None:
+            object.__setattr__(self, "restart_overhead_s",
+                               DEFAULT_RESTART_OVERHEAD_S if self.progress == "epoch" else 0.0)
         r = self.restart_overhead_s
         if not (isinstance(r, (int, float)) and math.isfinite(r) and 0 <= r <= MAX_DURATION_S):
             raise InputError(f"restart_overhead_s: must be 0-{MAX_DURATION_S:g} seconds, got "
@@ -172,6 +182,13 @@ class SimResult:
     performance_retained: float = 1.0  # achieved / solo speed (1.0 = no interference)
     wakeups: int = 0                   # power-down: nodes switched on for a job
     revisits: int = 0                  # decisions taken at a plan's revisit_s
+    # where the time went (job-seconds, summed over jobs): waiting (submission to end, not
+    # running), running beyond the fastest configuration alone (slower configurations,
+    # redone work, restart overheads, interference), and the work thrown away at stops
+    # (partial epochs, epoch mode) plus the restart overheads paid
+    wait_s: float = 0.0
+    slow_s: float = 0.0
+    lost_work_s: float = 0.0
     jobs: tuple[JobRecord, ...] = field(default=())
     attempts: tuple[Attempt, ...] = field(default=())
     cost_curve: tuple[tuple[float, float, float], ...] = field(default=())  # t, energy, tardiness

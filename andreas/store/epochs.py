@@ -53,6 +53,18 @@ def max_epochs(db: Db, job_ids: Collection[str]) -> dict[str, int]:
     return out
 
 
+def last_epoch_end(db: Db, job_ids: Collection[str]) -> dict[str, float]:
+    """When each job's newest finished epoch ended (its last checkpoint; jobs without a
+    finished epoch are absent)."""
+    out: dict[str, float] = {}
+    for chunk in chunks(sorted(job_ids)):
+        out.update((j, float(e)) for j, e in db.execute(
+            select(EpochEvent.job_id, func.max(EpochEvent.end_s))
+            .where(EpochEvent.job_id.in_(chunk), EpochEvent.end_s.is_not(None))
+            .group_by(EpochEvent.job_id)) if e is not None)
+    return out
+
+
 def write_epochs_done(s: Session, done: Mapping[str, int], stored: Mapping[str, int]) -> int:
     """``jobs.epochs_done`` = the reported epochs where they grew; one statement for all."""
     rows = [{"b_id": j, "b_done": e} for j, e in done.items() if e > stored.get(j, 0)]

@@ -104,6 +104,29 @@ def test_jobs_progress_and_running_config(mstore):
     assert job(mstore, "r").epochs_done == 3            # written back
 
 
+def test_running_job_carries_its_partial_epoch(mstore):
+    """The work a stop would throw away: the time since its last checkpoint, over its
+    epoch time, on top of the whole epochs (what the policies' move costs charge)."""
+    node_id = add_node(mstore, "n", gpus=2)
+    add_job(mstore, "r", epochs=10)
+    with mstore.session() as s:
+        s.add(JobAttempt(job_id="r", attempt=1, node_id=node_id, gpu_ids=[0, 1],
+                         start_s=NOW - 40))
+        s.flush()
+        transition(s, "r", JobState.RUNNING)
+        insert_epoch_events(s, [dict(job_id="r", attempt=1, epoch=e,
+                                     start_s=NOW - 42.5 + 10 * e, end_s=NOW - 32.5 + 10 * e,
+                                     node_id=node_id, gpu_type="V100", gpus=2)
+                                for e in (1, 2, 3)])
+    snap = build(mstore, restart_overhead_s=10.0).snapshot
+    r = snap.jobs[0]
+    assert r.epoch_time_s["V100"][1] == 10.0
+    assert r.epochs_done == pytest.approx(3.25)        # 2.5 s into a 10-s epoch
+    assert job(mstore, "r").epochs_done == 3            # the store keeps whole epochs
+    assert r.time_s("V100", 2, snap.params, continuing=False) == \
+        pytest.approx(7 * 10.0 + 10.0)                  # epoch 4 again, plus the overhead
+
+
 def test_epoch_time_sources_in_order(mstore):
     node_id = add_node(mstore, "n", gpus=4)
     add_node(mstore, "t", gpus=1, gpu_type="T4")

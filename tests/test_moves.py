@@ -1,0 +1,114 @@
+"""Moves that pay for themselves: what a stop, move or resize costs in the objectives,
+one definition in costs.evaluate and the kernels, zero in the papers' mode, and the
+fallback to the greedy plan on premise."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from andreas.costs import c_ng_per_hour, evaluate, job_move_costs
+from andreas.feasibility import check_plan
+from andreas.model import Assignment, Config, Energy, Job, Node, Params, Plan, Snapshot
+from andreas.optimizer import decide
+from andreas.optimizer.problem import compile_problem
+from andreas.synthetic import random_snapshot
+
+ENERGY = Energy(pue=1.0, price_per_kwh=1.0)
+EPOCH = Params(progress="epoch", restart_overhead_s=10.0)
+PAPER = Params(progress="exact", restart_overhead_s=0.0)
+
+
+def two_nodes(params: Params, due_s: float = 1e6) -> Snapshot:
+    """Job r runs on n1, 2.5 of 10 epochs of 100 s done: a stop loses 50 s + 10 s."""
+    nodes = tuple(Node(name=f"n{i}", gpu_type="V100", gpus=1, power_w=(100.0, 300.0))
+                  for i in (1, 2))
+    r = Job(id="r", submit_s=0.0, due_s=due_s, weight=0.01, epochs=10, epochs_done=2.5,
+            epoch_time_s={"V100": (100.0,)}, running=Config(node="n1", gpus=1))
+    return Snapshot(now_s=1000.0, nodes=nodes, jobs=(r,), energy=ENERGY, params=params)
+
+
+def plan(node: str | None) -> Plan:
+    return Plan(policy="t", objective=0.0, objective_name="f_obj",
+                assignments=(Assignment(job="r", node=node, gpus=1),) if node else (),
+                postponed=() if node else ("r",))
+
+
+def test_a_move_to_an_identical_node_pays_the_lost_work() -> None:
+    snap = two_nodes(EPOCH)
+    money = 60.0 * c_ng_per_hour(200.0, ENERGY) / 3600.0   # 60 s at its 200 W above idle
+    assert job_move_costs(snap, snap.jobs[0]) == pytest.approx((money, money, money))
+    assert evaluate(snap, plan("n1")).move_cost == 0.0
+    assert evaluate(snap, plan("n2")).move_cost == pytest.approx(money)
+    assert evaluate(snap, plan(None)).move_cost == pytest.approx(money)
+    # the stay costs f_obj less than the same run one node over
+    assert evaluate(snap, plan("n2")).f_obj - evaluate(snap, plan("n1")).f_obj == \
+        pytest.approx(money)
+
+
+def test_a_move_that_makes_a_job_late_pays_that_lateness_too() -> None:
+    # 7.5 epochs left = 750 s: due exactly then, a restart (800 s + 10 s) is 60 s late
+    snap = two_nodes(EPOCH, due_s=1000.0 + 750.0)
+    money = 60.0 * c_ng_per_hour(200.0, ENERGY) / 3600.0
+    same, change, stop = job_move_costs(snap, snap.jobs[0])
+    assert same == pytest.approx(money + 0.01 * 60.0)
+    assert change == stop == pytest.approx(money)
+
+
+def test_moves_are_free_in_the_papers_mode() -> None:
+    snap = two_nodes(PAPER)
+    assert job_move_costs(snap, snap.jobs[0]) == (0.0, 0.0, 0.0)
+    assert not compile_problem(snap).has_moves
+    assert evaluate(snap, plan("n2")).move_cost == 0.0
+
+
+def _with_partial_epochs(snap: Snapshot, rng: np.random.Generator) -> Snapshot:
+    jobs = tuple(dataclasses.replace(j, epochs_done=j.epochs_done + float(rng.uniform(0, 0.9)))
+                 if j.running is not None else j for j in snap.jobs)
+    return dataclasses.replace(snap, jobs=jobs, params=EPOCH)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cloud=st.booleans(),
+       policy=st.sampled_from(["greedy", "rg", "pr"]))
+def test_the_policies_objective_is_evaluate_with_move_costs(seed: int, cloud: bool,
+                                                            policy: str) -> None:
+    rng = np.random.default_rng(seed)
+    snap = _with_partial_epochs(random_snapshot(rng, int(rng.integers(2, 6)),
+                                                int(rng.integers(2, 14)), cloud=cloud,
+                                                running_share=0.6), rng)
+    p = decide(snap, np.random.default_rng(seed), policy, iterations=30, fallback=0.0)
+    check_plan(snap, p)
+    ev = evaluate(snap, p)
+    assert p.objective == pytest.approx(ev.f_mix, rel=1e-9, abs=1e-9)
+
+
+def test_on_premise_rg_and_pr_fall_back_to_the_greedy_plan() -> None:
+    rng = np.random.default_rng(7)
+    short = 0
+    for _ in range(8):
+        snap = _with_partial_epochs(random_snapshot(rng, 4, 8, running_share=0.6), rng)
+        greedy = decide(snap, np.random.default_rng(0), "greedy")
+        short += bool(greedy.postponed)
+        for policy in ("rg", "pr"):
+            p = decide(snap, np.random.default_rng(0), policy, iterations=30)
+            assert set(p.assignments) == set(greedy.assignments), policy
+            assert p.objective == pytest.approx(greedy.objective)
+    assert short >= 2          # also while GPUs are short
+
+
+def test_no_fallback_in_the_cloud_nor_in_the_papers_mode() -> None:
+    from andreas.optimizer.greedy import fallback_margin
+    rng = np.random.default_rng(3)
+    onprem = random_snapshot(rng, 3, 6, running_share=0.6)
+    cloud = random_snapshot(rng, 3, 6, running_share=0.6, cloud=True)
+    assert fallback_margin(compile_problem(dataclasses.replace(onprem, params=EPOCH)),
+                           None, False) == float("inf")
+    assert fallback_margin(compile_problem(dataclasses.replace(onprem, params=PAPER)),
+                           None, True) == 0.0
+    assert fallback_margin(compile_problem(dataclasses.replace(cloud, params=EPOCH)),
+                           None, True) == 0.0
