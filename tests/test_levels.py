@@ -241,3 +241,25 @@ def test_commands_generate_simulate_and_optimize_with_levels(tmp_path):
     snap_path.write_text(json.dumps(bad))
     r = run.invoke(main, ["optimize", str(snap_path), "--json"])
     assert r.exit_code == 2 and "node n0" in r.output and "260 W is outside" in r.output
+
+
+@pytest.mark.parametrize("policy", ["greedy", "rg", "pr", "milp"])
+def test_a_level_change_of_a_running_job_is_no_move(policy):
+    """A running job's limit changes in place (no restart), so with move costs on (a
+    partial epoch and a restart overhead at stake) the policies still lower it, and the
+    objective they report is costs.evaluate's, whose move cost is zero."""
+    from andreas.model import Params
+    from andreas.optimizer.problem import compile_problem
+
+    run = replace(job("a", 1e5), epochs_done=3.5,
+                  running=Config(node="n0", gpus=4, power_limit_w=250.0))
+    s = replace(snapshot(run), params=Params(progress="epoch", restart_overhead_s=10.0))
+    p = compile_problem(s)           # its 250 W level is not the one kept for (n0, 4)...
+    assert p.run_node[0] == 0 and p.cfg_level[p.run_cfg[0]] == 0
+    assert p.mv_same[0] > 0          # ...yet it still continues there, and a move costs
+    plan = decide(s, np.random.default_rng(0), policy)
+    (act,) = plan.actions(s)
+    assert act.kind.value == "continue" and act.power_limit_w == 150.0
+    ev = evaluate(s, plan)
+    assert ev.move_cost == 0.0
+    assert plan.objective == pytest.approx(ev.f_obj, rel=1e-9, abs=1e-9)

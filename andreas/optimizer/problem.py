@@ -366,6 +366,8 @@ def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, 
             if c >= 0 and run is not None and run.power_limit_w is not None:
                 at = c + config_levels.running_level(lv, cls, run.power_limit_w)
                 c = at if np.isfinite(t[j, at]) else c
+            if c >= 0 and not np.isfinite(t[j, c]):
+                c = _kept_level(t[j], lv.cfg_level, c - int(lv.cfg_level[c]))
             if c < 0 or not np.isfinite(t[j, c]):
                 picked = []
                 break
@@ -376,6 +378,17 @@ def _pins(snapshot: Snapshot, t: np.ndarray, cfg_index: np.ndarray, class_name, 
             cfgs.append(c)
     as_array = lambda v: np.array(v, dtype=np.int64)   # noqa: E731
     return as_array(jobs), as_array(nodes), as_array(cfgs)
+
+
+def _kept_level(t_job: np.ndarray, cfg_level: np.ndarray, base: int) -> int:
+    """The one runnable level of the (class, g) whose default is ``base`` (``one_level``
+    keeps one): a running job continues there, its limit changed in place; -1 if none."""
+    k = base
+    while k < len(cfg_level) and (k == base or cfg_level[k] > 0):
+        if np.isfinite(t_job[k]):
+            return k
+        k += 1
+    return -1
 
 
 def _running_class(snapshot: Snapshot, n: int, members: list[tuple[int, int]], class_name,
