@@ -21,6 +21,9 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
     metrics_address = "127.0.0.1"        # "0.0.0.0" to let a Prometheus elsewhere scrape
     fence_check_s = 5.0                  # the fence asks the store this often (agents/fence.py)
     fence_after_s = 60.0                 # store unreachable this long: stop andreas containers
+    engine = "docker"                    # "slurm": the jobs are Slurm batch jobs (docs/slurm.md)
+    slurm_output_dir = "/shared/andreas/output"   # [executor.slurm] output_dir, as seen here
+    slurm_map_dir = ""                   # job -> GPU files a Slurm prolog writes; "": /proc
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
@@ -67,13 +70,15 @@ _KEYS: dict[str, dict[str, str]] = {
                              "heartbeat_s", "fake_gpus", "powercap_root",
                              "job_energy_window_s", "log_level", "min_energy_interval_s",
                              "metrics_port", "metrics_address", "fence_check_s",
-                             "fence_after_s")},
+                             "fence_after_s", "engine", "slurm_output_dir",
+                             "slurm_map_dir")},
     "store": {"url": "db_url", "password_file": "db_password_file",
               "self_register": "self_register"},
     "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
     "delivery": {k: k for k in ("batch_rows", "batch_s", "shutdown_s", "max_backoff_s")},
 }
 LOG_LEVELS = ("debug", "info", "warning", "error")
+ENGINES = ("docker", "slurm")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +107,11 @@ class AgentConfig:
     # at most the manager's [manager] fence_after_s (see ARCHITECTURE.md, "Fencing").
     fence_check_s: float = field(default=5.0, metadata=rule(gt=0))
     fence_after_s: float = field(default=60.0, metadata=rule(ge=0))
+    # What runs the jobs here: the node's Docker engine, or Slurm (agents/slurm_jobs.py:
+    # jobs and their GPUs from Slurm, epochs from their output files; no Docker needed).
+    engine: str = field(default="docker", metadata=rule(choices=ENGINES))
+    slurm_output_dir: str = ""
+    slurm_map_dir: str = ""
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
     batch_rows: int = field(default=500, metadata=rule(ge=1))

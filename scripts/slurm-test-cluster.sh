@@ -179,8 +179,8 @@ EOF
     cat >>"$run/node.sh" <<'EOF'
 pidof_node() { cat "$RUN/pid/slurmd-$1.pid" 2>/dev/null; }
 start_node() {
-    pid=$(pidof_node "$1")
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then return 0; fi
+    # A start is a boot: a slurmd still running (a resume that timed out) is restarted.
+    stop_node "$1" TERM
     setsid "$SLURMD" -b -N "$1" -f "$SLURM_CONF" </dev/null >>"$RUN/log/slurmd-$1.out" 2>&1
 }
 ours() { grep -qsxzF "SLURM_CONF=$SLURM_CONF" "/proc/$1/environ"; }
@@ -224,7 +224,9 @@ EOF
     chmod 755 "$run/node.sh"
     # Slurm calls SuspendProgram and ResumeProgram with only the host list: two wrappers.
     printf '#!/bin/sh\nexec %s stop "$@"\n' "$run/node.sh" >"$run/suspend.sh"
-    printf '#!/bin/sh\nexec %s start "$@"\n' "$run/node.sh" >"$run/resume.sh"
+    # The resumed slurmd reports its boot as now (-b); Slurm takes a boot time before its
+    # POWER_UP request (rounded to the second) for a node that never rebooted: "boot" 2 s.
+    printf '#!/bin/sh\nsleep 2\nexec %s start "$@"\n' "$run/node.sh" >"$run/resume.sh"
     chmod 755 "$run/suspend.sh" "$run/resume.sh"
     sed -i "s|^SuspendProgram=.*|SuspendProgram=$run/suspend.sh|; s|^ResumeProgram=.*|ResumeProgram=$run/resume.sh|" \
         "$run/slurm.conf"

@@ -44,9 +44,10 @@ class SlurmCluster:
                               capture_output=True, text=True).stdout
 
     def wait_idle(self, name: str, timeout_s: float = 60.0) -> None:
-        """Until Slurm says the node is idle (no flags), e.g. after a restart."""
+        """Until Slurm says the node is idle (no flags): a node down is resumed, one
+        powered down powered up."""
         deadline = time.monotonic() + timeout_s
-        state = ""
+        state, powered = "", False
         while time.monotonic() < deadline:
             line = self.scontrol("-o", "show", "node", name)
             state = next((w for w in line.split() if w.startswith("State=")), "")
@@ -54,6 +55,9 @@ class SlurmCluster:
                 return
             if "DOWN" in state and "POWER" not in state:
                 self.scontrol("update", f"nodename={name}", "state=RESUME")
+            elif state.endswith("+POWERED_DOWN") and not powered:
+                self.scontrol("update", f"nodename={name}", "state=POWER_UP")
+                powered = True
             time.sleep(0.25)
         raise AssertionError(f"node {name} not idle after {timeout_s:.0f} s ({state})")
 

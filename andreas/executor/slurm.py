@@ -20,8 +20,9 @@ job of its own).
   UUIDs by index) and when it has ended (its ``ExitCode=c:s``; a signal s is 128 + s);
   ended jobs do not change again.
 - **States**: pending (with Slurm's reason), running (COMPLETING too: processes may still
-  run), ended. A node Slurm marks down (or does not have in the partition) is
-  NodeUnreachable; its jobs are not "gone" before that, whatever they do. A job that was
+  run), ended. A node Slurm marks down, has powered down (or is powering up or down), or
+  does not have in the partition is NodeUnreachable; its jobs are not "gone" before
+  Slurm says so, whatever they do. A job that was
   never given a node ended without starting. A node failure without the node down
   (NODE_FAIL, BOOT_FAIL) reads as killed (137), resumable.
 - **Stop**: ``scancel --signal=TERM --full`` (the batch shell, which waits for the
@@ -144,13 +145,15 @@ class SlurmExecutor(Executor):
             self._nodes = None
 
     def _node_row(self, node: NodeRef) -> NodeRow:
-        """The node as Slurm sees it; NodeUnreachable when Slurm marks it down or does not
-        have it in the partition."""
+        """The node as Slurm sees it; NodeUnreachable when Slurm marks it down, has it
+        powered down (or on its way up or down: the manager's power-down probes until it
+        is up), or does not have it in the partition."""
         row = self._node_rows().get(node.name)
         if row is None:
             raise NodeUnreachable(f"node {node.name}: not a node of Slurm partition "
                                   f"{self.slurm.partition!r}")
-        if row.state is EngineNodeState.DOWN:
+        if row.state in (EngineNodeState.DOWN, EngineNodeState.POWERED_DOWN,
+                         EngineNodeState.POWERING_UP, EngineNodeState.POWERING_DOWN):
             raise NodeUnreachable(f"node {node.name}: Slurm says {row.raw_state}"
                                   + (f" ({row.reason})" if row.reason not in ("", "none")
                                      else ""))
@@ -178,7 +181,8 @@ class SlurmExecutor(Executor):
         common = dict(container_id=row.job_id, name=row.name, job_id=m["job"],
                       attempt=int(m["attempt"]), submitted_s=row.submit_s)
         if row.state in PENDING_STATES:
-            reason = row.reason if row.state == "PENDING" else f"{row.state.lower()}"
+            reason = (row.reason if row.state == "PENDING" and row.reason not in ("", "None")
+                      else "queued" if row.state == "PENDING" else row.state.lower())
             return ContainerState(**common, running=False, pending=True,
                                   pending_reason=reason)
         if row.state in RUNNING_STATES:
