@@ -303,7 +303,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
             ("state", d.state + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
-            ("image", d.image), ("application", d.application),
+            ("image", d.image or "- (a command job)"), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
             ("env", " ".join(f"{k}={_quote(v)}" for k, v in sorted(d.env.items())) or "-"),
             ("epochs", f"{d.epochs_done}/{d.epochs}"),

@@ -334,6 +334,9 @@ class Reconciler:
         code = c.exit_code if c.exit_code is not None else -1
         end_s = c.finished_s if c.finished_s is not None else now
         where = f"job={job.id} attempt={a.attempt} node={node.name}"
+        if a.start_s is None and c.started_s is not None:    # it ran between two looks
+            with self.store.session() as s:
+                record_container(s, a.id, c.container_id, c.started_s)
         if job.state not in LIVE:
             self._end(job, a, end_s, exit_code=code, reason=f"exit {code} ({job.state.value})")
             log.info("%s: exited %d (job %s)", where, code, job.state.value)
