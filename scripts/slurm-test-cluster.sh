@@ -130,7 +130,7 @@ SelectTypeParameters=CR_Core
 GresTypes=gpu
 SlurmdParameters=config_overrides
 ReturnToService=2
-SlurmdTimeout=8
+SlurmdTimeout=5
 SlurmctldTimeout=30
 MessageTimeout=5
 InactiveLimit=0
@@ -303,6 +303,7 @@ slurm_test_start() {
         echo "slurm-test-cluster: only $idle of $n nodes idle after 30 s" \
              "(logs: $run/log/)" >&2
         "$SLURM_TEST_SCONTROL" -o show node >&2
+        tail -n 5 "$run"/log/slurmd-*.log >&2
         return 1
     fi
     export ANDREAS_TEST_SLURM_DIR=$run

@@ -268,14 +268,20 @@ def running_site(tmp: Path, slurm: SlurmCluster, *, manager_toml: str,
             finally:
                 e.dispose()
         site.cleanup.insert(0, accounts_drop)
+        registering = []
         for node in slurm.nodes:
             (tmp / f"agent-{node}.toml").write_text(
                 f"[agent]\nnode_name = \"{node}\"\ninterval_s = 0.5\ndocker_url = \"\"\n"
                 f"heartbeat_s = 2.0\njob_energy_window_s = 5.0\nfake_gpus = \"2xV100\"\n"
                 f"engine = \"slurm\"\nslurm_output_dir = \"{output_dir}\"\n"
                 f"[spool]\npath = \"{tmp / ('spool-' + node)}\"\n")
-            _run([str(BIN / "andreas-agent"), "--config", str(tmp / f"agent-{node}.toml"),
-                  "--fake-gpus", "2xV100", "--register"], site.manager_env)
+            registering.append(subprocess.Popen(        # the nodes register in parallel
+                [str(BIN / "andreas-agent"), "--config", str(tmp / f"agent-{node}.toml"),
+                 "--fake-gpus", "2xV100", "--register"], env=site.manager_env, cwd=ROOT,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for node, p in zip(slurm.nodes, registering):
+            out, _ = p.communicate(timeout=120)
+            assert p.returncode == 0, f"andreas-agent --register ({node}): {out[-2000:]}"
             site.start_agent(node)
         if app_profiles:
             e = site.db()

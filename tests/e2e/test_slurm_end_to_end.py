@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.slurm_site import Site, SlurmMonitor, profiles, running_site
+from tests.e2e.slurm_site import TRAIN, Site, SlurmMonitor, profiles, running_site
 from tests.slurm_cluster import SlurmCluster
 
 EPOCH_S = 1.0            # the example's epochs; the profile says 2 s on one V100, 1 s on two
@@ -53,9 +53,9 @@ def site(tmp_path_factory, slurm_cluster: SlurmCluster) -> Iterator[Site]:
 
 
 def test_acceptance_submit_once_run_show(site: Site):
-    job = site.andreas("submit", "--cmd", f"{site_train()}", "--app", "example",
-                       "--epochs", "5", "--due", "+2h", "--weight", "0.01", "--env",
-                       f"EXAMPLE_EPOCH_S={EPOCH_S}", "--quiet").stdout.strip()
+    job = site.andreas("submit", "--cmd", TRAIN, "--app", "example", "--epochs", "5",
+                       "--due", "+2h", "--weight", "0.01", "--env", "EXAMPLE_EPOCH_S=0.5",
+                       "--quiet").stdout.strip()
     once = site.andreas("--log-level", "info", "manager", "run", "--once")
     assert once.returncode == 0
     plan = site.plans()[max(site.plans())]
@@ -82,11 +82,6 @@ def test_acceptance_submit_once_run_show(site: Site):
         == planned["gpus"]
 
 
-def site_train() -> str:
-    from tests.e2e.slurm_site import TRAIN
-    return TRAIN
-
-
 def _ids(a) -> list[int]:
     return json.loads(a.gpu_ids) if isinstance(a.gpu_ids, str) else list(a.gpu_ids)
 
@@ -95,14 +90,14 @@ def test_preemption_manager_kill_and_node_loss_on_slurm(site: Site):
     # Three jobs due too soon for one GPU: each gets two (every GPU of the cluster busy).
     epochs = {}
     for name in ("jobA", "jobB", "jobC"):
-        epochs[site.submit(name, 30, "+20s", 0.001, "--max-gpus", "2", "--grace-s", "5")] = 30
+        epochs[site.submit(name, 24, "+20s", 0.001, "--max-gpus", "2", "--grace-s", "3")] = 24
     monitor = SlurmMonitor(site.slurm).start()
     site.start_manager()
     site.wait("three jobs running with an epoch done",
               lambda: sum(site.epochs_done(j) >= 1 for j in epochs) >= 3, 90)
 
     # An urgent job: 4 epochs due in 25 s, weight 1: a job of the three is preempted.
-    urgent = site.submit("urgent", 4, "+25s", 1.0, "--max-gpus", "2", "--grace-s", "5")
+    urgent = site.submit("urgent", 4, "+25s", 1.0, "--max-gpus", "2", "--grace-s", "3")
     epochs[urgent] = 4
     site.wait("the urgent job running", lambda: site.states()[urgent] == "running", 40)
     site.wait("a stop requested", lambda: bool(site.rows(
