@@ -10,9 +10,10 @@ cancels a job at its deadline; andreas plans around due dates instead); no reque
 (requeuing the same job id delays its restart by about two minutes; every attempt is a
 job of its own).
 
-- **Duplicates**: before sbatch, ``squeue -t all --name <name>``: a job of that name is a
-  ContainerConflict, so a manager that crashed between sbatch and recording the id finds
-  its job (adopted by name) instead of submitting a second one.
+- **Duplicates**: before sbatch, the tick's ``squeue -t all`` (the jobs this executor
+  submitted since added): a job of that name is a ContainerConflict, so a manager that
+  crashed between sbatch and recording the id finds its job (adopted by name) instead of
+  submitting a second one.
 - **Reading**: one ``squeue -t all`` of this user's jobs in the partition per tick,
   shared by every node's :meth:`containers` (cached for ``LISTING_TTL_S``), and one
   ``sinfo`` of the partition's nodes. ``scontrol -o -d show job`` only when a job is
@@ -139,6 +140,13 @@ class SlurmExecutor(Executor):
             self._nodes = (time.monotonic(), rows)
             return rows
 
+    def _listed(self, row: QueueRow) -> None:
+        """A job this executor just submitted, in the shared listing until the next
+        squeue (so the next start of the tick checks its name without asking again)."""
+        with self._lock:
+            if self._listing is not None:
+                self._listing = _Listing(at=self._listing.at, rows=(*self._listing.rows, row))
+
     def _invalidate(self) -> None:
         with self._lock:
             self._listing = None
@@ -232,9 +240,7 @@ class SlurmExecutor(Executor):
         if not request.command:
             raise ImageNotAllowed(f"job {request.job_id}: no command to run; submit it with "
                                   "--cmd")
-        found = self.cli.run("squeue", ["--noheader", "--states=all", f"--name={name}",
-                                        f"--user={self.user}", "--format=%i"],
-                             what=f"look for {name}").split()
+        found = [r.job_id for r in self._queue() if r.name == name]
         if found:
             raise ContainerConflict(f"Slurm job {found[0]} named {name} exists already")
         argv, env = self.sbatch(node, request)
@@ -242,14 +248,20 @@ class SlurmExecutor(Executor):
             out = self.cli.run("sbatch", argv, what=f"submit {name} to node {node.name}",
                                env=env)
         except EngineUnavailable as e:
+            self._invalidate()
             if "did not answer" in str(e):          # it may have been queued meanwhile
                 raise StartUncertain(str(e)) from None
             raise
-        finally:
+        except ExecutorError:
             self._invalidate()
+            raise
         job_id = out.strip().split(";", 1)[0]
         if not job_id.isdigit():
+            self._invalidate()
             raise ExecutorError(f"Slurm: sbatch ({name}): unexpected answer {out.strip()!r}")
+        self._listed(QueueRow(job_id=job_id, state="PENDING", node=node.name, ran=False,
+                              submit_s=self.clock(), start_s=None, end_s=None,
+                              user=self.user, name=name, reason="queued"))
         log.info("submitted %s as Slurm job %s to node %s (%d GPU(s))", name, job_id, node.name,
                  len(request.gpu_uuids))
         return job_id

@@ -138,57 +138,68 @@ def latency(cluster: SlurmCluster, tmp: Path, trials: int, poll_s: float) -> dic
             "andreas_s": ours, "sbatch_s": plain}
 
 
-def tick(cluster: SlurmCluster, tmp: Path, jobs: int, repeat: int) -> dict:
+def tick(cluster: SlurmCluster, tmp: Path, jobs: int, repeat: int, runs: int) -> dict:
+    """Median over ``runs`` fresh stores of the first tick and of the steady ones."""
     from andreas.optimizer.kernels import warm
 
     warm()                            # compiled or loaded once, outside the timings
-    out = {}
-    for kind in ("dryrun", "slurm"):
-        url = migrate.upgrade_url(f"sqlite:///{tmp / f'tick-{kind}.db'}")
-        store = open_store(url)
-        for node in cluster.nodes:
-            add_node(store, node, gpus=2)
-        ids = [f"t{uuid.uuid4().hex[:8]}" for _ in range(jobs)]
-        for job_id in ids:
-            add_job(store, job_id, image="", epochs=50, due_s=time.time() + 86400,
-                    application="bench")
-        with store.session() as s:
-            from sqlalchemy import update
-
-            from andreas.store import Job
-            s.execute(update(Job).values(command=["sleep", "600"]))
-        s = settings(policy="rg")
-        s = replace(s, executor=ExecutorSettings(
-            checkpoint_root=str(tmp), kind="slurm",
-            slurm=SlurmSettings(partition=cluster.partition, output_dir=str(tmp))))
-        executor = SlurmExecutor(s.executor) if kind == "slurm" else DryRunExecutor()
-        m = Manager(store, executor, s, rng=np.random.default_rng(0))
-        try:
-            t0 = time.perf_counter()
-            m.start()
-            first = time.perf_counter() - t0
-            steady = []
-            for _ in range(repeat):
-                time.sleep(LISTING_TTL_S + 0.05)      # past the shared listing
-                t0 = time.perf_counter()
-                m.tick()
-                steady.append(time.perf_counter() - t0)
-            out[kind] = {"first_s": first, "steady_s": statistics.median(steady)}
-        finally:
-            m.close()
-            if kind == "slurm":
-                names = {f"andreas-{j}-1" for j in ids}
-                listing = subprocess.run(["squeue", "--noheader", "--format=%i|%j"],
-                                         env=cluster.env, capture_output=True,
-                                         text=True).stdout.splitlines()
-                doomed = [x.split("|")[0] for x in listing if x.split("|")[1] in names]
-                if doomed:
-                    subprocess.run(["scancel", *doomed], env=cluster.env)
-            store.dispose()
+    got: dict[str, list[dict]] = {"dryrun": [], "slurm": []}
+    for run in range(runs):
+        for kind in got:
+            got[kind].append(one_tick(cluster, tmp / f"{kind}-{run}", kind, jobs, repeat))
+    out: dict = {kind: {key: statistics.median(r[key] for r in rs) for key in rs[0]}
+                 for kind, rs in got.items()}
+    out["runs"] = runs
     out["jobs"], out["nodes"] = jobs, len(cluster.nodes)
     out["ratio_first"] = out["slurm"]["first_s"] / out["dryrun"]["first_s"]
     out["ratio_steady"] = out["slurm"]["steady_s"] / out["dryrun"]["steady_s"]
     return out
+
+
+def one_tick(cluster: SlurmCluster, tmp: Path, kind: str, jobs: int, repeat: int) -> dict:
+    """The first tick and the median steady tick of a fresh store (``kind``: the Slurm
+    executor or the dry run); the Slurm jobs it started are cancelled at the end."""
+    from sqlalchemy import update
+
+    from andreas.store import Job
+
+    tmp.mkdir()
+    store = open_store(migrate.upgrade_url(f"sqlite:///{tmp / 'tick.db'}"))
+    for node in cluster.nodes:
+        add_node(store, node, gpus=2)
+    ids = [f"t{uuid.uuid4().hex[:8]}" for _ in range(jobs)]
+    for job_id in ids:
+        add_job(store, job_id, image="", epochs=50, due_s=time.time() + 86400,
+                application="bench")
+    with store.session() as ses:
+        ses.execute(update(Job).values(command=["sleep", "600"]))
+    s = replace(settings(policy="rg"), executor=ExecutorSettings(
+        checkpoint_root=str(tmp), kind="slurm",
+        slurm=SlurmSettings(partition=cluster.partition, output_dir=str(tmp))))
+    executor = SlurmExecutor(s.executor) if kind == "slurm" else DryRunExecutor()
+    m = Manager(store, executor, s, rng=np.random.default_rng(0))
+    try:
+        t0 = time.perf_counter()
+        m.start()
+        first = time.perf_counter() - t0
+        steady = []
+        for _ in range(repeat):
+            time.sleep(LISTING_TTL_S + 0.05)      # past the shared listing
+            t0 = time.perf_counter()
+            m.tick()
+            steady.append(time.perf_counter() - t0)
+        return {"first_s": first, "steady_s": statistics.median(steady)}
+    finally:
+        m.close()
+        if kind == "slurm":
+            names = {f"andreas-{j}-1" for j in ids}
+            listing = subprocess.run(["squeue", "--noheader", "--format=%i|%j"],
+                                     env=cluster.env, capture_output=True,
+                                     text=True).stdout.splitlines()
+            doomed = [x.split("|")[0] for x in listing if x.split("|")[1] in names]
+            if doomed:
+                subprocess.run(["scancel", *doomed], env=cluster.env)
+        store.dispose()
 
 
 def main() -> int:
@@ -196,7 +207,8 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--poll-s", type=float, default=1.0)
     p.add_argument("--jobs", type=int, default=100)
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=5, help="steady ticks per run")
+    p.add_argument("--tick-runs", type=int, default=3, help="fresh stores for the tick")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     random.seed(1)
@@ -207,8 +219,9 @@ def main() -> int:
             tmp = Path(d)
             print(f"Slurm test cluster: nodes {', '.join(cluster.nodes)}, partition "
                   f"{cluster.partition}", flush=True)
-            t = tick(cluster, tmp, args.jobs, args.repeat)
-            print(f"tick, {t['nodes']} Slurm nodes, {t['jobs']} queued jobs: first "
+            t = tick(cluster, tmp, args.jobs, args.repeat, args.tick_runs)
+            print(f"tick, {t['nodes']} Slurm nodes, {t['jobs']} queued jobs (median of "
+                  f"{t['runs']} runs): first "
                   f"{t['slurm']['first_s']:.3f} s (dry run {t['dryrun']['first_s']:.3f} s, "
                   f"x{t['ratio_first']:.2f}), steady {t['slurm']['steady_s']:.3f} s (dry run "
                   f"{t['dryrun']['steady_s']:.3f} s, x{t['ratio_steady']:.2f}); target "
