@@ -14,9 +14,9 @@ job of its own).
   submitted since added): a job of that name is a ContainerConflict, so a manager that
   crashed between sbatch and recording the id finds its job (adopted by name) instead of
   submitting a second one.
-- **Reading**: one ``squeue -t all`` of this user's jobs in the partition per tick,
-  shared by every node's :meth:`containers` (cached for ``LISTING_TTL_S``), and one
-  ``sinfo`` of the partition's nodes. ``scontrol -o -d show job`` only when a job is
+- **Reading**: one ``sinfo`` of the partition's nodes and then one ``squeue -t all`` of
+  this user's jobs in the partition per tick, shared by every node's :meth:`containers`
+  and the inventory (cached for ``LISTING_TTL_S``). ``scontrol -o -d show job`` only when a job is
   first seen running (the GPU indexes Slurm chose, Slurm's IDX, mapped to the node's
   UUIDs by index) and when it has ended (its ``ExitCode=c:s``; a signal s is 128 + s);
   ended jobs do not change again.
@@ -47,7 +47,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from andreas.config import ExecutorSettings
@@ -64,6 +64,8 @@ from andreas.job import job_environment
 log = logging.getLogger("andreas.executor")
 
 LISTING_TTL_S = 0.5            # one squeue / sinfo serves every node of a tick
+BATCH_DETAILS = 3              # more jobs than this to inspect: one scontrol for all
+RECENT_END_S = 10.0            # an andreas job that ended this recently: its GPUs still ours
 NAME = re.compile(r"andreas-(?P<job>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})-(?P<attempt>[0-9]{1,9})")
 FOLLOW_POLL_S = 0.5
 _GONE = ("invalid job id", "already completing or completed", "not found", "job has finished")
@@ -84,6 +86,7 @@ def wrap_script(command: Sequence[str]) -> str:
 class _Listing:
     at: float
     rows: tuple[QueueRow, ...]
+    nodes: dict[str, NodeRow]
 
 
 class SlurmExecutor(Executor):
@@ -107,7 +110,6 @@ class SlurmExecutor(Executor):
         self.user = user or getpass.getuser()
         self._lock = threading.Lock()
         self._listing: _Listing | None = None
-        self._nodes: tuple[float, dict[str, NodeRow]] | None = None
         self._details: dict[str, tuple[str, JobDetail]] = {}    # job id -> (state, detail)
         self._removed: set[str] = set()
 
@@ -115,42 +117,47 @@ class SlurmExecutor(Executor):
 
     def _queue(self, *, fresh: bool = False) -> tuple[QueueRow, ...]:
         """This user's andreas jobs in the partition, any state (cached a moment)."""
+        return self._look(fresh=fresh).rows
+
+    def _node_rows(self) -> dict[str, NodeRow]:
+        return self._look().nodes
+
+    def _look(self, *, fresh: bool = False) -> _Listing:
+        """One look at Slurm, shared by the nodes' calls for ``LISTING_TTL_S``: ``sinfo``
+        of the partition's nodes, *then* ``squeue`` of this user's jobs there (so a job
+        whose GPUs sinfo counts is listed running, not pending: the inventory tells
+        andreas' GPUs from others' by subtraction)."""
         with self._lock:
             now = time.monotonic()
             if not fresh and self._listing is not None and now - self._listing.at < LISTING_TTL_S:
-                return self._listing.rows
+                return self._listing
+            text = self.cli.run("sinfo", ["--noheader", "--Node",
+                                          f"--partition={self.slurm.partition}",
+                                          f"--Format={SINFO_FIELDS}"], what="list nodes")
+            nodes = {r.name: r for r in parse_sinfo(text)}
             text = self.cli.run("squeue", ["--noheader", "--states=all",
                                            f"--partition={self.slurm.partition}",
                                            f"--user={self.user}",
                                            f"--format={SEP.join(SQUEUE_FIELDS)}"],
                                 what="list jobs")
             rows = tuple(r for r in parse_squeue(text) if NAME.fullmatch(r.name))
-            self._listing = _Listing(at=time.monotonic(), rows=rows)
-            return rows
-
-    def _node_rows(self) -> dict[str, NodeRow]:
-        with self._lock:
-            now = time.monotonic()
-            if self._nodes is not None and now - self._nodes[0] < LISTING_TTL_S:
-                return self._nodes[1]
-            text = self.cli.run("sinfo", ["--noheader", "--Node",
-                                          f"--partition={self.slurm.partition}",
-                                          f"--Format={SINFO_FIELDS}"], what="list nodes")
-            rows = {r.name: r for r in parse_sinfo(text)}
-            self._nodes = (time.monotonic(), rows)
-            return rows
+            self._listing = _Listing(at=time.monotonic(), rows=rows, nodes=nodes)
+            listed = {r.job_id for r in rows}          # Slurm forgot the others (MinJobAge)
+            for gone in [k for k in self._details if k not in listed]:
+                self._details.pop(gone, None)
+            self._removed &= listed
+            return self._listing
 
     def _listed(self, row: QueueRow) -> None:
         """A job this executor just submitted, in the shared listing until the next
         squeue (so the next start of the tick checks its name without asking again)."""
         with self._lock:
             if self._listing is not None:
-                self._listing = _Listing(at=self._listing.at, rows=(*self._listing.rows, row))
+                self._listing = replace(self._listing, rows=(*self._listing.rows, row))
 
     def _invalidate(self) -> None:
         with self._lock:
             self._listing = None
-            self._nodes = None
 
     def _node_row(self, node: NodeRef) -> NodeRow:
         """The node as Slurm sees it; NodeUnreachable when Slurm marks it down, has it
@@ -177,6 +184,22 @@ class SlurmExecutor(Executor):
         detail = parse_job_detail(text, row.node)
         self._details[row.job_id] = (row.state, detail)
         return detail
+
+    def _details_for(self, rows: Sequence[QueueRow]) -> None:
+        """Details of many jobs in one ``scontrol -o -d show job`` (every job; one line
+        each) when more than a few are missing: a manager that starts reads the ended jobs
+        of the last ``MinJobAge`` once, not with one command each."""
+        wanted = {r.job_id: r for r in rows
+                  if (r.state in RUNNING_STATES or (r.ran and r.state not in PENDING_STATES))
+                  and self._details.get(r.job_id, ("",))[0] != r.state}
+        if len(wanted) <= BATCH_DETAILS:
+            return
+        text = self.cli.run("scontrol", ["-o", "-d", "show", "job"], what="every job")
+        for line in text.splitlines():
+            m = re.match(r"JobId=(\d+)\s", line)
+            row = wanted.get(m.group(1)) if m else None
+            if row is not None:
+                self._details[row.job_id] = (row.state, parse_job_detail(line, row.node))
 
     def _output(self, name: str, detail: JobDetail | None = None) -> Path:
         if detail is not None and detail.stdout and detail.stdout != "(null)":
@@ -224,8 +247,10 @@ class SlurmExecutor(Executor):
 
     def containers(self, node: NodeRef) -> list[ContainerState]:
         self._node_row(node)
+        rows = [r for r in self._queue() if r.node == node.name]
+        self._details_for(rows)
         out = []
-        for row in self._queue():
+        for row in rows:
             if row.node == node.name:
                 state = self._state(row, node)
                 if state is not None:
@@ -373,8 +398,10 @@ class SlurmExecutor(Executor):
     def inventory(self, nodes: Sequence[NodeRef]) -> Mapping[str, NodeInventory]:
         rows = self._node_rows()
         ours: dict[str, set[int]] = {}
+        now = self.clock()
         for row in self._queue():
-            if row.state in RUNNING_STATES:
+            ended_now = row.ran and row.end_s is not None and now - row.end_s < RECENT_END_S
+            if row.state in RUNNING_STATES or ended_now:   # sinfo may still count its GPUs
                 ours.setdefault(row.node, set()).update(self._detail(row).gpu_idx)
         out = {}
         for ref in nodes:

@@ -115,8 +115,8 @@ def _slurm(request: pytest.FixtureRequest) -> Iterator[Engine]:
         executor.close()
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "slurm", "dryrun",
-                        "fake"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
+                        pytest.param("slurm", marks=pytest.mark.slurm), "dryrun", "fake"])
 def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     if request.param == "dryrun":
         yield _in_memory(DryRunExecutor(settings=ExecutorSettings(image_allowlist=("img:*",))))

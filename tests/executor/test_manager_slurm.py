@@ -115,7 +115,7 @@ def test_a_run_left_by_a_crash_is_adopted_not_submitted_again(site: Site):
     manager finds the job by its name and adopts it; nothing is submitted twice."""
     node = site.cluster.nodes[1]
     add_node(site.store, node, gpus=2)
-    job = site.job()
+    job = site.job(max_gpus=1)
     with site.store.session() as s:
         open_attempt(s, job_id=job, attempt=1, node_id=1, gpu_ids=[0], decision_id=None)
         transition(s, job, JobState.RUNNING, expected=JobState.QUEUED, now_s=time.time())
