@@ -290,6 +290,8 @@ class Agent:
                                            output_dir=self.cfg.slurm_output_dir,
                                            map_dir=self.cfg.slurm_map_dir,
                                            poll_s=self.cfg.interval_s).start()
+            if isinstance(self.pid_container, ProcContainers):   # not a test's own
+                self.pid_container = self.tracker.container_of_pid
             log.info("following the andreas jobs Slurm runs on node %s (%s)",
                      self.cfg.node_name, f"map files in {self.cfg.slurm_map_dir}"
                      if self.cfg.slurm_map_dir else "their processes' environment")

@@ -203,6 +203,11 @@ class SlurmJobTracker:
         with self._lock:
             return [r.info for r in self._runs.values()]
 
+    def container_of_pid(self, pid: int) -> str | None:
+        """The Slurm job id a process belongs to (the NVML process check), None: none."""
+        with self._lock:
+            return next((sid for sid, r in self._runs.items() if pid in r.pids), None)
+
     def pids_of(self, container_id: str) -> tuple[int, ...]:
         with self._lock:
             run = self._runs.get(container_id)

@@ -34,9 +34,9 @@ job of its own).
   process group that outlive it (a ``sh -c`` between it and the training process dies at
   SIGTERM while the process writes its checkpoint), so Slurm sees the job end only when
   the training process has.
-- **Logs** are the output file; :meth:`remove` deletes it (after the manager kept its
-  end) and the job is no longer listed (an ended job that had started and has no output
-  file was removed).
+- **Logs** are the output file; :meth:`remove` (after the manager kept its end) lists the
+  job no more and deletes the file ``KEEP_OUTPUT_S`` after the job ended, when the node's
+  agent has read it (an ended job that had started and has no output file was removed).
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ log = logging.getLogger("andreas.executor")
 LISTING_TTL_S = 0.5            # one squeue / sinfo serves every node of a tick
 BATCH_DETAILS = 3              # more jobs than this to inspect: one scontrol for all
 RECENT_END_S = 10.0            # an andreas job that ended this recently: its GPUs still ours
+KEEP_OUTPUT_S = 30.0           # a removed job's output file outlives its end this long
 NAME = re.compile(r"andreas-(?P<job>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})-(?P<attempt>[0-9]{1,9})")
 FOLLOW_POLL_S = 0.5
 _GONE = ("invalid job id", "already completing or completed", "not found", "job has finished")
@@ -112,6 +113,7 @@ class SlurmExecutor(Executor):
         self._listing: _Listing | None = None
         self._details: dict[str, tuple[str, JobDetail]] = {}    # job id -> (state, detail)
         self._removed: set[str] = set()
+        self._doomed: dict[Path, float] = {}           # output file -> delete after
 
     # ------------------------------------------------------------------ reading
 
@@ -141,12 +143,13 @@ class SlurmExecutor(Executor):
                                            f"--format={SEP.join(SQUEUE_FIELDS)}"],
                                 what="list jobs")
             rows = tuple(r for r in parse_squeue(text) if NAME.fullmatch(r.name))
-            self._listing = _Listing(at=time.monotonic(), rows=rows, nodes=nodes)
+            listing = self._listing = _Listing(at=time.monotonic(), rows=rows, nodes=nodes)
             listed = {r.job_id for r in rows}          # Slurm forgot the others (MinJobAge)
             for gone in [k for k in self._details if k not in listed]:
                 self._details.pop(gone, None)
             self._removed &= listed
-            return self._listing
+        self._delete_due()
+        return listing
 
     def _listed(self, row: QueueRow) -> None:
         """A job this executor just submitted, in the shared listing until the next
@@ -345,15 +348,26 @@ class SlurmExecutor(Executor):
             self._invalidate()
 
     def remove(self, node: NodeRef, container_id: str) -> None:
+        """Forget the job: no longer listed; its output file is deleted ``KEEP_OUTPUT_S``
+        after the job ended (the node's agent may still be reading its last lines)."""
         row = next((r for r in self._queue() if r.job_id == container_id), None)
         detail = self._details.get(container_id)
         if row is not None:
-            try:
-                self._output(row.name, detail[1] if detail else None).unlink(missing_ok=True)
-            except OSError as e:
-                raise ExecutorError(f"node {node.name}: remove the output of Slurm job "
-                                    f"{container_id}: {e.strerror or e}") from e
+            ended = row.end_s if row.end_s is not None else self.clock()
+            self._doomed[self._output(row.name, detail[1] if detail else None)] = (
+                ended + KEEP_OUTPUT_S)
         self._removed.add(container_id)
+        self._delete_due()
+
+    def _delete_due(self) -> None:
+        now = self.clock()
+        for path, due in list(self._doomed.items()):
+            if now >= due:
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as e:
+                    log.warning("output %s of an ended Slurm job: %s", path, e.strerror or e)
+                self._doomed.pop(path, None)
 
     def logs(self, node: NodeRef, container_id: str, *, follow: bool = False,
              tail: int | None = None) -> Iterator[bytes]:

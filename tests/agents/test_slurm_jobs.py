@@ -88,6 +88,10 @@ def test_epochs_from_the_output_file_each_once_and_the_end(tmp_path: Path):
     assert [(r.epoch, r.start_s, r.end_s, r.gpu_uuids) for r in epochs] == [
         (1, 10.0, 12.0, ("GPU-1",)), (2, 12.0, 14.0, ("GPU-1",))]
     assert [i.container_id for i in tracker.followed()] == ["9"]
+    seen["9"] = SlurmJobRun(slurm_id="9", name="andreas-j7-1", gpu_idx=(1,), output=str(out),
+                            pids=(300, 301))
+    tracker.poll()
+    assert tracker.container_of_pid(301) == "9" and tracker.container_of_pid(5) is None
     seen.clear()
     with out.open("a") as f:
         f.write(line(3, "start", 14.0) + line(3, "end", 16.0))
