@@ -53,7 +53,8 @@ class NodeRef:
 
     name: str
     docker_endpoint: str
-    gpus: tuple[tuple[int, str], ...] = ()
+    # not part of the node's identity (equality, hash): the event watch keys streams by ref
+    gpus: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
     def uuid_of(self, index: int) -> str | None:
         return next((u for i, u in self.gpus if i == index), None)
