@@ -295,7 +295,7 @@ slurm_test_start() {
     "$run/node.sh" start $nodes
     local idle
     for i in $(seq 1 120); do
-        idle=$("$SLURM_TEST_SCONTROL" -o show node 2>/dev/null | grep -c "State=IDLE ")
+        idle=$("$SLURM_TEST_SCONTROL" -o show node 2>/dev/null | grep -c "State=IDLE " || true)
         [ "$idle" -ge "$n" ] && break
         sleep 0.25
     done

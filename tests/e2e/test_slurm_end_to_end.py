@@ -70,6 +70,8 @@ def test_acceptance_submit_once_run_show(site: Site):
     assert site.stop_manager() == 0
     shown = site.andreas("show", job).stdout
     assert "completed" in shown and "5/5" in shown, shown
+    logs = site.andreas("logs", job).stdout                      # the output file
+    assert logs.count("ANDREAS-PROGRESS v1") == 10 and f"job={job} epoch=5 of=5" in logs
     detail = json.loads(site.andreas("show", job, "--json").stdout)
     assert detail["state"] == "completed" and detail["epochs_done"] == 5
     got = sorted(r.epoch for r in site.rows(
