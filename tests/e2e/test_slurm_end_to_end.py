@@ -43,6 +43,12 @@ def _history(checkpoint_dir: Path) -> list[int]:
     return [h["epoch"] for h in load_train().read_history(checkpoint_dir)]
 
 
+def epochs_of(site: Site, job: str) -> list[int]:
+    """The epochs the agents recorded for the job (every attempt), sorted."""
+    return sorted(r.epoch for r in site.rows(
+        "SELECT epoch FROM epoch_events WHERE job_id = :j", j=job))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, slurm_cluster: SlurmCluster) -> Iterator[Site]:
     for node in slurm_cluster.nodes:
@@ -74,9 +80,7 @@ def test_acceptance_submit_once_run_show(site: Site):
     assert logs.count("ANDREAS-PROGRESS v1") == 10 and f"job={job} epoch=5 of=5" in logs
     detail = json.loads(site.andreas("show", job, "--json").stdout)
     assert detail["state"] == "completed" and detail["epochs_done"] == 5
-    got = sorted(r.epoch for r in site.rows(
-        "SELECT epoch FROM epoch_events WHERE job_id = :j", j=job))
-    assert got == [1, 2, 3, 4, 5]
+    site.wait("the agent's epochs delivered", lambda: epochs_of(site, job) == [1, 2, 3, 4, 5], 20)
     assert _history(site.checkpoint_root / job) == [1, 2, 3, 4, 5]
     a = site.attempts()[-1]
     assert (a.job_id, a.attempt, a.exit_code, a.node) == (job, 1, 0, planned["node"])
@@ -135,6 +139,10 @@ def test_preemption_manager_kill_and_node_loss_on_slurm(site: Site):
     assert site.stop_manager() == 0
     monitor.stop()
     site.slurm.wait_idle(lost_node)
+
+    site.wait("the agents' epochs delivered", lambda: all(
+        len(epochs_of(site, j)) >= n - 1 for j, n in epochs.items()), 20)
+    time.sleep(2.0)                   # the agents deliver every second
 
     # --- every job: exactly its epochs, each once (checkpoint history, agents) --------
     # The agents read an epoch when its end line is written, which the example does after
@@ -224,8 +232,8 @@ def test_power_down_and_wake_through_slurm(site: Site):
         site.wait("the job completed", lambda: site.states()[job] == "completed", 120)
         attempts = [a for a in site.attempts() if a.job_id == job]
         assert [a.node for a in attempts] == [node] and attempts[-1].exit_code == 0
-        assert sorted(r.epoch for r in site.rows(
-            "SELECT epoch FROM epoch_events WHERE job_id = :j", j=job)) == [1, 2, 3, 4, 5]
+        site.wait("the agent's epochs delivered", lambda: epochs_of(site, job) == [1, 2, 3, 4, 5],
+                  20)
         site.wait("the node off again", lambda: store_state() == "off", 60)
         site.wait("Slurm powering it down again",
                   lambda: "POWER" in slurm_state() and "DOWN" in slurm_state(), 30)
