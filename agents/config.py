@@ -23,6 +23,9 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
     fence_after_s = 60.0                 # store unreachable this long: stop andreas containers
     powerd_socket = "/run/andreas-powerd/powerd.sock"   # GPU power limits; "" = none
     fake_gpu_dir = ""                    # with fake_gpus: where andreas-powerd keeps limits
+    engine = "docker"                    # "slurm": the jobs are Slurm batch jobs (docs/slurm.md)
+    slurm_output_dir = "/shared/andreas/output"   # [executor.slurm] output_dir, as seen here
+    slurm_map_dir = ""                   # job -> GPU files a Slurm prolog writes; "": /proc
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
@@ -69,7 +72,8 @@ _KEYS: dict[str, dict[str, str]] = {
                              "heartbeat_s", "fake_gpus", "powercap_root",
                              "job_energy_window_s", "log_level", "min_energy_interval_s",
                              "metrics_port", "metrics_address", "fence_check_s",
-                             "fence_after_s", "powerd_socket", "fake_gpu_dir")},
+                             "fence_after_s", "powerd_socket", "fake_gpu_dir", "engine",
+                             "slurm_output_dir", "slurm_map_dir")},
     "store": {"url": "db_url", "password_file": "db_password_file",
               "self_register": "self_register"},
     "spool": {"path": "spool_dir", "max_size": "spool_max_bytes"},
@@ -84,6 +88,7 @@ MAX_PERIOD_S = 3600.0              # heartbeats, windows, batches, back-off, shu
 MAX_BATCH_ROWS = 100_000
 # Kernel file systems: a spool there is a typo, and writes would fail or do harm.
 _NO_SPOOL_UNDER = ("/proc", "/sys", "/dev")
+ENGINES = ("docker", "slurm")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,6 +124,11 @@ class AgentConfig:
     # every GPU at its default limit) and, with fake GPUs, where that daemon keeps them
     powerd_socket: str = ""
     fake_gpu_dir: str = ""
+    # What runs the jobs here: the node's Docker engine, or Slurm (agents/slurm_jobs.py:
+    # jobs and their GPUs from Slurm, epochs from their output files; no Docker needed).
+    engine: str = field(default="docker", metadata=rule(choices=ENGINES))
+    slurm_output_dir: str = ""
+    slurm_map_dir: str = ""
     spool_dir: str = str(DEFAULT_SPOOL)
     spool_max_bytes: int = DEFAULT_MAX_BYTES
     batch_rows: int = field(default=500, metadata=rule(ge=1, le=MAX_BATCH_ROWS))

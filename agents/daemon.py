@@ -258,7 +258,8 @@ class Agent:
 
     def _tick(self, now_mono: float, now_wall: float) -> None:
         assert self.delivery is not None
-        if self.tracker is None and self.cfg.docker_url and now_mono >= self._docker_retry_at:
+        if self.tracker is None and self.cfg.docker_url and self.cfg.engine == "docker" \
+                and now_mono >= self._docker_retry_at:
             self._start_tracker()
         containers, current = self._containers(now_mono)
         if self.fake is not None:
@@ -349,6 +350,21 @@ class Agent:
         return current + ended, current
 
     def _start_tracker(self) -> None:
+        if self.cfg.engine == "slurm":
+            from agents.slurm_jobs import SlurmJobTracker
+
+            self.tracker = SlurmJobTracker(node=self.cfg.node_name, on_epoch=self._on_epoch,
+                                           on_start=self._on_start, on_exit=self._on_exit,
+                                           uuid_of=self._uuid_at,
+                                           output_dir=self.cfg.slurm_output_dir,
+                                           map_dir=self.cfg.slurm_map_dir,
+                                           poll_s=self.cfg.interval_s).start()
+            if isinstance(self.pid_container, ProcContainers):   # not a test's own
+                self.pid_container = self.tracker.container_of_pid
+            log.info("following the andreas jobs Slurm runs on node %s (%s)",
+                     self.cfg.node_name, f"map files in {self.cfg.slurm_map_dir}"
+                     if self.cfg.slurm_map_dir else "their processes' environment")
+            return
         if not self.cfg.docker_url:
             log.info("docker_url is empty: containers are not followed (no epochs, no job "
                      "energy)")
@@ -369,9 +385,13 @@ class Agent:
             log.warning("Docker at %s not reachable (%s); containers not followed, retry in "
                         "%.0f s", self.cfg.docker_url, e, delay_s)
 
+    def _uuid_at(self, index: int) -> str | None:
+        """The UUID of this node's GPU at NVML index ``index`` (Slurm's GPU index)."""
+        return next((g.uuid for g in self.gpus.inventory if g.index == index), None)
+
     def _start_fence(self) -> None:
         """The fence thread (agents/fence.py): stale andreas containers here are stopped."""
-        if not self.cfg.docker_url:
+        if not self.cfg.docker_url or self.cfg.engine != "docker":
             return
         verdicts = self._fence_verdicts
         if verdicts is None:
@@ -454,6 +474,9 @@ class Agent:
         self._fake_busy = wanted
 
     def _container_pids(self, container_id: str) -> tuple[int, ...]:
+        pids_of = getattr(self.tracker, "pids_of", None)
+        if pids_of is not None:                 # Slurm jobs: their processes, as scanned
+            return tuple(pids_of(container_id))
         cache = self._pid_cache
         if container_id not in cache:
             pid = 0

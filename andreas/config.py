@@ -38,6 +38,15 @@ The full template, every section and key commented: ``systemd/andreas.toml.examp
     network = "bridge"           # "host" only with allow_host_network = true
     image_allowlist = ["registry.example.org/ml/*"]    # empty: any image
     tls_ca_cert = "/etc/andreas/docker-ca.pem"         # for tcp:// endpoints (TLS only)
+    kind = "docker"              # or "slurm": one Slurm batch job per attempt (docs/slurm.md)
+    pending_timeout_s = 600      # an attempt the engine keeps queued longer: cancelled, replanned
+
+    [executor.slurm]             # with kind = "slurm" (andreas.executor.slurm)
+    partition = "gpu"            # the partition only andreas' account may use
+    output_dir = "/shared/andreas/output"   # job output; the nodes and the manager see it
+    account = "andreas"          # optional (sbatch --account)
+    sbatch_args = ["--cpus-per-task=4"]                # more sbatch options for every attempt
+    command_timeout_s = 30       # sbatch/squeue/scontrol/scancel running longer: killed
 
     [profiler]                   # automatic profiling by the Job Manager
     nodes = ["gpu07"]            # profiling nodes: new applications are measured there
@@ -95,6 +104,14 @@ MAX_GRACE_S = 86400.0               # a stop grace, a restart overhead: at most 
 MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
 MAX_PERIOD_S = 30 * 86400.0
 MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
+EXECUTOR_KINDS = ("docker", "slurm")
+_SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+# sbatch options andreas sets for every attempt (or must never set: --deadline cancels a
+# job at its due date, andreas plans around due dates instead): refused in sbatch_args.
+SLURM_OWN_OPTIONS = ("--job-name", "-J", "--nodelist", "-w", "--partition", "-p", "--output",
+                     "-o", "--error", "-e", "--export", "--wrap", "--gres", "--gpus", "-G",
+                     "--parsable", "--deadline", "--requeue", "--no-requeue", "--array", "-a",
+                     "--account", "-A", "--chdir", "-D", "--open-mode")
 DEFAULT_CONTAINER_USER = "65534:65534"      # nobody:nogroup
 # Containers run as a numeric uid[:gid], never 0: a name is looked up in the image's own
 # /etc/passwd, which the image's author writes (any name may be uid 0 there).
@@ -125,6 +142,21 @@ class StoreSettings:
     job_energy_retention_days: float = field(default=DEFAULT_JOB_ENERGY_RETENTION_DAYS,
                                              metadata=rule(gt=0, le=MAX_DAYS))
     connect_retries: int = field(default=DEFAULT_CONNECT_RETRIES, metadata=rule(ge=0, le=1000))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlurmSettings:
+    """``[executor.slurm]``: how the Slurm executor submits attempts (docs/slurm.md).
+    ``output_dir`` holds each attempt's output file (``andreas-<job>-<attempt>.out``): a
+    directory the nodes, the agents and the manager all see. ``bin_dir``: where sbatch,
+    squeue, scontrol and scancel are (default: the PATH)."""
+
+    partition: str = ""
+    output_dir: str = field(default="", metadata=rule(absolute_path=True))
+    account: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+    command_timeout_s: float = field(default=30.0, metadata=rule(gt=0, le=3600))
+    bin_dir: str | None = field(default=None, metadata=rule(absolute_path=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +204,12 @@ class ExecutorSettings:
     # the example job marks the fake GPUs it runs on, so co-located jobs slow each other
     # down as shared real GPUs would (ANDREAS_FAKE_GPU_DIR, ANDREAS_FAKE_GPUS).
     fake_gpu_dir: str | None = field(default=None, metadata=rule(absolute_path=True))
+    # Which engine runs the attempts: Docker engines on the nodes, or Slurm ([executor.slurm]).
+    kind: str = field(default="docker", metadata=rule(choices=EXECUTOR_KINDS))
+    # An attempt the engine keeps queued (Slurm: pending) longer than this is cancelled and
+    # its job planned again.
+    pending_timeout_s: float = field(default=600.0, metadata=rule(gt=0, le=MAX_GRACE_S))
+    slurm: SlurmSettings = field(default=SlurmSettings(), metadata=rule(derived=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,16 +352,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     else:
         url, source = f"sqlite:///{default_sqlite_path(env)}", "default"
     password_file = env.get(ENV_DB_PASSWORD_FILE) or store.password_file
+    executor = _executor(data.get("executor", {}), path)
     return Settings(db_url=url, db_url_source=source, db_password_file=password_file,
                     raw_retention_days=store.raw_retention_days,
                     job_energy_retention_days=store.job_energy_retention_days,
                     connect_retries=store.connect_retries,
                     config_path=str(path) if path.is_file() else None,
                     manager=_manager(data.get("manager", {}), env, path),
-                    executor=_executor(data.get("executor", {}), path),
+                    executor=executor,
                     report=_section(ReportSettings, data, "report", path),
                     profiler=_section(ProfilerSettings, data, "profiler", path),
-                    power=_power(data.get("power", {}), path))
+                    power=_power(data.get("power", {}), path, executor.kind == "slurm"))
 
 
 def _section(cls: type, data: Mapping[str, Any], name: str, path: Path,
@@ -368,7 +407,13 @@ def with_tariff_file(settings: ManagerSettings, config: Path) -> ManagerSettings
 
 
 def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
-    settings = _section(ExecutorSettings, {"executor": raw}, "executor", path)
+    table = dict(raw)
+    slurm_raw = table.pop("slurm", {})
+    if not isinstance(slurm_raw, dict):
+        raise InputError(f"{path}: [executor] slurm must be a table ([executor.slurm])",
+                         field="executor.slurm")
+    settings = _section(ExecutorSettings, {"executor": table}, "executor", path)
+    settings = replace(settings, slurm=_slurm(slurm_raw, path, settings.kind == "slurm"))
     check_executor(settings, f"{path}: [executor]")
     return settings
 
@@ -390,8 +435,41 @@ def check_executor(settings: ExecutorSettings, where: str = "[executor]") -> Non
         check_image_pattern(pattern, label=f"{where} image_allowlist")
 
 
-def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
-    """``[power]``; when enabled, both commands must be there and parse."""
+def _slurm(raw: Mapping[str, Any], path: Path, needed: bool) -> SlurmSettings:
+    """``[executor.slurm]``: partition and output directory needed with kind = "slurm";
+    names Slurm accepts; no sbatch option andreas sets itself."""
+    settings = build(SlurmSettings, raw, section=f"{path}: [executor.slurm]",
+                     where=lambda key: f"{path}: [executor.slurm] {key}")
+    where = f"{path}: [executor.slurm]"
+    if needed and not settings.partition:
+        raise InputError(f"{where} partition: needed with [executor] kind = \"slurm\" (the "
+                         "partition andreas submits to)", field="executor.slurm.partition")
+    if needed and not settings.output_dir:
+        raise InputError(f"{where} output_dir: needed with [executor] kind = \"slurm\" (a "
+                         "directory the nodes and the manager share)",
+                         field="executor.slurm.output_dir")
+    for key in ("partition", "account"):
+        value = getattr(settings, key)
+        if value and not _SLURM_NAME.fullmatch(value):
+            raise InputError(f"{where} {key} {value!r}: 1-64 letters, digits, '_', '.', '+' "
+                             "or '-'", field=f"executor.slurm.{key}")
+    for arg in settings.sbatch_args:
+        name = arg.split("=", 1)[0]
+        if not arg.startswith("-") or any(c in arg for c in "\n\r\x00"):
+            raise InputError(f"{where} sbatch_args {arg!r}: each item is one sbatch option "
+                             "(--name=value)", field="executor.slurm.sbatch_args")
+        if name in SLURM_OWN_OPTIONS or (name.startswith("-") and not name.startswith("--")
+                                         and name[:2] in SLURM_OWN_OPTIONS):
+            raise InputError(f"{where} sbatch_args {arg!r}: andreas sets {name} itself"
+                             + (" (and never --deadline: Slurm would cancel the job)"
+                                if name == "--deadline" else ""),
+                             field="executor.slurm.sbatch_args")
+    return settings
+
+
+def _power(raw: Mapping[str, Any], path: Path, slurm: bool = False) -> PowerSettings:
+    """``[power]``; when enabled, both commands must be there and parse (not with the Slurm
+    executor, which switches nodes through Slurm's power saving)."""
     settings = _section(PowerSettings, {"power": raw}, "power", path)
     for key in ("off_command", "on_command"):
         where = f"{path}: [power] {key}"
@@ -400,7 +478,7 @@ def _power(raw: Mapping[str, Any], path: Path) -> PowerSettings:
         except ValueError as e:
             raise InputError(f"{where}: cannot split the command: {e}",
                              field=f"power.{key}") from None
-        if settings.enabled and not argv:
+        if settings.enabled and not argv and not slurm:
             raise InputError(f"{where}: needed when [power] enabled = true (e.g. "
                              '["ipmitool", "-H", "{node}-bmc", "chassis", "power", "on"])',
                              field=f"power.{key}")

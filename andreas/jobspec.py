@@ -35,7 +35,8 @@ IMAGE = (rf"(?:(?=[^/]*[.:A-Z]|localhost/){DOMAIN}/|(?![^/]*[.:A-Z][^/]*/)(?!loc
          rf"(?=[a-z0-9._/-]{{1,255}}(?![a-z0-9._/-])){_COMPONENT}(?:/{_COMPONENT})*"
          rf"(?::{TAG})?(?:@{DIGEST})?")
 MAX_IMAGE_CHARS = 512
-IMAGE_REQUIRED = True                   # a job names the image it runs
+# A job names the image it runs, or none with a command (run by the Slurm executor):
+# the database's andreas_submit admits '' exactly with a non-empty command list.
 
 # Numbers: past these a value is a typo that would plan a job first for ever (epochs),
 # turn the objective into NaN (weight), make a job impossible to stop (grace) or

@@ -9,6 +9,8 @@
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
 #   bash scripts/bench.sh metrics     # the agent's /metrics: scrape time at 8 GPUs, CPU on/off
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
+#   bash scripts/bench.sh slurm       # submission -> Slurm job running vs plain sbatch, manager
+#                                     # tick with 3 Slurm nodes x 100 jobs (not in "all": ~4 min)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
 #   bash scripts/bench.sh ga          # the genetic scheduler: one 100-node event, PAI-like replays (~8 min)
 #   bash scripts/bench.sh tariff      # tariff-aware vs tariff-blind rg, day/night tariff (~3 min)
@@ -79,6 +81,14 @@ if [ "$which" = all ] || [ "$which" = submit ]; then
     .venv/bin/python tests/benchmarks/bench_submit.py --json out/bench_submit.json "$@"
     .venv/bin/python tests/benchmarks/bench_submit.py --mariadb \
         --json out/bench_submit_mariadb.json "$@"
+fi
+if [ "$which" = slurm ]; then
+    # The Slurm test cluster as test.sh starts it (installs Debian's Slurm if missing).
+    # shellcheck source=scripts/slurm-test-cluster.sh
+    source scripts/slurm-test-cluster.sh
+    trap slurm_test_stop EXIT
+    slurm_test_start out/slurm-bench
+    .venv/bin/python tests/benchmarks/bench_slurm.py --json out/bench_slurm.json "$@"
 fi
 if [ "$which" = published ]; then
     # Builds the C++ with g++/make under out/published; --published DIR or ANDREAS_PUBLISHED_DIR

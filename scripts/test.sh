@@ -61,13 +61,23 @@ fi
 # 127.0.0.1, scrape every second from file_sd JSON files the tests write), exports
 # ANDREAS_TEST_PROMETHEUS_URL and ANDREAS_TEST_PROMETHEUS_TARGETS; see
 # scripts/prometheus-test-server.sh. The Prometheus tests fail without them.
+#
+# Slurm: the Slurm executor's tests (marker slurm) and its end-to-end tests run against a
+# real Slurm cluster on this host. Installs the Debian packages slurmctld, slurmd,
+# slurm-client and munge if missing (never slurm-wlm-emulator), starts a private munge,
+# one slurmctld and three slurmd with fake GPUs (data under out/slurm/run-PID/), exports
+# SLURM_CONF and ANDREAS_TEST_SLURM_*; see scripts/slurm-test-cluster.sh. The Slurm tests
+# fail without it.
 # shellcheck source=scripts/mariadb-test-server.sh
 source scripts/mariadb-test-server.sh
 # shellcheck source=scripts/docker-test-daemon.sh
 source scripts/docker-test-daemon.sh
 # shellcheck source=scripts/prometheus-test-server.sh
 source scripts/prometheus-test-server.sh
+# shellcheck source=scripts/slurm-test-cluster.sh
+source scripts/slurm-test-cluster.sh
 services_stop() {
+    slurm_test_stop || true
     prometheus_test_stop || true
     docker_test_stop || true
     mariadb_test_stop || true
@@ -76,6 +86,7 @@ trap services_stop EXIT
 mariadb_test_start out/mariadb
 docker_test_start out/docker
 prometheus_test_start out/prometheus
+slurm_test_start out/slurm
 
 # --- Lint ----------------------------------------------------------------------------
 # ruff's rules are in pyproject.toml ([tool.ruff]); a finding fails the run.

@@ -5,20 +5,25 @@
 - ``docker``: needs the test Docker daemon (any test using the ``docker_client`` fixture);
 - ``prometheus``: a real Prometheus server scrapes the daemons (any test using the
   ``prometheus`` fixture of tests/metrics/conftest.py);
+- ``slurm``: runs against the real Slurm test cluster (any test using the
+  ``slurm_cluster`` fixture; scripts/slurm-test-cluster.sh, started once per session);
 - ``e2e``: the whole cluster (tests/e2e, minutes);
 - ``slow``: tests that need no service but take seconds each (``_SLOW``: measured with
   ``--durations``; whole modules of exact solvers and property sweeps, and single tests).
 
-Quick loop: ``pytest -m "not mariadb and not docker and not prometheus and not e2e and not
-slow"``.
+Quick loop: ``pytest -m "not mariadb and not docker and not prometheus and not slurm and not
+e2e and not slow"``.
 ``scripts/test.sh`` runs everything and fails on any skip.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.slurm_cluster import SlurmCluster, session_cluster
 
 _HERE = Path(__file__).parent
 _MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py",
@@ -61,5 +66,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.docker)
         if "prometheus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.prometheus)
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slurm)
         if ("/".join(parts) + "::" + item.name).startswith(_SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """The Slurm test cluster (tests/slurm_cluster.py): scripts/test.sh's, else one of this
+    session's own."""
+    cluster, private = session_cluster()
+    try:
+        yield cluster
+    finally:
+        if private is not None:
+            private.close()

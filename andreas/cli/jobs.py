@@ -47,9 +47,9 @@ def _now(ctx: click.Context) -> float:
 
 
 def _default_executor(settings: Settings) -> Executor:
-    from andreas.executor.docker import DockerExecutor
+    from andreas.manager.daemon import make_executor
 
-    return DockerExecutor(settings.executor)
+    return make_executor(settings, dry_run=False)
 
 
 def _open(settings: Settings) -> Store:
@@ -70,7 +70,7 @@ def _money(x: float | None) -> str:
 
 
 @click.command("submit")
-@click.argument("source", metavar="IMAGE|JOB.yaml")
+@click.argument("source", metavar="[IMAGE|JOB.yaml]", required=False)
 @click.option("--epochs", default=None, metavar="N",
               help="Epochs to train (a whole number >= 1); the job gets ANDREAS_EPOCHS=N.")
 @click.option("--due", default=None, metavar="WHEN",
@@ -86,7 +86,8 @@ def _money(x: float | None) -> str:
                    "path component of the image name, e.g. resnet50 for ml/resnet50:2).")
 @click.option("--cmd", default=None, metavar="'COMMAND ARGS'",
               help="Command to run instead of the image's CMD, split like a shell would "
-                   "(quote it: --cmd 'python train.py --lr 0.1').")
+                   "(quote it: --cmd 'python train.py --lr 0.1'). Without IMAGE: a plain "
+                   "command job, which the Slurm executor runs (needs --app).")
 @click.option("--env", "env", multiple=True, metavar="NAME=VALUE",
               help="Environment variable for the job (repeatable). ANDREAS_* and "
                    "NVIDIA_VISIBLE_DEVICES are set by andreas and refused.")
@@ -109,15 +110,18 @@ def _money(x: float | None) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="Print only the job id (for scripts).")
 @click.pass_context
 @db_errors
-def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | None,
+def submit_cmd(ctx: click.Context, source: str | None, epochs: str | None, due: str | None,
                weight: str | None, app: str | None, cmd: str | None, env: tuple[str, ...],
                max_gpus: str | None, grace_s: str | None, name: str | None,
                gpu_share: str | None, gpu_memory_mib: str | None, quiet: bool) -> None:
-    """Submit a training job: a Docker image and its epochs, due date and weight.
+    """Submit a training job: a Docker image (or, on Slurm, a command) and its epochs,
+    due date and weight.
 
     \b
     Either options:
       andreas submit registry.example.org/ml/resnet50:2 --epochs 30 --due +12h --weight 0.01
+      andreas submit --cmd 'python3 train.py' --app resnet50 --epochs 30 --due +12h \\
+                     --weight 0.01                       # on Slurm: no image
     or a job file with the same fields (max_gpus, grace_s with underscores):
       andreas submit job.yaml
     \b
@@ -132,8 +136,8 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
     The job is queued; the manager starts it at its next rescheduling point. Prints the
     job id. Nothing is stored when any field is wrong.
     """
-    from andreas.service.submit import (JobSpec, check_image_allowed, load_job_file,
-                                        parse_submission, submit_configured)
+    from andreas.service.submit import (JobSpec, check_image_allowed, check_runnable,
+                                        load_job_file, parse_submission, submit_configured)
 
     now = _now(ctx)
     options = {"--epochs": epochs, "--due": due, "--weight": weight, "--app": app,
@@ -141,7 +145,10 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
                "--grace-s": grace_s, "--name": name, "--gpu-share": gpu_share,
                "--gpu-memory-mib": gpu_memory_mib}
     spec: JobSpec
-    if source.lower().endswith(JOB_FILE_SUFFIXES):
+    if source is None and cmd is None:
+        raise InputError("IMAGE or JOB.yaml is required (or --cmd for a job without an "
+                         "image, on Slurm)")
+    if source is not None and source.lower().endswith(JOB_FILE_SUFFIXES):
         given = [k for k, v in options.items() if v is not None]
         if given:
             raise InputError(f"{source}: give either a job file or options, not both "
@@ -158,6 +165,7 @@ def submit_cmd(ctx: click.Context, source: str, epochs: str | None, due: str | N
                                 grace_s=grace_s, name=name, gpu_share=gpu_share,
                                 gpu_memory_mib=gpu_memory_mib, now_s=now)
     settings = load_settings()
+    check_runnable(spec, settings.executor.kind)
     check_image_allowed(spec.image, settings.executor.image_allowlist)
     job_id = submit_configured(settings, spec, now)
     if quiet:
@@ -307,7 +315,7 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
             ("state", ("dry-run (the manager recorded a start; no container runs)"
                        if d.dry_run else d.state) + (f" ({d.reason})" if d.reason else "")),
             ("since", stamp_relative(d.state_changed_s, now)),
-            ("image", d.image), ("application", d.application),
+            ("image", d.image or "- (a command job)"), ("application", d.application),
             ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
             ("env", " ".join(f"{k}={_quote(v)}" for k, v in sorted(d.env.items())) or "-"),
             ("epochs", f"{d.epochs_done}/{d.epochs}"),

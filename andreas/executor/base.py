@@ -1,14 +1,20 @@
-"""What the Job Manager asks of a node's container engine, and what it reads back.
+"""What the Job Manager asks of a node's engine, and what it reads back.
 
 One small abstract class (:class:`Executor`) with a Docker implementation
-(``docker.py``), a dry-run one that only records (``dryrun.py``) and, in the tests, an
-in-memory fake. The manager never imports the Docker SDK.
+(``docker.py``), a Slurm one (``slurm.py``: one batch job per attempt), a dry-run one
+that only records (``dryrun.py``) and, in the tests, an in-memory fake. The manager never
+imports the Docker SDK nor runs a Slurm command itself.
 
-Every call names the node by :class:`NodeRef` (its name and Docker endpoint, from the
-node table). Containers are identified by name ``andreas-<job>-<attempt>`` and the job
-contract's labels, so a manager that crashed between "start" and "record the container
-id" finds the container again, and a second start of the same attempt is refused instead
-of duplicating it.
+Every call names the node by :class:`NodeRef` (its name, Docker endpoint and GPUs, from
+the node table). A run of an attempt ("container": a Docker container or a Slurm job) is
+named ``andreas-<job>-<attempt>``, so a manager that crashed between "start" and "record
+the container id" finds it again, and a second start of the same attempt is refused
+instead of duplicating it.
+
+Engines differ in what they can do; :attr:`Executor.capabilities` says it
+(:class:`Capability`). An engine that queues (Slurm) reports a started attempt as
+``pending`` with its reason until it runs, and the GPUs it chose once it runs; one with
+an inventory (:meth:`Executor.inventory`) says which nodes and GPUs it can use now.
 
 Stopping never blocks for the grace period: :meth:`Executor.signal` sends SIGTERM and
 returns; the manager records when it asked and sends SIGKILL with :meth:`Executor.kill`
@@ -19,23 +25,42 @@ it is in the store).
 from __future__ import annotations
 
 import abc
+import enum
 import fnmatch
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
 # Container ids of the dry-run executor (``andreas manager run --dry-run``): no container
 # exists, and the views say so instead of "running".
 DRY_RUN_PREFIX = "dryrun-"
+class Capability(enum.Flag):
+    """What an executor can do; the manager asks before it relies on it."""
+
+    NONE = 0
+    IMAGES = enum.auto()           # runs Docker images (a job with an image)
+    COMMANDS = enum.auto()         # runs plain commands (a job without an image)
+    EVENTS = enum.auto()           # watch(): wakes the manager between polls
+    PENDING = enum.auto()          # a started attempt may wait in the engine's queue
+    PICKS_GPUS = enum.auto()       # the engine chooses the GPUs; containers() reports them
+    INVENTORY = enum.auto()        # inventory(): nodes' state and usable GPUs
+    POWER = enum.auto()            # power(): switches nodes off and on itself
+
 
 @dataclass(frozen=True, kw_only=True)
 class NodeRef:
-    """A node as the executor needs it: a name and a Docker endpoint
-    (``unix://``, ``ssh://`` or ``tcp://`` with TLS)."""
+    """A node as the executor needs it: a name, a Docker endpoint (``unix://``,
+    ``ssh://`` or ``tcp://`` with TLS) and its GPUs as (index, UUID) pairs (an engine that
+    picks GPUs reports them by index)."""
 
     name: str
     docker_endpoint: str
+    # not part of the node's identity (equality, hash): the event watch keys streams by ref
+    gpus: tuple[tuple[int, str], ...] = field(default=(), compare=False)
+
+    def uuid_of(self, index: int) -> str | None:
+        return next((u for i, u in self.gpus if i == index), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +87,9 @@ class StartRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class ContainerState:
-    """A labelled container as the engine reports it (running or exited)."""
+    """A run of an attempt as the engine reports it: running, exited, or (an engine that
+    queues) ``pending`` with the engine's ``pending_reason``; ``gpu_uuids`` are the GPUs
+    it holds (an engine that picks them: known once it runs)."""
 
     container_id: str
     name: str
@@ -75,6 +102,42 @@ class ContainerState:
     error: str = ""                       # the engine's own error (e.g. exec failure)
     started_s: float | None = None        # UTC seconds
     finished_s: float | None = None
+    pending: bool = False                 # queued by the engine, not started yet
+    pending_reason: str = ""              # the engine's word for why (Slurm: Resources, ...)
+    submitted_s: float | None = None      # when the engine took the request
+
+
+class EngineNodeState(enum.Enum):
+    """A node as the engine sees it (:meth:`Executor.inventory`)."""
+
+    UP = "up"                  # runs jobs
+    DRAINING = "draining"      # runs what it has, takes nothing new
+    DOWN = "down"              # failed or not responding
+    POWERED_DOWN = "powered-down"      # switched off by the engine's power saving
+    POWERING_UP = "powering-up"
+    POWERING_DOWN = "powering-down"
+    UNKNOWN = "unknown"        # not a node of the engine (or of its partition)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeInventory:
+    """One node in the engine's inventory: its state (and the engine's reason), its GPU
+    type and count as configured there, and the GPU indexes jobs that are not andreas'
+    hold (pinned: neither planned nor started on)."""
+
+    name: str
+    state: EngineNodeState
+    gpu_type: str = ""
+    gpus: int = 0
+    foreign_gpus: tuple[int, ...] = ()
+    reason: str = ""
+
+    @property
+    def takes_jobs(self) -> bool:
+        """Whether a new attempt may be sent there (a powered-down node is woken by the
+        engine for it)."""
+        return self.state in (EngineNodeState.UP, EngineNodeState.POWERED_DOWN,
+                              EngineNodeState.POWERING_UP)
 
 
 def image_allowed(image: str, patterns: tuple[str, ...]) -> bool:
@@ -100,6 +163,8 @@ def container_name(job_id: str, attempt: int) -> str:
 
 class Executor(abc.ABC):
     """The container engines of the cluster, one endpoint per node."""
+
+    capabilities: Capability = Capability.IMAGES
 
     @abc.abstractmethod
     def ping(self, node: NodeRef) -> None:
@@ -164,6 +229,17 @@ class Executor(abc.ABC):
         streams of nodes no longer in it are closed before this returns (the manager
         stops watching a node before it switches it off, so its engine going away is no
         outage). Never raises. This default does nothing (no watch)."""
+
+    def inventory(self, nodes: Sequence[NodeRef]) -> Mapping[str, NodeInventory]:
+        """The engine's view of ``nodes`` (Capability.INVENTORY), by name; a node the engine
+        does not know is there with state UNKNOWN. Raises EngineUnavailable when the engine
+        does not answer. This default knows nothing (an empty mapping)."""
+        return {}
+
+    def power(self, node: NodeRef, on: bool) -> None:
+        """Switch the node off or on through the engine (Capability.POWER); raises
+        ExecutorError with one line when the engine refuses."""
+        raise NotImplementedError(f"{type(self).__name__} does not switch nodes")
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from andreas.config import ExecutorSettings, check_executor, parse_extra_volume
-from andreas.executor.base import (ContainerState, Executor, NodeRef, StartRequest,
-                                   container_name, image_allowed)
+from andreas.executor.base import (Capability, ContainerState, Executor, NodeRef,
+                                   StartRequest, container_name, image_allowed)
 from andreas.errors import InputError, error_line
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
@@ -245,6 +245,8 @@ class DockerExecutor(Executor):
     """The cluster's Docker engines. ``client_factory(endpoint)``: for tests; by default a
     ``docker.DockerClient`` with the settings' timeout (and TLS for ``tcp://``)."""
 
+    capabilities = Capability.IMAGES | Capability.EVENTS
+
     def __init__(self, settings: ExecutorSettings, *,
                  client_factory: ClientFactory | None = None) -> None:
         self.settings = settings
@@ -393,6 +395,9 @@ class DockerExecutor(Executor):
         ``PULL_RETRY_S`` (the manager asks at every tick)."""
         import docker.errors
 
+        if not image:
+            raise ImageNotAllowed("a job without an image (a --cmd job): the Docker executor "
+                                  "runs images only")
         if not image_allowed(image, self.settings.image_allowlist):
             raise ImageNotAllowed(f"image {image}: not in the image allowlist "
                                   f"({', '.join(self.settings.image_allowlist)})")

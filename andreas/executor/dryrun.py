@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from andreas.config import ExecutorSettings
-from andreas.executor.base import (DRY_RUN_PREFIX, ContainerState, Executor, NodeRef,
+from andreas.executor.base import (DRY_RUN_PREFIX, Capability, ContainerState, Executor, NodeRef,
                                    StartRequest, container_name, image_allowed)
 from andreas.executor.errors import ContainerConflict, ImageNotAllowed
 
@@ -43,6 +43,8 @@ class DryRunExecutor(Executor):
     which a started container exits 0 (a number, or a function of the request; None:
     never). ``settings``: when given, its image allow-list is applied as Docker would.
     """
+
+    capabilities = Capability.IMAGES | Capability.COMMANDS
 
     def __init__(self, *, clock: Callable[[], float] = time.time,
                  complete_after_s: float | Callable[[StartRequest], float | None] | None = None,
@@ -84,7 +86,7 @@ class DryRunExecutor(Executor):
 
     def start(self, node: NodeRef, request: StartRequest) -> str:
         patterns = self.settings.image_allowlist if self.settings is not None else ()
-        if not image_allowed(request.image, patterns):
+        if request.image and not image_allowed(request.image, patterns):
             raise ImageNotAllowed(f"image {request.image}: not in the image allowlist "
                                   f"({', '.join(patterns)})")
         name = container_name(request.job_id, request.attempt)

@@ -17,6 +17,18 @@ class NodeUnreachable(ExecutorError):
     """The node's Docker endpoint does not answer: the node is down for the manager."""
 
 
+class EngineUnavailable(NodeUnreachable):
+    """The cluster's engine itself did not answer (the Slurm controller down or its
+    commands missing or hanging): nothing is known about the node, which is not thereby
+    down. The manager leaves such a node alone for the tick; a start that meets it is
+    replanned without counting a failure."""
+
+
+class StartUncertain(ExecutorError):
+    """A start request may or may not have taken effect (the engine's answer timed out):
+    the attempt stays open and the next look at the node adopts its run or finds none."""
+
+
 class ImageNotFound(ExecutorError):
     """The image is neither on the node nor pullable: the job fails with this reason."""
 

@@ -41,11 +41,22 @@ log = logging.getLogger("andreas.manager")
 
 
 def make_executor(settings: Settings, *, dry_run: bool) -> Executor:
-    """The Docker executor, or the dry-run one that only records (imported on use)."""
+    """The executor ``[executor] kind`` names (Docker or Slurm), or the dry-run one that
+    only records (imported on use). A Slurm output directory the manager cannot see is an
+    InputError naming the key."""
     if dry_run:
         from andreas.executor.dryrun import DryRunExecutor
 
         return DryRunExecutor(settings=settings.executor)
+    if settings.executor.kind == "slurm":
+        from andreas.errors import InputError
+        from andreas.executor.errors import ExecutorError
+        from andreas.executor.slurm import SlurmExecutor
+
+        try:
+            return SlurmExecutor(settings.executor)
+        except ExecutorError as e:
+            raise InputError(str(e), field="executor.slurm.output_dir") from None
     from andreas.executor.docker import DockerExecutor
 
     return DockerExecutor(settings.executor)

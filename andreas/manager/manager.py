@@ -30,6 +30,7 @@ from andreas.executor.base import Executor, NodeRef
 from andreas.feasibility import check_plan
 from andreas.infra.backoff import Backoff
 from andreas.manager.decider import Decider, InProcess
+from andreas.manager.engine_view import EngineView
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
 from andreas.manager.plandoc import Target, plan_document
@@ -92,6 +93,7 @@ class Manager:
         self.reconciler = Reconciler(store, executor, settings, clock=clock, pool=self._pool)
         self.profiling = Profiling(settings.profiler, self.estimator)
         self.power = Power(store, executor, settings.power, clock=clock, pool=self._pool)
+        self.engine_view = EngineView(executor)     # the engine's inventory (Slurm)
         self.review = Review()               # the automatic profiling's latest wants
         self.target = Target()
         self._pending: set[str] = set()
@@ -191,8 +193,7 @@ class Manager:
         """
         now = self.clock()
         if state is None:
-            with self.store.session() as s:
-                state = load_state(s)
+            state = self._load_state()
             self.review_profiling(state)
         review = self.review
         waking = self.power.plannable(state, NodeState.WAKING)
@@ -320,11 +321,12 @@ class Manager:
         triggers = rec.settle(obs)
         with self.store.session() as s:
             state = load_state(s)
+        triggers |= self.engine_view.refresh(state)
+        state = self.engine_view.apply(state)
         review = self.review_profiling(state)
         if review.changed:
             triggers.add("profile")
-            with self.store.session() as s:
-                state = load_state(s)
+            state = self._load_state()
             review = self.review_profiling(state)
         if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus,
                                                       power_limit_w=st.power_limit_w)
@@ -362,6 +364,12 @@ class Manager:
         if more:
             self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)
+
+    def _load_state(self) -> StoreState:
+        """The store, with the GPUs the engine holds back marked (``engine_view``)."""
+        with self.store.session() as s:
+            state = load_state(s)
+        return self.engine_view.apply(state)
 
     def refresh_models(self) -> int:
         """At every period H: the Job Profiler's runtime models refitted from production

@@ -24,6 +24,11 @@ nodes off saves. Here the manager does it, once per tick, after the reconciliati
   answers, ``waking -> up`` (trigger ``node-up``: the next plan starts the job there).
   One not answering within ``3 x wake_lead_s`` after its command goes back to ``off``.
 
+An engine that switches nodes itself (Capability.POWER: Slurm's power saving, ``scontrol
+update nodename=X state=POWER_DOWN_ASAP`` / ``POWER_UP``, its SuspendProgram and
+ResumeProgram doing the switching) is asked instead of the commands, with the same states,
+timeouts and failure handling; "answers" is then the engine's word that the node is up.
+
 Commands run without a shell, in parallel for several nodes, with ``{node}`` replaced by
 the node's name and ``ANDREAS_NODE`` in their environment. Logs name the program
 (argv[0]) and the node only: the arguments may hold a password, and any of them found in
@@ -41,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from andreas.config import PowerSettings
-from andreas.executor.base import Executor
+from andreas.executor.base import Capability, Executor
 from andreas.manager.plandoc import Target
 from andreas.manager.state import StoreState, node_ref
 from andreas.store.engine import Store
@@ -116,6 +121,7 @@ class Power:
         self.pool = pool or cf.ThreadPoolExecutor(max_workers=8,
                                                   thread_name_prefix="andreas-power")
         self.runner = runner
+        self.via_engine = Capability.POWER in executor.capabilities
         self.probe_every_s = probe_every_s
         self.trouble: dict[str, str] = {}          # node -> its last failed command
         # nodes this tick switches off: no longer watched for container events (the
@@ -194,10 +200,8 @@ class Power:
         self.unwatched = frozenset(n.name for n, _, _, new in moved if new is NodeState.OFF)
         if self.unwatched:      # its engine going away is no outage: stop watching first
             self.executor.rewatch()
-        futures = {self.pool.submit(self.runner, self.settings.argv(which, node.name),
-                                    node=node.name,
-                                    timeout_s=self.settings.command_timeout_s):
-                   (node, which, old, new) for node, which, old, new in moved}
+        futures = {self._switch(node, which): (node, which, old, new)
+                   for node, which, old, new in moved}
         for future in cf.as_completed(futures):
             node, which, old, new = futures[future]
             try:
@@ -207,9 +211,24 @@ class Power:
             triggers |= self._finish(node, which, old, new, result, now)
         return triggers
 
+    def _switch(self, node: NodeView, which: str) -> cf.Future:
+        if self.via_engine:
+            return self.pool.submit(self._engine_power, node, which == "on_command")
+        return self.pool.submit(self.runner, self.settings.argv(which, node.name),
+                                node=node.name, timeout_s=self.settings.command_timeout_s)
+
+    def _engine_power(self, node: NodeView, on: bool) -> CommandResult:
+        t0 = time.monotonic()
+        try:
+            self.executor.power(node_ref(node), on)
+        except Exception as e:  # noqa: BLE001 - one line, the node goes back
+            return CommandResult(ok=False, why=str(e), seconds=time.monotonic() - t0)
+        return CommandResult(ok=True, seconds=time.monotonic() - t0)
+
     def _finish(self, node: NodeView, which: str, old: NodeState, new: NodeState,
                 result: CommandResult, now: float) -> set[str]:
-        program = self.settings.argv(which, node.name)[0]
+        program = ("the engine" if self.via_engine
+                   else self.settings.argv(which, node.name)[0])
         verb = "off" if which == "off_command" else "on"
         if result.ok:
             self.trouble.pop(node.name, None)

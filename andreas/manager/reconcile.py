@@ -20,6 +20,11 @@ difference, so running it twice in a row changes nothing the second time:
   (unknown job, stale attempt) is stopped, as is the container of a cancelled job; an
   open attempt whose container vanished from a reachable engine ends and its job is
   preempted (this also repairs a crash between the attempt's transaction and the start).
+  (d) An engine that queues (Slurm) may keep an attempt *pending*: its reason is noted on
+  the attempt, and past ``[executor] pending_timeout_s`` it is cancelled and its job
+  planned again; once it runs, the GPUs the engine chose replace the planned ones
+  (Capability.PICKS_GPUS). A node whose engine as a whole does not answer
+  (EngineUnavailable: the Slurm controller) is left alone for the tick, not marked down.
 - :meth:`Reconciler.apply`: a running job whose target differs (another node, another g,
   postponed) gets a stop request: recorded first (``stop_requested_s``, running ->
   preempting), then SIGTERM; SIGKILL once its grace period has passed since the recorded
@@ -46,11 +51,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from andreas.config import Settings
-from andreas.executor.base import ContainerState, Executor, NodeRef, StartRequest
-from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
-                                     ImageNotFound, ImagePullFailed, NodeUnreachable)
+from andreas.executor.base import Capability, ContainerState, Executor, NodeRef, StartRequest
+from andreas.executor.errors import (ContainerConflict, EngineUnavailable, ExecutorError,
+                                     ImageNotAllowed, ImageNotFound, ImagePullFailed,
+                                     NodeUnreachable, StartUncertain)
 from andreas.manager.exits import ExitKind, classify_exit, retry
 from andreas.manager.plandoc import Target
+from andreas.manager.queued import QueuedRuns
 from andreas.manager.profiling import Review
 from andreas.manager.snapshot import schedulable
 from andreas.manager.state import StoreState, load_state, node_ref
@@ -87,6 +94,7 @@ class Observation:
     failed: Mapping[str, str]                      # node -> why it did not answer
     others: Mapping[str, JobView] = field(default_factory=dict)  # jobs only containers name
     recovered: tuple[str, ...] = ()                # nodes marked down that answer again
+    unknown: tuple[str, ...] = ()                  # the engine itself did not answer
 
     def job(self, job_id: str) -> JobView | None:
         return self.state.jobs.get(job_id) or self.others.get(job_id)
@@ -130,6 +138,8 @@ class Reconciler:
         self._pull_failing: dict[str, float] = {}   # job -> first failed pull (this process)
         self._pull_logged: dict[str, float] = {}
         self.limits = AttemptLimits(store)          # GPU power limits of running attempts
+        self._engine_down: str | None = None        # why the engine did not answer (logged)
+        self.queued = QueuedRuns(store, executor, settings)
 
     @property
     def max_retries(self) -> int:
@@ -160,12 +170,18 @@ class Reconciler:
                 self._probes[n.name] = self.pool.submit(self.executor.containers, node_ref(n))
         containers: dict[str, list[ContainerState]] = {}
         failed: dict[str, str] = {name: "marked down" for name in forced_down}
+        unknown: list[str] = []
         for future in cf.as_completed(futures):
             name = futures[future]
             try:
                 containers[name] = list(future.result())
+            except EngineUnavailable as e:     # nothing known: the node is not thereby down
+                unknown.append(name)
+                self._note_engine(str(e))
             except Exception as e:  # noqa: BLE001 - any engine error: the node is unreachable
                 failed[name] = str(e) or type(e).__name__
+        if not unknown:
+            self._note_engine(None)
         if self._probes:
             cf.wait(list(self._probes.values()), timeout=self.settings.manager.poll_s)
         recovered = []
@@ -184,7 +200,16 @@ class Reconciler:
             with self.store.session() as s:
                 others = load_jobs(s, ids=wanted)
         return Observation(now_s=now, state=state, containers=containers, failed=failed,
-                           others=others, recovered=tuple(recovered))
+                           others=others, recovered=tuple(recovered), unknown=tuple(unknown))
+
+    def _note_engine(self, why: str | None) -> None:
+        """One line when the engine stops answering, one when it answers again."""
+        if why is not None and self._engine_down is None:
+            log.warning("the engine does not answer (%s); nothing is started or stopped "
+                        "on its nodes until it does", why)
+        elif why is None and self._engine_down is not None:
+            log.info("the engine answers again")
+        self._engine_down = why
 
     # ------------------------------------------------------------------ settle
 
@@ -256,9 +281,12 @@ class Reconciler:
                 log.warning("job=%s attempt=%d node=%s: %s; %s", job.id, a.attempt, node.name,
                             reason, "preempted" if job.state in LIVE else "attempt closed")
                 triggers.add("failed")
+            elif c.pending:
+                triggers |= self.queued.pending(job, a, node, c, now, end=self._end)
             elif c.running:
                 if a.container_id != c.container_id or a.start_s is None:
                     self._adopt(job, a, c, now)
+                self.queued.engine_gpus(job, a, node, c)
                 if job.state in TERMINAL:
                     self._stop_terminal(job, a, node, c, now)
             elif c.started_s is None and c.finished_s is None and not c.exit_code:
@@ -335,6 +363,9 @@ class Reconciler:
         code = c.exit_code if c.exit_code is not None else -1
         end_s = c.finished_s if c.finished_s is not None else now
         where = f"job={job.id} attempt={a.attempt} node={node.name}"
+        if a.start_s is None and c.started_s is not None:    # it ran between two looks
+            with self.store.session() as s:
+                record_container(s, a.id, c.container_id, c.started_s)
         if job.state not in LIVE:
             self._end(job, a, end_s, exit_code=code, reason=f"exit {code} ({job.state.value})")
             log.info("%s: exited %d (job %s)", where, code, job.state.value)
@@ -666,9 +697,12 @@ class Reconciler:
         running = _replace_state(job, new)
         try:
             cid = self.executor.start(node_ref(node), request)
-        except ContainerConflict:
+        except (ContainerConflict, StartUncertain) as e:
             cid = self._find_existing(node, job.id, number)
             if cid is None:
+                if isinstance(e, StartUncertain):
+                    log.warning("job=%s attempt=%d node=%s: %s; the next tick adopts its run "
+                                "or finds none", job.id, number, node.name, e)
                 return set()             # the next tick adopts it or sees it vanished
             log.info("job=%s attempt=%d: container exists already; adopted", job.id, number)
         except (ImageNotFound, ImageNotAllowed) as e:
@@ -695,8 +729,9 @@ class Reconciler:
             log.warning("job=%s: %s (%d of %d)", job.id, reason, counted.failures,
                         self.max_retries)
             return {"failed"}
-        with self.store.session() as s:
-            record_container(s, attempt_id, cid, now)
+        queued = Capability.PENDING in self.executor.capabilities
+        with self.store.session() as s:           # an engine that queues: started when it runs
+            record_container(s, attempt_id, cid, None if queued else now)
         return set()
 
     def _image_ready(self, job: JobView, node: NodeView, now: float) -> str:

@@ -24,8 +24,9 @@ class StoreState:
 
 
 def node_ref(node: NodeView) -> NodeRef:
-    """Where the executor reaches the node's container engine."""
-    return NodeRef(name=node.name, docker_endpoint=node.endpoint)
+    """Where the executor reaches the node's engine, and its GPUs by index."""
+    return NodeRef(name=node.name, docker_endpoint=node.endpoint,
+                   gpus=tuple((g.index, g.uuid) for g in node.gpus))
 
 
 def load_state(db: Db) -> StoreState:

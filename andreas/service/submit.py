@@ -53,7 +53,7 @@ MAX_EPOCHS = jobspec.MAX_EPOCHS
 MAX_WEIGHT = jobspec.MAX_WEIGHT
 MAX_GPUS = jobspec.MAX_GPUS
 MAX_JOB_FILE_BYTES = 1 << 20
-REQUIRED = ("image", "epochs", "due", "weight")
+REQUIRED = ("epochs", "due", "weight")        # and an image or a cmd (or both)
 
 # Docker image references (distribution/reference grammar, sha256 digests only).
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
@@ -68,7 +68,8 @@ _DATE_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 @dataclass(frozen=True, kw_only=True)
 class JobSpec:
     """A checked submission. ``grace_s`` None: the configured default
-    (``[executor] stop_grace_s``); ``command`` empty: the image's own CMD."""
+    (``[executor] stop_grace_s``); ``command`` empty: the image's own CMD; ``image`` empty:
+    a command job (``--cmd`` without an image), which the Slurm executor runs."""
 
     id: str
     image: str
@@ -100,7 +101,7 @@ class _Labels:
         return "IMAGE" if field == "image" else "--" + field.replace("_", "-")
 
 
-def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any = None,
+def parse_submission(*, image: Any = None, epochs: Any, due: Any, weight: Any, app: Any = None,
                      cmd: Any = None, env: Any = None, max_gpus: Any = None,
                      grace_s: Any = None, name: Any = None, gpu_share: Any = None,
                      gpu_memory_mib: Any = None, now_s: float,
@@ -110,7 +111,13 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
     YAML scalars. ``file``: the job.yaml the values come from (named in messages).
     ``token_hex``: the random part of a generated id (tests pass a fixed one)."""
     label = _Labels(file)
-    ref = parse_image(image, label("image"))
+    if image is None and cmd is not None:       # a command job: no image, an application
+        ref = ""
+        if app is None:
+            raise InputError(f"{label('app')} is required for a job without an image "
+                             "(--cmd alone): the application names its epoch-time profile")
+    else:
+        ref = parse_image(image, label("image"))
     job_id = (parse_job_id(name, label("name")) if name is not None
               else generate_id(now_s, token_hex))
     milli = None if gpu_share is None else parse_gpu_share(gpu_share, label("gpu_share"))
@@ -130,7 +137,7 @@ def parse_submission(*, image: Any, epochs: Any, due: Any, weight: Any, app: Any
         weight=_number(weight, label("weight"), minimum=0.0, maximum=MAX_WEIGHT),
         application=(_application(app, label("app")) if app is not None
                      else default_application(ref)),
-        command=_command(cmd, label("cmd")),
+        command=_nonempty(_command(cmd, label("cmd")), ref, label("cmd")),
         env=_env(env, label("env")),
         max_gpus=cap,
         grace_s=None if grace_s is None else _number(grace_s, label("grace_s"), minimum=0.0,
@@ -187,7 +194,11 @@ def load_job_file(path: str | Path, *, now_s: float,
                              f"{', '.join(FILE_KEYS)})")
     for key in REQUIRED:
         if data.get(key) is None:
-            raise InputError(f"{shown}: {key} is missing (required: {', '.join(REQUIRED)})")
+            raise InputError(f"{shown}: {key} is missing (required: image or cmd, "
+                             f"{', '.join(REQUIRED)})")
+    if data.get("image") is None and data.get("cmd") is None:
+        raise InputError(f"{shown}: image is missing (required: image or cmd, "
+                         f"{', '.join(REQUIRED)})")
     return parse_submission(**data, now_s=now_s, file=shown, token_hex=token_hex)
 
 
@@ -409,11 +420,24 @@ def _timestamp(value: datetime, label: str) -> float:
         raise InputError(f"{label} {value.isoformat()!r}: not a representable time") from None
 
 
+def check_runnable(spec: JobSpec, kind: str) -> None:
+    """Whether ``[executor] kind`` can run the job: Docker runs images, Slurm runs
+    commands (one line naming what to change when it cannot)."""
+    if kind == "docker" and not spec.image:
+        raise InputError("--cmd without IMAGE: the Docker executor ([executor] kind = "
+                         "\"docker\") runs images; give the IMAGE the command runs in",
+                         field="image")
+    if kind == "slurm" and spec.image:
+        raise InputError(f"IMAGE {spec.image!r}: the Slurm executor ([executor] kind = "
+                         "\"slurm\") runs commands, not images; submit the command with "
+                         "--cmd and no IMAGE", field="image")
+
+
 def check_image_allowed(image: str, patterns: Iterable[str]) -> None:
     """Early refusal of an image that ``[executor] image_allowlist`` (fnmatch patterns)
     would refuse at start; an empty list allows every image."""
     patterns = tuple(patterns)
-    if not image_allowed(image, patterns):
+    if image and not image_allowed(image, patterns):
         raise InputError(f"IMAGE {image!r}: not allowed on this cluster (image_allowlist: "
                          f"{', '.join(patterns)})")
 
@@ -468,6 +492,12 @@ def _application(value: Any, label: str) -> str:
         raise InputError(f"{label} {_shown(value)}: an application name is 1-128 letters, "
                          "digits, '_', '.', '+', '-', starting with a letter or digit")
     return value
+
+
+def _nonempty(command: tuple[str, ...], image: str, label: str) -> tuple[str, ...]:
+    if not image and not command:
+        raise InputError(f"{label} '': a job without an image needs a command to run")
+    return command
 
 
 def _command(value: Any, label: str) -> tuple[str, ...]:

@@ -55,11 +55,28 @@ def power_limits(db: Db, attempt_ids: Sequence[int]) -> dict[int, float | None]:
     return out
 
 
-def record_container(db: Db, attempt_id: int, container_id: str, start_s: float) -> None:
-    """The attempt's container and when it started (at start, or when adopted)."""
+def record_container(db: Db, attempt_id: int, container_id: str,
+                     start_s: float | None) -> None:
+    """The attempt's container and when it started (at start, or when adopted; None: an
+    engine that queues took it, and it has not started yet)."""
     db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
                .values(container_id=container_id, start_s=start_s)
                .execution_options(synchronize_session=False))
+
+
+def set_gpus(db: Db, attempt_id: int, gpu_ids: Sequence[int]) -> None:
+    """The GPUs an engine that picks them gave the attempt (Slurm's IDX), replacing the
+    ones the manager asked for."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id)
+               .values(gpu_ids=list(gpu_ids)).execution_options(synchronize_session=False))
+
+
+def note_pending(db: Db, attempt_id: int, reason: str) -> None:
+    """Why the engine keeps an open attempt queued (``pending: <reason>``), shown while it
+    waits; the attempt's end reason replaces it."""
+    db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id,
+                                        JobAttempt.end_s.is_(None))
+               .values(reason=reason[:255]).execution_options(synchronize_session=False))
 
 
 def request_stop(db: Db, attempt_id: int, now_s: float, decision_id: int | None) -> None:

@@ -82,11 +82,16 @@ FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE {same_login("j.owner")}
 
 
 def _image_check() -> str:
+    """A Docker image reference, or '' for a command job (``andreas submit --cmd``, run
+    by the Slurm executor): an empty image with a non-empty command list."""
     bad = (f"p_image IS NULL OR CHAR_LENGTH(p_image) > {jobspec.MAX_IMAGE_CHARS} "
            f"OR NOT {matches('p_image', jobspec.IMAGE)}")
-    if not jobspec.IMAGE_REQUIRED:
-        bad = f"({bad}) AND IFNULL(p_image, 'x') <> ''"
-    message = _quoted("image", "p_image") + "not a Docker image reference')"
+    command_job = ("IFNULL(IFNULL(p_image, 'x') = '' AND p_command IS NOT NULL "
+                   "AND JSON_VALID(p_command) AND JSON_TYPE(p_command) = 'ARRAY' "
+                   "AND JSON_LENGTH(p_command) > 0, FALSE)")
+    bad = f"({bad}) AND NOT {command_job}"
+    message = (_quoted("image", "p_image") + "not a Docker image reference (or empty, "
+               "with a command)')")
     return f"IF {bad}\n  THEN {fail(message)};\n  END IF;"
 
 

@@ -36,11 +36,13 @@ class GpuView:
     healthy: bool
     mig: bool
     memory_mib: int = 0
+    engine_held: bool = False     # the engine says it is not ours now (andreas.manager.engine_view)
 
     @property
     def usable(self) -> bool:
-        """Healthy and not MIG (a node's views hold only GPUs still on it)."""
-        return self.healthy and not self.mig
+        """Healthy, not MIG and not held back by the engine (a node's views hold only GPUs
+        still on it)."""
+        return self.healthy and not self.mig and not self.engine_held
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -250,3 +250,46 @@ def test_harmless_paths_are_normalised_and_kept(tmp_path):
     from andreas.config import parse_extra_volume
     assert [parse_extra_volume(v, "/andreas/checkpoint") for v in
             settings.executor.extra_volumes] == [("/usr", "/usr", "ro"), ("/opt/rt", "/rt", "ro")]
+
+
+def test_the_slurm_executor_and_its_table(tmp_path):
+    path = write(tmp_path, '[executor]\nkind = "slurm"\npending_timeout_s = 120\n'
+                           '[executor.slurm]\npartition = "gpu"\noutput_dir = "/shared/out"\n'
+                           'account = "ml"\nsbatch_args = ["--cpus-per-task=8"]\n'
+                           'command_timeout_s = 15\n[power]\nenabled = true\n')
+    s = load_settings({"ANDREAS_CONFIG": path}).executor
+    assert (s.kind, s.pending_timeout_s) == ("slurm", 120.0)
+    assert (s.slurm.partition, s.slurm.output_dir, s.slurm.account) == ("gpu", "/shared/out",
+                                                                         "ml")
+    assert s.slurm.sbatch_args == ("--cpus-per-task=8",) and s.slurm.command_timeout_s == 15.0
+    assert load_settings({"ANDREAS_CONFIG": write(tmp_path, "")}).executor.kind == "docker"
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[executor]\nkind = "kubernetes"\n', "[executor] kind must be one of docker, slurm, "
+                                          "got 'kubernetes'"),
+    ('[executor]\nkind = "slurm"\n', "[executor.slurm] partition: needed with [executor] "
+                                     'kind = "slurm"'),
+    ('[executor]\nkind = "slurm"\n[executor.slurm]\npartition = "gpu"\n',
+     "[executor.slurm] output_dir: needed"),
+    ('[executor.slurm]\noutput_dir = "shared/out"\n',
+     "[executor.slurm] output_dir must be an absolute path, got 'shared/out'"),
+    ('[executor.slurm]\npartition = "gpu; rm -rf /"\n',
+     "[executor.slurm] partition 'gpu; rm -rf /': 1-64 letters"),
+    ('[executor.slurm]\nsbatch_args = ["--deadline=now+1hour"]\n',
+     "andreas sets --deadline itself (and never --deadline: Slurm would cancel the job)"),
+    ('[executor.slurm]\nsbatch_args = ["-w", "sn1"]\n', "andreas sets -w itself"),
+    ('[executor.slurm]\nsbatch_args = ["--time", "10"]\n',
+     "sbatch_args '10': each item is one sbatch option"),
+    ('[executor.slurm]\ncommand_timeout_s = 0\n',
+     "[executor.slurm] command_timeout_s must be > 0, got 0"),
+    ('[executor.slurm]\npartiton = "gpu"\n', "[executor.slurm] unknown key 'partiton'"),
+    ('[executor]\nslurm = 3\n', "[executor] slurm must be a table"),
+])
+def test_bad_slurm_settings_are_one_line_naming_the_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        load_settings({"ANDREAS_CONFIG": path})
+    assert message in str(e.value) and "\n" not in str(e.value)
+    r = CliRunner().invoke(main, ["queue"], env={"ANDREAS_CONFIG": path})
+    assert r.exit_code == 2 and message in r.output, r.output

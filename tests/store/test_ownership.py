@@ -185,6 +185,8 @@ def test_nobody_submits_in_another_users_name(mdb):
     ({"command": '["python", 3]'}, "command[1]: must be a string"),
     ({"command": "python"}, "command: must be a JSON list"),
     ({"image": "bad image"}, "image 'bad image'"),
+    ({"image": ""}, "image '': not a Docker image reference (or empty, with a command)"),
+    ({"image": "", "command": "{}"}, "image ''"),
     ({"gpu_milli": 1000}, "gpu_milli 1000"),
     # issue 32: what the CLI refused and the procedure stored
     ({"id": "nl\n"}, "job id 'nl\\n'"),                  # REGEXP '$' matched before '\n'
@@ -219,6 +221,17 @@ def test_the_submit_procedure_checks_what_the_manager_relies_on(mdb, args, messa
     assert message in str(err.value.orig)
     with mdb["stores"]["admin"].session() as s:
         assert s.get(Job, values["id"]) is None
+
+
+def test_a_user_submits_a_command_job_without_an_image(mdb):
+    """A job for the Slurm executor (``--cmd``, no image) through the submit procedure."""
+    st, alice = mdb["stores"], mdb["people"]["alice"]
+    job_id = submit(st["alice"], parse_submission(
+        cmd="python3 train.py", app="example", epochs=5, due="+2h", weight="0.01",
+        now_s=time.time()), time.time())
+    stored = row(mdb, job_id)
+    assert (stored.owner, stored.image, stored.command) == (alice, "",
+                                                            ["python3", "train.py"])
 
 
 def test_the_owner_cancels_and_reads_their_job(mdb):
