@@ -41,8 +41,11 @@ def numeric_options() -> list[tuple[tuple[str, ...], click.Parameter]]:
     out = []
 
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
-        if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
+        if isinstance(cmd, click.Group):        # commands load on first use (cli/root.py)
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                assert sub is not None, path + (name,)
                 walk(sub, (*path, name))
             return
         for p in cmd.params:
