@@ -254,6 +254,9 @@ def test_a_crashed_engine_never_runs_a_job_twice(cluster: Cluster):
     logged = _logged_epochs(cluster, crashed, old["Id"])
     wait_until(cluster, "the old copy's logged epochs read", lambda: 1 in by_attempt()
                and max(by_attempt()[1]) >= max(logged), 90)
+    # the new copy's last epoch rows may reach the store just after its exit
+    wait_until(cluster, "the new copy's epochs stored", lambda: max(
+        by_attempt().get(2, [0])) == epochs, 30)
     epochs_of = by_attempt()
     assert sorted(epochs_of[1]) == logged, (epochs_of, logged)
     assert not set(epochs_of[1]) & set(epochs_of[2])           # no epoch ran twice
