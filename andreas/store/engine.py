@@ -117,8 +117,12 @@ def make_engine(url: str | URL, *, password_file: str | None = None,
                                json_deserializer=read_json)
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
+    from andreas.store.quick import tls_args
+
     return create_engine(parsed, pool_pre_ping=True, pool_recycle=3600,
-                         connect_args={"connect_timeout": 10}, json_deserializer=read_json)
+                         connect_args={"connect_timeout": 10,
+                                       **tls_args(parsed.host, dict(parsed.query))},
+                         json_deserializer=read_json)
 
 
 def read_json(text: str | bytes) -> Any:

@@ -31,6 +31,7 @@ COLUMNS = ("id", "image", "command", "env", "epochs", "epochs_done", "submit_s",
            "weight", "application", "grace_s", "state", "state_changed_s", "max_gpus",
            "failures", "reason", "gpu_milli", "gpu_memory_mib", "owner")
 _MYSQL_QUERY = frozenset({"charset", "unix_socket"})
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _CALL_SUBMIT = ("CALL andreas_submit(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
 
 
@@ -91,7 +92,23 @@ def target(url: str, password_file: str | None) -> Target | None:
         kwargs["port"] = port
     if not parts.hostname and "unix_socket" not in query:
         return None
+    kwargs.update(tls_args(parts.hostname, query))
     return Target(kind="mysql", connect=kwargs)
+
+
+def tls_args(host: str | None, query: dict[str, Any]) -> dict[str, Any]:
+    """PyMySQL's TLS arguments for a connection the URL asks nothing about TLS for.
+
+    PyMySQL >= 2 negotiates TLS whenever the server offers it and, for that, loads the
+    system's CA store on every connection (0.15 s, most of a short command's connect)
+    although, without a CA in the URL, it verifies no certificate. Over a unix socket or
+    the loopback interface TLS protects nothing, so it is off there; elsewhere PyMySQL's
+    default stands, and a site sets ``ssl_ca`` & co. in the URL to verify the server."""
+    if any(str(key).startswith("ssl") for key in query):
+        return {}
+    if "unix_socket" in query or (host or "localhost").lower() in _LOOPBACK:
+        return {"ssl_disabled": True}
+    return {}
 
 
 def import_pymysql() -> Any:

@@ -107,6 +107,41 @@ def test_urls_the_quick_path_reads(url, kind):
                                  "port": 3307}
 
 
+@pytest.mark.parametrize("url, tls_off", [
+    ("mysql+pymysql://a@127.0.0.1:3306/andreas", True),
+    ("mysql+pymysql://a@LocalHost/andreas", True),
+    ("mysql+pymysql://a@[::1]:3306/andreas", True),
+    ("mysql+pymysql://a@/andreas?unix_socket=/run/mysqld/mysqld.sock", True),
+    ("mysql+pymysql://a@db.example.org/andreas", False),
+])
+def test_tls_is_off_only_where_it_protects_nothing(url, tls_off):
+    """Loopback and unix sockets skip PyMySQL's per-connection CA load; a remote server
+    keeps the driver's default, in the quick path and in SQLAlchemy's engine alike."""
+    from andreas.store.engine import make_engine
+
+    found = quick.target(url, None)
+    assert found is not None and found.connect is not None
+    assert found.connect.get("ssl_disabled", False) is tls_off
+    engine, sent = make_engine(url), {}
+
+    @sa.event.listens_for(engine, "do_connect")
+    def capture(_dialect, _record, _args, params):
+        sent.update(params)
+        raise _NoConnect
+
+    with pytest.raises(_NoConnect):
+        engine.connect()
+    assert sent.get("ssl_disabled", False) is tls_off
+
+
+class _NoConnect(Exception):
+    """Raised instead of connecting: the test reads the driver's arguments only."""
+
+
+def test_a_url_asking_for_tls_keeps_it_on_loopback():
+    assert quick.tls_args("127.0.0.1", {"ssl_ca": "/etc/ca.pem"}) == {}
+
+
 @pytest.mark.parametrize("url", [
     "sqlite://", "sqlite:///:memory:", "sqlite:///file:x.db?mode=ro",
     "mysql+pymysql://a@db/andreas?ssl_ca=/etc/ca.pem", "postgresql://a@db/x",
