@@ -50,6 +50,7 @@ class ContainerJob:
     attempt: int
     gpu_uuids: tuple[str, ...] = ()
     gpu_milli: int | None = None          # its share of its one GPU; None: whole GPUs
+    power_limit_w: float | None = None    # its label's limit, for a run no attempt plans
 
     @property
     def share(self) -> int:

@@ -334,7 +334,8 @@ class Agent:
                 break
             job = ContainerJob(container_id=item.container_id, job_id=item.job_id,
                                attempt=item.attempt, gpu_uuids=tuple(item.gpu_uuids),
-                               gpu_milli=item.gpu_milli)
+                               gpu_milli=item.gpu_milli,
+                               power_limit_w=getattr(item, "power_limit_w", None))
             if kind == "start":
                 self._running[item.container_id] = _Running(job, now_mono)
             else:

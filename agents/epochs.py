@@ -37,6 +37,7 @@ class ContainerInfo:
     gpu_uuids: tuple[str, ...]
     started_s: float | None
     gpu_milli: int | None = None          # its share of its one GPU; None: whole GPUs
+    power_limit_w: float | None = None    # its label's limit (andreas.job.LABEL_POWER_LIMIT)
 
 
 @dataclass(frozen=True, kw_only=True)

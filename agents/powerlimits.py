@@ -2,9 +2,9 @@
 
 The agent runs unprivileged, so every change goes through the privileged daemon
 (``agents/powerd.py``) over its Unix socket. :class:`LimitController` keeps, per GPU, the
-limit the running containers want (the ``andreas.power_limit_w`` label at start, the
-attempt's ``power_limit_w`` in the store at every fence check: a plan may change it while
-the job runs) and the limit in force (read back), which the samples carry. GPUs no
+limit the running containers want (the attempt's ``power_limit_w`` in the store at every
+fence check: a plan may change it while the job runs; for a run that no attempt plans,
+``andreas profile``'s level runs, its ``andreas.power_limit_w`` label) and the limit in force (read back), which the samples carry. GPUs no
 running container holds go back to their default.
 
 Nothing here stops a job: a daemon that is not running, a GPU that refuses limits (no
@@ -246,6 +246,7 @@ class LimitApplier:
         wanted: dict[str, tuple[float | None, str]] = {}
         for j in jobs:
             for uuid in j.gpu_uuids:
-                wanted[uuid] = (self._known.get((j.job_id, j.attempt)),
+                planned = self._known.get((j.job_id, j.attempt))
+                wanted[uuid] = (planned if planned is not None else j.power_limit_w,
                                 f"{j.job_id}/{j.attempt}")
         self.controller.apply(wanted)

@@ -306,7 +306,8 @@ class EpochTracker:
             info = ContainerInfo(container_id=container.id, name=(container.name or ""),
                                  job_id=labels.job_id, attempt=labels.attempt,
                                  gpu_uuids=labels.gpu_uuids, started_s=started,
-                                 gpu_milli=labels.gpu_milli)
+                                 gpu_milli=labels.gpu_milli,
+                                 power_limit_w=labels.power_limit_w)
             emitted = self._emitted.setdefault((labels.job_id, labels.attempt), set())
             run = _Run(info, since, EpochPairer(job_id=labels.job_id, attempt=labels.attempt,
                                                 container_id=container.id,

@@ -68,6 +68,17 @@ def _prior_serial() -> dict[str, float]:
     return {name: a.serial_fraction for name, a in load_profiles().apps.items()}
 
 
+def _levels_of(s: Any, target: Any) -> tuple[float, ...]:
+    """The power limits ``target`` may be profiled at (its agent's report and
+    profiles/power_limits.toml, as the manager plans them)."""
+    from andreas.manager.levels import profiling_levels
+    from andreas.model import Node
+    from andreas.profiles import load_profiles
+
+    return profiling_levels(s, Node(name=target.name, gpu_type=target.gpu_type,
+                                    gpus=len(target.usable)), load_profiles())
+
+
 @click.command("profile")
 @click.argument("image")
 @click.argument("command", nargs=-1)
@@ -84,12 +95,16 @@ def _prior_serial() -> dict[str, float]:
 @click.option("--timeout-s", type=Finite(min=0, min_open=True, max=7 * 86400.0), default=3600.0,
               show_default=True,
               help="Per run: the container is killed after this long (epochs so far count).")
+@click.option("--power-levels/--no-power-levels", default=True, show_default=True,
+              help="Then one run of 1 GPU per power level below the default, where the node's "
+                   "agent can set limits (andreas-powerd) and profiles/power_limits.toml names "
+                   "levels for its GPU type; the levels are fitted and stored (app_levels).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
 @click.pass_context
 @db_errors
 def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: str, epochs: int,
                 nodes: tuple[str, ...], gpus: str | None, timeout_s: float,
-                as_json: bool) -> None:
+                power_levels: bool, as_json: bool) -> None:
     """Run IMAGE [COMMAND...] for a few epochs on the profiling node(s), once per GPU count,
     record the epoch times (app_profiles, source profiler) and fit the runtime model
     (app_models: Amdahl's law per GPU type) that predicts the counts not measured.
@@ -105,7 +120,8 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
                  timeout_s="--timeout-s", image="IMAGE"):
         parse_image(image, "IMAGE")          # a reference Docker accepts, before any node
         request = ProfileRequest(image=image, app=app, epochs=epochs, nodes=nodes,
-                                 gpus=parse_gpus(gpus), timeout_s=timeout_s, command=command)
+                                 gpus=parse_gpus(gpus), timeout_s=timeout_s, command=command,
+                                 power_levels=power_levels)
         check_request(request)
     settings = load_settings()
     check_image_allowed(image, settings.executor.image_allowlist)
@@ -118,7 +134,8 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
             with options(node="--node", gpus="--gpus"):
                 results = profile_application(store, executor, request, clock=clock,
                                               on_event=display.on_event,
-                                              prior_serial=_prior_serial())
+                                              prior_serial=_prior_serial(),
+                                              levels_of=_levels_of)
     except KeyboardInterrupt:
         click.echo("andreas: interrupted: containers removed, node flags restored", err=True)
         ctx.exit(130)
@@ -196,7 +213,14 @@ def _node_json(r) -> dict[str, Any]:
     model = None if fit is None else {
         "t1_s": fit.t1_s, "serial_fraction": fit.serial_fraction, "mape": fit.mape,
         "samples": fit.samples, "gpu_counts": list(fit.gpu_counts), "prior": fit.prior}
-    return {"node": r.node, "gpu_type": r.gpu_type, "gpus": rows, "model": model}
+    base = r.levels[0].epoch_s if r.levels else None
+    levels = [{"limit_w": f.limit_w, "epoch_s": f.epoch_s, "time_factor": f.epoch_s / base,
+               "gpu_power_w": f.power_w, "source": f.source} for f in r.levels]
+    runs = [{"limit_w": run.power_limit_w, "measured_s": run.median_s,
+             "epochs_s": list(run.epoch_s), "status": run.status, "error": run.error,
+             "job": run.job_id} for run in r.level_runs]
+    return {"node": r.node, "gpu_type": r.gpu_type, "gpus": rows, "model": model,
+            "power_levels": levels, "level_runs": runs}
 
 
 def _print(app: str, results) -> None:
@@ -227,10 +251,25 @@ def _print(app: str, results) -> None:
             continue
         mape = "unknown (one GPU count; s is a prior)" if fit.mape is None \
             else f"{100 * fit.mape:.1f} %"
+        _print_levels(out, r)
         out.print(f"model {r.gpu_type}: epoch(g) = {fit.t1_s:.2f} s x ({fit.serial_fraction:.4f}"
                   f" + (1 - {fit.serial_fraction:.4f}) / g); fit MAPE {mape} over g = "
                   f"{', '.join(map(str, fit.gpu_counts))}; stored in app_profiles / app_models "
                   "(source profiler)", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_levels(out: Any, r: Any) -> None:
+    """One line per level run that failed, one line for the fitted levels."""
+    for run in r.level_runs:
+        if run.status != "ok":
+            out.print(f"{r.node}: 1 GPU at {run.power_limit_w:g} W: {run.status}"
+                      + (f": {run.error}" if run.error else ""), markup=False, highlight=False)
+    if r.levels:
+        base = r.levels[0].epoch_s
+        out.print(f"power levels {r.gpu_type} (1 GPU): " + ", ".join(
+            f"{f.limit_w:g} W x{f.epoch_s / base:.3f} {f.power_w:.0f} W"
+            + ("" if f.source == "measured" else " (fit)") for f in r.levels)
+            + "; stored in app_levels", markup=False, highlight=False, soft_wrap=True)
 
 
 @click.command("profile-refresh")

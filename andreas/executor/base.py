@@ -83,6 +83,9 @@ class StartRequest:
     grace_s: float = 120.0
     restart_count: int = 0
     gpu_milli: int | None = None          # a share of its one GPU (CUDA MPS); None: whole
+    # A limit for a run no attempt row plans (andreas profile's level runs, a container
+    # label the node agent applies); the manager's attempts carry theirs in the store.
+    power_limit_w: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -145,7 +145,8 @@ def run_options(request: StartRequest, settings: ExecutorSettings, *,
         contract = job_environment(request.job_id, settings.checkpoint_mount, request.epochs,
                                    request.restart_count)
         labels = container_labels(request.job_id, request.attempt, request.gpu_uuids,
-                                  request.gpu_milli, grace_s=request.grace_s)
+                                  request.gpu_milli, grace_s=request.grace_s,
+                                  power_limit_w=request.power_limit_w)
     except ValueError as e:
         raise ExecutorError(f"job {request.job_id!r} attempt {request.attempt}: {e}") from e
     options: dict[str, Any] = {

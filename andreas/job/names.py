@@ -19,6 +19,10 @@ LABEL_ATTEMPT = "andreas.attempt"
 LABEL_GPUS = "andreas.gpus"
 LABEL_GPU_MILLI = "andreas.gpu_milli"     # a share of its one GPU (absent: whole GPUs)
 LABEL_GRACE = "andreas.grace_s"           # SIGTERM -> SIGKILL, for the node agent's fence
+# The GPUs' power limit of a run no attempt row plans (`andreas profile`'s level runs);
+# the manager's attempts carry theirs in the store, where a plan may change it.
+LABEL_POWER_LIMIT = "andreas.power_limit_w"
+MAX_POWER_LIMIT_W = 10_000.0
 
 EXIT_DONE = 0
 EXIT_PREEMPTED = 143      # 128 + SIGTERM: stopped on request, resumable
@@ -100,11 +104,13 @@ class JobLabels:
     gpu_uuids: tuple[str, ...] = ()
     gpu_milli: int | None = None
     grace_s: float | None = None          # None: not labelled (Docker's 10 s applies)
+    power_limit_w: float | None = None    # None: not labelled (the store's plan applies)
 
 
 def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | list[str] = (),
                      gpu_milli: int | None = None,
-                     grace_s: float | None = None) -> dict[str, str]:
+                     grace_s: float | None = None,
+                     power_limit_w: float | None = None) -> dict[str, str]:
     """The labels the executor puts on a job's container."""
     if not valid_job_id(job_id):
         raise ValueError(f"job id must be 1-64 characters of A-Z a-z 0-9 . _ - : @ +, "
@@ -125,12 +131,22 @@ def container_labels(job_id: str, attempt: int, gpu_uuids: tuple[str, ...] | lis
         if not _grace_ok(grace_s):
             raise ValueError(f"grace_s must be a finite number >= 0, got {grace_s!r}")
         labels[LABEL_GRACE] = f"{float(grace_s):g}"
+    if power_limit_w is not None:
+        if not _limit_ok(power_limit_w):
+            raise ValueError(f"power_limit_w must be a number in (0, {MAX_POWER_LIMIT_W:g}] W, "
+                             f"got {power_limit_w!r}")
+        labels[LABEL_POWER_LIMIT] = f"{float(power_limit_w):g}"
     return labels
 
 
 def _grace_ok(value: object) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and value >= 0)
+
+
+def _limit_ok(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 < value <= MAX_POWER_LIMIT_W)
 
 
 def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
@@ -162,5 +178,18 @@ def job_labels(labels: Mapping[str, str] | None) -> JobLabels | None:
             raise ValueError(f"label {LABEL_GRACE}: must be a finite number >= 0, got "
                              f"{labels[LABEL_GRACE]!r}")
     return JobLabels(job_id=job_id, attempt=int(raw.strip()), gpu_uuids=gpus, gpu_milli=milli,
-                     grace_s=grace)
+                     grace_s=grace, power_limit_w=_label_limit(labels.get(LABEL_POWER_LIMIT)))
+
+
+def _label_limit(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not _limit_ok(value):
+        raise ValueError(f"label {LABEL_POWER_LIMIT}: must be a number in "
+                         f"(0, {MAX_POWER_LIMIT_W:g}] W, got {raw!r}")
+    return value
 

@@ -23,9 +23,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from andreas.model import Job, Node, PowerLevel, PowerLimits, Snapshot
 from andreas.profiles import Profiles
+
+if TYPE_CHECKING:
+    from andreas.store.nodes import Db
 
 log = logging.getLogger(__name__)
 _warned: set[tuple[str, float]] = set()
@@ -180,3 +184,12 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def _watts(x: float | None) -> str:
     return "default" if x is None else f"{x:g} W"
+
+
+def profiling_levels(db: Db, node: Node, profiles: Profiles) -> tuple[float, ...]:
+    """The limits to profile on a node: its default first, then the levels below (none
+    when its agent reported that it cannot set limits, or never reported)."""
+    from andreas.store.nodes import power_caps
+
+    limits = node_limits(node, power_caps(db).get(node.name), profiles)
+    return tuple(limits.levels_w) if limits is not None else ()

@@ -291,49 +291,30 @@ class Profiling:
         return True
 
     def _levels(self, s: Session, node: NodeView, gpu_type: str) -> tuple[float, ...]:
-        """The limits to profile on the node: its default first, then the levels below
-        (none when its agent reported it cannot set limits)."""
-        from andreas.manager.levels import node_limits
+        """The limits to profile on the node (andreas.manager.levels.profiling_levels)."""
+        from andreas.manager.levels import profiling_levels
         from andreas.model import Node
-        from andreas.store.nodes import power_caps
 
-        limits = node_limits(Node(name=node.name, gpu_type=gpu_type, gpus=len(node.usable)),
-                             power_caps(s).get(node.name), self.estimator.profiles)
-        return tuple(limits.levels_w) if limits is not None else ()
+        return profiling_levels(s, Node(name=node.name, gpu_type=gpu_type,
+                                        gpus=len(node.usable)), self.estimator.profiles)
 
     def _fit_levels(self, s: Session, app: str, node: NodeView, gpu_type: str,
                     levels: tuple[float, ...], runs: list[ProfilingRun],
                     now_s: float) -> None:
-        """``app_levels`` rows of (app, type) from the level runs (module docstring)."""
-        from andreas.powerfit import Point, fit_levels
-        from andreas.store.profiles import mean_gpu_power, upsert_levels
+        """``app_levels`` rows of (app, type) from the level runs (andreas.profiler.levels)."""
+        from andreas.profiler.levels import level_point, store_levels
 
         ids = {g.index: g.id for g in node.gpus}
         points = []
         for r in runs:
             if r.gpus != 1 or not r.epoch_s or r.start_s is None:
                 continue
-            epochs = summarise(r.epoch_s)
-            watts, n = mean_gpu_power(s, [ids[i] for i in r.gpu_ids if i in ids], r.start_s,
-                                      r.end_s if r.end_s is not None else now_s,
-                                      r.power_limit_w)
-            if watts is None or n == 0:
-                continue
-            points.append(Point(limit_w=r.power_limit_w or levels[0],
-                                epoch_s=float(statistics.median(epochs)), power_w=watts,
-                                weight=len(epochs)))
-        if not any(p.limit_w == levels[0] for p in points):
-            log.warning("application %s on %s: no power measured at the default limit; "
-                        "power levels not profiled", app, gpu_type)
-            return
-        fitted = fit_levels(points, levels)
-        base = fitted[0].epoch_s
-        upsert_levels(s, [dict(application=app, gpu_type=gpu_type, limit_w=f.limit_w,
-                               time_factor=f.epoch_s / base, gpu_power_w=f.power_w,
-                               source="profiler" if f.source == "measured" else "fit",
-                               updated_s=now_s) for f in fitted])
-        log.info("profiled power levels of %s on %s: %s", app, gpu_type, ", ".join(
-            f"{f.limit_w:g} W x{f.epoch_s / base:.3f} {f.power_w:.0f} W" for f in fitted))
+            point = level_point(s, [ids[i] for i in r.gpu_ids if i in ids], r.start_s,
+                                r.end_s if r.end_s is not None else now_s, r.power_limit_w,
+                                levels[0], summarise(r.epoch_s))
+            if point is not None:
+                points.append(point)
+        store_levels(s, app, gpu_type, levels, points, now_s)
 
     def _finish(self, s: Session, jobs: list[JobView], stops: dict[str, str], now_s: float,
                 *, reason: str | None) -> bool:

@@ -31,6 +31,12 @@ the run ends ``state_changed_s`` and ``epochs_done`` (epochs measured) are updat
 profiling energy then shows in ``andreas report`` under the job ``profile-...`` and the
 epochs feed the measured estimates (:func:`andreas.profiler.store.refresh_models`).
 Skipped g (too few free GPUs) start no container and get no row.
+
+Power levels: where the node can run at more than its default limit (``levels_of``: its
+agent reported settable limits and ``profiles/power_limits.toml`` names levels for its
+type), one more run per level below the default, 1 GPU at that limit (the container's
+``andreas.power_limit_w`` label, which the node agent has ``andreas-powerd`` apply), then
+the levels' fit from the agent's samples (:mod:`andreas.profiler.levels`).
 """
 
 from __future__ import annotations
@@ -50,9 +56,13 @@ from andreas.executor.base import Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFound,
                                      ImagePullFailed, NodeUnreachable)
 from andreas.job import parse_progress
+from andreas.powerfit import FittedLevel
 from andreas.profiler.fit import AmdahlFit, fit_amdahl, prior_serial_fraction
+from andreas.profiler.levels import level_point, store_levels
 from andreas.profiler.nodes import (ProfilingNode, check_app, free_gpus, mark, profile_job_id,
                                     restore, select_targets)
+from andreas.store.nodes import Db, gpu_store_ids
+from andreas.store.profiles import latest_gpu_sample_s
 from andreas.profiler.store import write_model
 from andreas.store.engine import Store
 from andreas.store.models import JobState
@@ -64,6 +74,8 @@ log = logging.getLogger(__name__)
 DEFAULT_EPOCHS = 3
 DEFAULT_TIMEOUT_S = 3600.0
 EXIT_WAIT_S = 30.0            # after the log ends, for the engine to report the exit
+SAMPLES_WAIT_S = 30.0         # after the level runs, for the node agent's samples to arrive
+SAMPLES_POLL_S = 0.5
 GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
 JOB_REASON = PROFILE_RUN_REASON
 MAX_IMAGE_CHARS = 512         # jobs.image
@@ -83,6 +95,9 @@ class RunOutcome:
     exit_code: int | None = None
     status: str = "ok"
     error: str = ""
+    gpu_uuids: tuple[str, ...] = ()
+    power_limit_w: float | None = None     # a level run's limit (None: the default)
+    window_s: tuple[float, float] | None = None   # first epoch start, last end (its t=)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +109,8 @@ class NodeProfile:
     max_gpus: int
     runs: tuple[RunOutcome, ...]
     fit: AmdahlFit | None
+    level_runs: tuple[RunOutcome, ...] = ()
+    levels: tuple[FittedLevel, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,15 +181,25 @@ def durations(events: Sequence, *, drop_warmup: bool = True) -> tuple[tuple[floa
     return tuple(out), tuple(kept)
 
 
+def _window(events: Sequence) -> tuple[float, float] | None:
+    """(first epoch start, last epoch end) by the container's own stamps."""
+    starts = [e.t for e in events if e.is_start]
+    ends = [e.t for e in events if e.is_end]
+    return (min(starts), max(ends)) if starts and ends and max(ends) > min(starts) else None
+
+
 def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[str], *, job_id: str,
             image: str, command: Sequence[str], env: Mapping[str, str], epochs: int,
             timeout_s: float, on_event: Callable[[ProfileEvent], None],
-            live: set[str], sleep: Callable[[float], None] = time.sleep) -> RunOutcome:
+            live: set[str], sleep: Callable[[float], None] = time.sleep,
+            power_limit_w: float | None = None) -> RunOutcome:
     """Start, follow, wait, remove. ``live`` holds the container id while it exists (the
-    caller's cleanup on interruption). Image errors propagate: every g would fail."""
+    caller's cleanup on interruption). Image errors propagate: every g would fail.
+    ``power_limit_w``: a level run, labelled so that the node agent sets the limit."""
     request = StartRequest(job_id=job_id, attempt=1, image=image, command=tuple(command),
                            env=dict(env), epochs=epochs, gpu_uuids=tuple(gpus),
-                           fake_gpus=target.fake_gpus, grace_s=GRACE_S)
+                           fake_gpus=target.fake_gpus, grace_s=GRACE_S,
+                           power_limit_w=power_limit_w)
     on_event(ProfileEvent(kind="start", node=target.name, g=g, job_id=job_id, epochs=epochs))
     try:
         cid = executor.start(target.ref, request)
@@ -241,7 +268,8 @@ def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[st
     outcome = RunOutcome(node=target.name, g=g, job_id=job_id, epoch_s=all_s,
                          kept_s=kept if usable else (),
                          median_s=statistics.median(kept) if usable else None,
-                         exit_code=code, status=status, error=error)
+                         exit_code=code, status=status, error=error, gpu_uuids=tuple(gpus),
+                         power_limit_w=power_limit_w, window_s=_window(events))
     on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id, epochs=epochs,
                           outcome=outcome))
     return outcome
@@ -262,6 +290,7 @@ class ProfileRequest:
     timeout_s: float = DEFAULT_TIMEOUT_S
     command: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    power_levels: bool = True       # also one short run per power level the node allows
 
 
 def check_request(request: ProfileRequest) -> None:
@@ -277,66 +306,100 @@ def check_request(request: ProfileRequest) -> None:
                          f"{len(request.image)}", field="image")
 
 
+LevelsOf = Callable[[Db, ProfilingNode], tuple[float, ...]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Context:
+    """What every run of one ``profile_application`` call shares."""
+
+    clock: Callable[[], float]
+    rng: np.random.Generator
+    on_event: Callable[[ProfileEvent], None]
+    sleep: Callable[[float], None]
+    live: Mapping[str, set[str]]
+
+
 def profile_application(store: Store, executor: Executor, request: ProfileRequest, *,
                         clock: Callable[[], float] = time.time,
                         rng: np.random.Generator | None = None,
                         on_event: Callable[[ProfileEvent], None] = lambda e: None,
                         prior_serial: Mapping[str, float] | None = None,
-                        sleep: Callable[[float], None] = time.sleep) -> list[NodeProfile]:
+                        sleep: Callable[[float], None] = time.sleep,
+                        levels_of: LevelsOf | None = None,
+                        samples_wait_s: float = SAMPLES_WAIT_S) -> list[NodeProfile]:
     """Profile ``request.app`` on every target node and g; store the results (module
-    docstring). ``prior_serial``: profiles' s per application (one-g fits)."""
+    docstring). ``prior_serial``: profiles' s per application (one-g fits).
+    ``levels_of``: the power limits a node may run at, its default first (none or one:
+    no level runs there)."""
     check_request(request)
-    rng = rng if rng is not None else np.random.default_rng()
     with store.session() as s:
         targets = select_targets(s, nodes=request.nodes, gpus=request.gpus)
         mark(s, targets)
-    live: dict[str, set[str]] = {t.name: set() for t in targets}
+        levels = {t.name: (levels_of(s, t) if levels_of is not None and request.power_levels
+                           else ()) for t in targets}
+    ctx = _Context(clock=clock, rng=rng if rng is not None else np.random.default_rng(),
+                   on_event=on_event, sleep=sleep, live={t.name: set() for t in targets})
     results = []
     try:
         on_event(ProfileEvent(kind="plan", node="", g=0, job_id="", epochs=request.epochs,
-                              runs=sum(len(t.counts) for t in targets)))
+                              runs=sum(len(t.counts) + max(len(levels[t.name]) - 1, 0)
+                                       for t in targets)))
         for target in targets:
-            results.append(_profile_node(store, executor, request, target, clock=clock,
-                                         rng=rng, on_event=on_event, live=live[target.name],
-                                         prior_serial=prior_serial or {}, sleep=sleep))
+            profile = _profile_node(store, executor, request, target, ctx,
+                                    prior_serial=prior_serial or {})
+            if len(levels[target.name]) > 1:
+                profile = _profile_levels(store, executor, request, target, ctx, profile,
+                                          levels[target.name], samples_wait_s)
+            results.append(profile)
     finally:
         try:
-            _cleanup(executor, targets, live)
+            _cleanup(executor, targets, ctx.live)
         finally:
             restore(store, targets)
     return results
 
 
+def _one_run(store: Store, executor: Executor, request: ProfileRequest, target: ProfilingNode,
+             g: int, ctx: _Context, power_limit_w: float | None = None
+             ) -> tuple[RunOutcome, bool]:
+    """One container on g free GPUs (skipped without them), its job row written before and
+    finished after; and whether the node was unreachable."""
+    gpus = free_gpus(store, target, g)
+    if gpus is None:
+        job_id = profile_job_id(request.app, target.name, g, ctx.rng)
+        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="skipped",
+                             error=f"fewer than {g} free GPUs (production jobs hold them)",
+                             power_limit_w=power_limit_w)
+        ctx.on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id,
+                                  epochs=request.epochs, outcome=outcome))
+        return outcome, False
+    job_id = record_job(store, request, target, g, ctx.rng, now_s=ctx.clock())
+    unreachable = False
+    try:
+        outcome = run_one(executor, target, g, gpus, job_id=job_id, image=request.image,
+                          command=request.command, env=request.env, epochs=request.epochs,
+                          timeout_s=request.timeout_s, on_event=ctx.on_event,
+                          live=ctx.live[target.name], sleep=ctx.sleep,
+                          power_limit_w=power_limit_w)
+    except NodeUnreachable as e:
+        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+                             error=str(e), power_limit_w=power_limit_w)
+        unreachable = True
+    except BaseException:
+        finish_job(store, job_id, now_s=ctx.clock(), epochs_done=0, quiet=True)
+        raise
+    finish_job(store, job_id, now_s=ctx.clock(),
+               epochs_done=min(len(outcome.epoch_s), request.epochs))
+    return outcome, unreachable
+
+
 def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
-                  target: ProfilingNode, *, clock, rng, on_event, live: set[str],
-                  prior_serial: Mapping[str, float], sleep) -> NodeProfile:
+                  target: ProfilingNode, ctx: _Context, *,
+                  prior_serial: Mapping[str, float]) -> NodeProfile:
     runs: list[RunOutcome] = []
     for g in target.counts:
-        gpus = free_gpus(store, target, g)
-        if gpus is None:
-            job_id = profile_job_id(request.app, target.name, g, rng)
-            outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="skipped",
-                                 error=f"fewer than {g} free GPUs (production jobs hold them)")
-            on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id,
-                                  epochs=request.epochs, outcome=outcome))
-            runs.append(outcome)
-            continue
-        job_id = record_job(store, request, target, g, rng, now_s=clock())
-        unreachable = False
-        try:
-            outcome = run_one(executor, target, g, gpus, job_id=job_id, image=request.image,
-                              command=request.command, env=request.env,
-                              epochs=request.epochs, timeout_s=request.timeout_s,
-                              on_event=on_event, live=live, sleep=sleep)
-        except NodeUnreachable as e:
-            outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
-                                 error=str(e))
-            unreachable = True
-        except BaseException:
-            finish_job(store, job_id, now_s=clock(), epochs_done=0, quiet=True)
-            raise
-        finish_job(store, job_id, now_s=clock(),
-                   epochs_done=min(len(outcome.epoch_s), request.epochs))
+        outcome, unreachable = _one_run(store, executor, request, target, g, ctx)
         runs.append(outcome)
         if unreachable:
             break
@@ -345,7 +408,7 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
     if points:
         fit = fit_amdahl([g for g, _ in points], [d for _, d in points],
                          prior_serial_fraction=prior_serial_fraction(prior_serial, request.app))
-        now = clock()
+        now = ctx.clock()
         with store.session() as s:
             upsert_profiles(s, [dict(application=request.app, gpu_type=target.gpu_type,
                                      gpus=r.g, epoch_time_s=float(r.median_s),
@@ -354,6 +417,55 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
             write_model(s, request.app, target.gpu_type, fit, source="profiler", now_s=now)
     return NodeProfile(node=target.name, gpu_type=target.gpu_type,
                        max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
+
+
+def _profile_levels(store: Store, executor: Executor, request: ProfileRequest,
+                    target: ProfilingNode, ctx: _Context, profile: NodeProfile,
+                    levels_w: tuple[float, ...], wait_s: float) -> NodeProfile:
+    """One run of one GPU per level below the default, then the levels' fit
+    (andreas.profiler.levels) against the one-GPU run at the default limit."""
+    base = next((r for r in profile.runs if r.g == 1 and r.kept_s and r.window_s), None)
+    if base is None:
+        log.warning("application %s on %s: no one-GPU run at the default limit; power "
+                    "levels not profiled", request.app, target.name)
+        return profile
+    runs: list[RunOutcome] = []
+    for limit in levels_w[1:]:
+        outcome, unreachable = _one_run(store, executor, request, target, 1, ctx, limit)
+        runs.append(outcome)
+        if unreachable:
+            break
+    measured = [base] + [r for r in runs if r.kept_s and r.window_s]
+    _wait_for_samples(store, target, measured, wait_s, ctx)
+    with store.session() as s:
+        points = [p for p in (_point(s, target, r, levels_w[0]) for r in measured)
+                  if p is not None]
+        fitted = store_levels(s, request.app, target.gpu_type, levels_w, points, ctx.clock())
+    return NodeProfile(node=profile.node, gpu_type=profile.gpu_type, max_gpus=profile.max_gpus,
+                       runs=profile.runs, fit=profile.fit, level_runs=tuple(runs),
+                       levels=tuple(fitted))
+
+
+def _point(s: Db, target: ProfilingNode, run: RunOutcome, default_w: float):
+    assert run.window_s is not None
+    return level_point(s, gpu_store_ids(s, target.id, run.gpu_uuids), *run.window_s,
+                       run.power_limit_w, default_w, run.kept_s)
+
+
+def _wait_for_samples(store: Store, target: ProfilingNode, runs: Sequence[RunOutcome],
+                      wait_s: float, ctx: _Context) -> None:
+    """Until the node agent's samples cover the last run's end (its delivery lags a few
+    seconds), at most ``wait_s``."""
+    end = max(r.window_s[1] for r in runs if r.window_s is not None)
+    uuids = {u for r in runs for u in r.gpu_uuids}
+    for _ in range(max(1, int(wait_s / SAMPLES_POLL_S)) + 1):
+        with store.session() as s:
+            latest = latest_gpu_sample_s(s, gpu_store_ids(s, target.id, uuids))
+        if latest is not None and latest >= end:
+            return
+        ctx.sleep(SAMPLES_POLL_S)
+    log.warning("node %s: the agent's samples do not reach the last level run's end after "
+                "%.0f s; the levels are fitted from what arrived", target.name, wait_s)
 
 
 def record_job(store: Store, request: ProfileRequest, target: ProfilingNode, g: int,
@@ -385,8 +497,8 @@ def finish_job(store: Store, job_id: str, *, now_s: float, epochs_done: int,
         log.warning("job=%s: could not record the end of the profiling run: %s", job_id, e)
 
 
-def _cleanup(executor: Executor, targets: Sequence[ProfilingNode], live: Mapping[str, set[str]]
-             ) -> None:
+def _cleanup(executor: Executor, targets: Sequence[ProfilingNode],
+             live: Mapping[str, set[str]]) -> None:
     """Kill and remove what is left (an interrupted or failed run); best effort."""
     for target in targets:
         for cid in list(live.get(target.name, ())):

@@ -241,6 +241,13 @@ def usable_gpus(db: Db, node_id: int) -> tuple[tuple[int, str], ...]:
                Gpu.c.mig_enabled.is_(False)).order_by(Gpu.c.gpu_index)))
 
 
+def gpu_store_ids(db: Db, node_id: int, uuids: Iterable[str]) -> list[int]:
+    """The store's ids of the node's GPUs with these UUIDs."""
+    wanted = list(uuids)
+    return [int(i) for (i,) in run(db, select(Gpu.c.id).where(Gpu.c.node_id == node_id,
+                                                               Gpu.c.uuid.in_(wanted)))]
+
+
 def held_gpu_indexes(db: Db, node_id: int) -> set[int]:
     """GPU indexes of the node that open attempts (containers not yet ended) hold."""
     held: set[int] = set()

@@ -219,3 +219,10 @@ def mean_gpu_power(db: Db, gpu_ids: Sequence[int], t0: float, t1: float,
         q = q.where(func.abs(PowerSample.power_limit_w - limit_w) < 0.5)
     avg, n = db.execute(q).one()
     return (None if avg is None else float(avg)), int(n)
+
+
+def latest_gpu_sample_s(db: Db, gpu_ids: Sequence[int]) -> float | None:
+    """The time of the newest sample of these GPUs (the store's ids): how far the node
+    agent's delivery has come."""
+    return db.execute(select(func.max(PowerSample.t))
+                      .where(PowerSample.gpu_id.in_(list(gpu_ids)))).scalar()

@@ -155,3 +155,26 @@ def test_no_daemon_is_one_line_and_nothing_fails(tmp_path, caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2 and "node n7: GPU power limits cannot be set" in lines[0]
     assert "not reachable" in lines[0] and "GPU GPU-a" in lines[1]
+
+
+def test_the_applier_takes_the_store_plan_else_the_containers_label(running_daemon):
+    """A manager's attempt: the store's planned limit (it may change while the job runs);
+    a run no attempt plans (``andreas profile``'s level runs): its label's limit."""
+    from agents.attribution import ContainerJob
+    from agents.powerlimits import LimitApplier
+
+    d, path = running_daemon
+    u0, u1 = list(d.handles)
+    c = LimitController(PowerdClient(path), "n1", [u0, u1])
+    c.capabilities()
+    jobs = [ContainerJob(container_id="c1", job_id="j", attempt=1, gpu_uuids=(u0,)),
+            ContainerJob(container_id="c2", job_id="profile-x", attempt=1, gpu_uuids=(u1,),
+                         power_limit_w=150.0)]
+    planned = {("j", 1): 175.0, ("profile-x", 1): None}     # no attempt row: None
+    applier = LimitApplier(c, planned=lambda keys: {k: planned[k] for k in keys},
+                           current=lambda: jobs, report=lambda caps: None, every_s=60.0)
+    applier.step()
+    assert c.in_force == {u0: 175.0, u1: 150.0}
+    planned[("j", 1)] = 200.0                                # the plan changed its level
+    applier.step()
+    assert c.in_force == {u0: 200.0, u1: 150.0}
