@@ -1,0 +1,128 @@
+"""The documentation's limits: a README and an ARCHITECTURE a newcomer reads through,
+module docstrings that say why in a few lines, and a site whose every page exists.
+
+`mkdocs build --strict` itself (broken links and anchors included) runs in
+scripts/test.sh; these checks are the fast part of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_README_LINES = 250
+MAX_ARCHITECTURE_LINES = 400
+MAX_MODULE_DOCSTRING_LINES = 40
+# The prose must not date itself by the order of the work ("the 4th session ...",
+# "since 2026-11-26 ...").
+DATING = re.compile(r"\b(\d+(st|nd|rd|th)|first|second|third|fourth|fifth|sixth|later|"
+                    r"earlier|previous) session\b|(?<![-\w])since \d{4}-\d\d-\d\d", re.IGNORECASE)
+
+
+def _lines(name: str) -> int:
+    return len((ROOT / name).read_text(encoding="utf-8").splitlines())
+
+
+def test_readme_is_short() -> None:
+    assert _lines("README.md") <= MAX_README_LINES
+
+
+def test_architecture_is_short() -> None:
+    assert _lines("ARCHITECTURE.md") <= MAX_ARCHITECTURE_LINES
+
+
+def _modules() -> list[Path]:
+    found = [p for package in ("andreas", "agents") for p in (ROOT / package).rglob("*.py")
+             if "migrations" not in p.relative_to(ROOT).parts]
+    assert len(found) > 100       # the walk found the packages
+    return sorted(found)
+
+
+def _module_docstring_lines(path: Path) -> int:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    first = tree.body[0] if tree.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return 0
+    assert first.end_lineno is not None
+    return first.end_lineno - first.lineno + 1
+
+
+def test_module_docstrings_are_short() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in _modules()
+            if (n := _module_docstring_lines(p)) > MAX_MODULE_DOCSTRING_LINES}
+    assert long == {}, f"module docstrings over {MAX_MODULE_DOCSTRING_LINES} lines: {long}"
+
+
+def test_docstring_count_sees_a_long_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('"""' + "line\n" * 41 + '"""\nX = 1\n', encoding="utf-8")
+    assert _module_docstring_lines(module) == 42
+    module.write_text("X = 1\n", encoding="utf-8")
+    assert _module_docstring_lines(module) == 0
+
+
+def _prose() -> list[Path]:
+    docs = [p for p in (ROOT / "docs").rglob("*.md") if "measurements" not in p.parts]
+    return [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "CHANGELOG.md", *docs]
+
+
+def test_prose_does_not_date_itself() -> None:
+    found = []
+    for path in [*_prose(), *_modules()]:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if DATING.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []
+
+
+def _nav_pages(nav: object) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [page for item in nav for page in _nav_pages(item)]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in _nav_pages(value)]
+    raise AssertionError(f"unexpected nav entry {nav!r}")
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_page_the_site_names_exists() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    pages = _nav_pages(config["nav"])
+    assert "index.md" in pages and "cli.md" in pages and "results.md" in pages
+    generated = _hooks().ROOT_PAGES       # root files the hooks show as pages
+    for source in generated:
+        assert (ROOT / source).is_file(), source
+    missing = [p for p in pages
+               if p not in generated.values() and not (ROOT / "docs" / p).is_file()]
+    assert missing == []
+    for hook in config["hooks"]:
+        assert (ROOT / hook).is_file(), hook
+    # every Markdown page under docs/ is in the navigation (measurements are logs)
+    on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")
+               if "measurements" not in p.parts}
+    assert on_disk - set(pages) == set()
+
+
+def test_cli_reference_sees_every_command() -> None:
+    """mkdocs-click lists a group's `commands` as they are; the andreas group loads its
+    families on first use, so the site's hook must load them all first."""
+    from andreas.cli.root import COMMAND_MODULES, main
+
+    _hooks().on_config({})
+    listed = set(main.commands)
+    assert set(COMMAND_MODULES) <= listed
+    assert {"optimize", "compare", "policies", "simulate", "submit", "manager"} <= listed
