@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from mkdocs.structure.files import File, Files
+
+if TYPE_CHECKING:
+    from mkdocs.structure.files import Files
 
 ROOT = Path(__file__).resolve().parent.parent
 # Root file -> the page the site shows it as.
@@ -31,6 +33,8 @@ def on_config(config: Any) -> Any:
 
 
 def on_files(files: Files, config: Any) -> Files:
+    from mkdocs.structure.files import File   # here: tests load this module without mkdocs
+
     for source, page in ROOT_PAGES.items():
         text = (ROOT / source).read_text(encoding="utf-8")
         files.append(File.generated(config, page, content=_DOCS_LINK.sub("](", text)))

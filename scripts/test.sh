@@ -100,6 +100,14 @@ if ! .venv/bin/mypy; then
     exit 1
 fi
 
+# --- Documentation -------------------------------------------------------------------
+# The mkdocs site (mkdocs.yml, docs/); --strict fails on a broken link, anchor or page.
+.venv/bin/python -m pip install -q -e '.[docs]'
+if ! .venv/bin/mkdocs build --strict --quiet --site-dir out/site; then
+    echo "test.sh: FAIL: mkdocs build --strict failed (the documentation site)" >&2
+    exit 1
+fi
+
 # --- Tests ---------------------------------------------------------------------------
 set +e
 .venv/bin/python -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$LOG"
