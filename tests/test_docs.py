@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -126,3 +127,40 @@ def test_cli_reference_sees_every_command() -> None:
     listed = set(main.commands)
     assert set(COMMAND_MODULES) <= listed
     assert {"optimize", "compare", "policies", "simulate", "submit", "manager"} <= listed
+
+
+# A path of a development machine ("/" "work/...", a home directory) works on that machine
+# only; code reaches the shared data as ../shared from the repository root. The homes
+# below are inputs of tests (settings from $HOME, paths a container may not mount).
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:" + "work" + r"|home)/([\w.-]*)")
+EXAMPLE_HOMES = {"ops", "alice", "u"}
+
+
+def _machine_paths(text: str) -> list[str]:
+    return [m.group(0) for m in MACHINE_PATH.finditer(text)
+            if not (m.group(0).startswith("/" + "home/") and m.group(1) in EXAMPLE_HOMES)]
+
+
+def test_machine_path_check_sees_one() -> None:
+    assert _machine_paths('Path("/' + 'work/shared/traces")') == ["/" + "work/shared"]
+    home = "/" + "home"
+    assert _machine_paths(f"cd {home}/jane/andreas") == [f"{home}/jane"]
+    assert _machine_paths(f'HOME="{home}/ops"; ../shared/traces; a/work/b') == []
+
+
+def test_no_machine_path_in_the_repository() -> None:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    found = []
+    for name in listed.splitlines():
+        path = ROOT / name
+        if not path.is_file():          # deleted in the work tree, not yet committed
+            continue
+        data = path.read_bytes()
+        if b"\0" in data:               # binary
+            continue
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if hits := _machine_paths(line):
+                found.append(f"{name}:{n}: {', '.join(hits)}")
+    assert len(listed.splitlines()) > 300       # git listed the repository
+    assert found == []
