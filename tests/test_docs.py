@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_README_LINES = 250
 MAX_ARCHITECTURE_LINES = 400
 MAX_MODULE_DOCSTRING_LINES = 40
-# The prose must not date itself by the order of the work ("the 4th session ...",
-# "since 2026-11-26 ...").
+# The prose must not date itself by the order of the work ("the Nth session ...",
+# "since YYYY-MM-DD ..."); the test below shows what it catches.
 DATING = re.compile(r"\b(\d+(st|nd|rd|th)|first|second|third|fourth|fifth|sixth|later|"
                     r"earlier|previous) session\b|(?<![-\w])since \d{4}-\d\d-\d\d", re.IGNORECASE)
 
@@ -38,10 +38,20 @@ def test_architecture_is_short() -> None:
     assert _lines("ARCHITECTURE.md") <= MAX_ARCHITECTURE_LINES
 
 
+def _repository_files() -> list[str]:
+    """Every file in the repository (tracked, or new and not ignored), relative to it."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    names = [name for name in listed.splitlines() if (ROOT / name).is_file()]
+    assert len(names) > 300       # git listed the repository
+    return names
+
+
 def _modules() -> list[Path]:
-    found = [p for package in ("andreas", "agents") for p in (ROOT / package).rglob("*.py")
-             if "migrations" not in p.relative_to(ROOT).parts]
-    assert len(found) > 100       # the walk found the packages
+    """Every Python module of the repository but the database migrations."""
+    found = [ROOT / name for name in _repository_files()
+             if name.endswith(".py") and "migrations" not in Path(name).parts]
+    assert any(p.parts[-2:] == ("andreas", "costs.py") for p in found)
     return sorted(found)
 
 
@@ -81,6 +91,12 @@ def test_prose_does_not_date_itself() -> None:
             if DATING.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert found == []
+
+
+def test_dating_pattern_sees_one() -> None:
+    assert DATING.search("re-run on the 4th " + "session")
+    assert DATING.search("(3rd " + "session)") and DATING.search("since " + "2026-11-26")
+    assert not DATING.search("andreas report --since 2026-11-01 --by day")
 
 
 def _nav_pages(nav: object) -> list[str]:
@@ -160,18 +176,12 @@ def test_machine_path_check_sees_one() -> None:
 
 
 def test_no_machine_path_in_the_repository() -> None:
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, check=True, capture_output=True, text=True).stdout
     found = []
-    for name in listed.splitlines():
-        path = ROOT / name
-        if not path.is_file():          # deleted in the work tree, not yet committed
-            continue
-        data = path.read_bytes()
+    for name in _repository_files():
+        data = (ROOT / name).read_bytes()
         if b"\0" in data:               # binary
             continue
         for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             if hits := _machine_paths(line):
                 found.append(f"{name}:{n}: {', '.join(hits)}")
-    assert len(listed.splitlines()) > 300       # git listed the repository
     assert found == []
