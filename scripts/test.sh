@@ -101,10 +101,12 @@ if ! .venv/bin/mypy; then
 fi
 
 # --- Documentation -------------------------------------------------------------------
-# The mkdocs site (mkdocs.yml, docs/); --strict fails on a broken link, anchor or page.
+# The mkdocs site (mkdocs.yml, docs/); --strict fails on a broken link, anchor or page
+# (not with --quiet, which hides the warnings --strict counts).
 .venv/bin/python -m pip install -q -e '.[docs]'
-if ! .venv/bin/mkdocs build --strict --quiet --site-dir out/site; then
-    echo "test.sh: FAIL: mkdocs build --strict failed (the documentation site)" >&2
+if ! .venv/bin/mkdocs build --strict --site-dir out/site >out/mkdocs.log 2>&1; then
+    grep -E "WARNING|ERROR|Aborted" out/mkdocs.log >&2 || true
+    echo "test.sh: FAIL: mkdocs build --strict failed (the documentation site; out/mkdocs.log)" >&2
     exit 1
 fi
 
