@@ -1,8 +1,10 @@
-"""The documentation's limits: a README and an ARCHITECTURE a newcomer reads through,
-module docstrings that say why in a few lines, and a site whose every page exists.
+"""The documentation's limits, so that they stay true: a README and an ARCHITECTURE a
+newcomer reads through, module docstrings that say why in a few lines, prose that does
+not date itself, a site whose every page exists, and no path of one development machine
+anywhere in the repository.
 
 `mkdocs build --strict` itself (broken links and anchors included) runs in
-scripts/test.sh; these checks are the fast part of it.
+scripts/test.sh.
 """
 
 from __future__ import annotations
