@@ -1,4 +1,4 @@
-"""Attribution: how much of the node's energy each job used (issue 5, point 4).
+"""Attribution: how much of the node's energy each job used.
 
 Per sampling interval:
 

@@ -164,7 +164,7 @@ def without_ssh_transport(docker_url: str) -> None:
 def without_charset_detection() -> None:
     """requests (under the Docker SDK) imports a character-set detector (charset_normalizer
     or chardet) to guess the encoding of a text response that declares none: about 2 MB of
-    resident memory (issue 17) for something the agent never asks. The Docker API answers
+    resident memory for something the agent never asks. The Docker API answers
     JSON (requests decodes it without a detector) and its streams are read as bytes; an
     undeclared text body decodes as UTF-8 (requests' own fallback without a detector).
     Marking both absent skips them; requests' warning that none is installed is silenced."""

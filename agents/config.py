@@ -5,32 +5,20 @@ Highest priority first: command-line options (``--fake-gpus``, ``--interval-s``,
 environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
 ``ANDREAS_NODE_NAME``, ``ANDREAS_SPOOL_DIR``, ``ANDREAS_SPOOL_MAX_SIZE``,
 ``ANDREAS_FAKE_GPUS``), then the file (``--config PATH``; without it
-``/etc/andreas/agent.toml`` when present), then defaults. The file::
+``/etc/andreas/agent.toml`` when present), then defaults. The file's sections:
 
     [agent]
     node_name = "gpu-07"                 # default: the host name
     interval_s = 1.0                     # sampling period
     docker_url = "unix:///var/run/docker.sock"   # the local daemon; "" = follow no containers
     docker_endpoint = "ssh://gpu-07"     # how the manager reaches this node's Docker
-    heartbeat_s = 10.0
     fake_gpus = ""                       # e.g. "2xV100": SIMULATED GPUs (CI, laptops only)
-    powercap_root = "/sys/class/powercap"
-    job_energy_window_s = 60.0           # rows of job_energy: one per job and window
-    log_level = "info"
-    metrics_port = 9464                  # Prometheus /metrics (docs/METRICS.md); unset: off
-    metrics_address = "127.0.0.1"        # "0.0.0.0" to let a Prometheus elsewhere scrape
-    fence_check_s = 5.0                  # the fence asks the store this often (agents/fence.py)
     fence_after_s = 60.0                 # store unreachable this long: stop andreas containers
-    powerd_socket = "/run/andreas-powerd/powerd.sock"   # GPU power limits; "" = none
-    fake_gpu_dir = ""                    # with fake_gpus: where andreas-powerd keeps limits
     engine = "docker"                    # "slurm": the jobs are Slurm batch jobs (docs/slurm.md)
-    slurm_output_dir = "/shared/andreas/output"   # [executor.slurm] output_dir, as seen here
-    slurm_map_dir = ""                   # job -> GPU files a Slurm prolog writes; "": /proc
 
     [store]
     url = "mysql+pymysql://andreas_agent@db.example.org/andreas"   # no password here
     password_file = "/etc/andreas/agent-db-password"
-    self_register = false                # the agent account may not write the inventory
 
     [spool]
     path = "/var/lib/andreas-agent/spool"
@@ -38,12 +26,12 @@ environment variables (``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``,
 
     [delivery]
     batch_rows = 500
-    batch_s = 1.0
 
-Secrets: the database password comes from ``password_file`` / ``ANDREAS_DB_PASSWORD_FILE``
-or a URL in the service's root-only environment file; it is never printed (URLs go
-through :func:`andreas.config.mask_url`). Every problem is one ``InputError`` line (the
-CLI exits 2).
+Every key, commented: ``systemd/agent.toml.example``. Secrets: the database password
+comes from ``password_file`` / ``ANDREAS_DB_PASSWORD_FILE`` or a URL in the service's
+root-only environment file; it is never printed (URLs go through
+:func:`andreas.config.mask_url`). Every problem is one ``InputError`` line (the CLI exits
+2), checked through ``andreas.infra.fields`` as the manager's settings are.
 """
 
 from __future__ import annotations
@@ -117,7 +105,7 @@ class AgentConfig:
     # The fence (agents/fence.py): every fence_check_s the store says whether each andreas
     # container here is still its job's current attempt (stale ones are stopped); with no
     # answer for fence_after_s (0: never) every andreas container here is stopped. Keep it
-    # at most the manager's [manager] fence_after_s (see ARCHITECTURE.md, "Fencing").
+    # at most the manager's [manager] fence_after_s (docs/design/manager.md, "Fencing").
     fence_check_s: float = field(default=5.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
     fence_after_s: float = field(default=60.0, metadata=rule(ge=0, le=86400))
     # GPU power limits (agents/powerlimits.py): the privileged daemon's socket ("" = none:

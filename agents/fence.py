@@ -16,12 +16,11 @@ one checkpoint directory. The fence, one thread of the agent, closes that gap:
   that still saw it open), it stops every andreas container it runs the same way, since
   it cannot know whether they were restarted elsewhere. 0 switches that off.
 
-Why this is safe (ARCHITECTURE.md, "Fencing"): the manager starts a job whose node stopped
-answering only after ``grace_s + [manager] fence_after_s + 5 s`` since it ended the
-attempt at E. The agent's last successful check L was sent before E, so the copy gets
-SIGTERM by L + fence_after_s and SIGKILL by L + fence_after_s + grace_s, before the
-manager's hold ends (when the agent's fence_after_s is at most the manager's); an agent
-that reaches the store sees the ended attempt within fence_check_s, sooner still.
+Why this is safe (docs/design/manager.md, "Fencing"): the manager starts a job whose
+node stopped answering only ``grace_s + [manager] fence_after_s + 5 s`` after it ended the
+attempt, and the agent's last successful check was sent before that end, so the copy is
+killed before the manager's hold ends (when the agent's fence_after_s is at most the
+manager's); an agent that reaches the store sees the ended attempt sooner still.
 
 Unknown attempts (no row: ``andreas profile`` runs) are the manager's to judge; an agent
 that was not running while its node was cut off cannot fence (it stops them at most

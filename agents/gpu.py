@@ -1,7 +1,7 @@
 """GPU inventory and sampling through NVML, keyed by GPU UUID.
 
 The optimizer's energy costs are made of these numbers, so the sampler is written
-around the ways NVML readings go wrong (issue 5, "measurement pitfalls"):
+around the ways NVML readings go wrong:
 
 - Keys are UUIDs: NVML indices, ``CUDA_VISIBLE_DEVICES`` order and MIG ids disagree.
 - Energy comes from ``nvmlDeviceGetTotalEnergyConsumption`` where the GPU has it (probed

@@ -1,6 +1,6 @@
 """Host sampling: CPU and memory through psutil, host power from RAPL or the profile model.
 
-Why each choice (issue 5, "measurement pitfalls"):
+Why each choice (the ways power readings go wrong):
 
 - ``psutil.cpu_percent(None)`` is non-blocking (utilization since the previous call);
   the blocking form would stall the one sampling thread.

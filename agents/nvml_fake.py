@@ -22,23 +22,19 @@ What it models, deterministically:
 - ``nvmlDeviceGetPowerUsage`` (mW) is the mean power over the last second, the semantics
   of Ampere and newer; the instant-power field (``NVML_FI_DEV_POWER_INSTANT``) is the
   power at the call.
-- Power limits, as NVML sets them (``nvmlDeviceGetPowerManagementLimitConstraints``,
-  ``...DefaultLimit``, ``...Limit``, ``nvmlDeviceSetPowerManagementLimit``; milliwatts):
-  the range and default of ``profiles/power_limits.toml`` for the GPU type (V100: 100-250
-  W), NotSupported for a type without an entry, NVML's InvalidArgument for a limit outside
-  the range, NoPermission after :meth:`FakeNvml.deny_limits` (as for a non-root caller). A
-  busy GPU draws at most its limit. With ``limit_dir`` the limits live in files
+- Power limits, as NVML sets them (milliwatts): the range and default of
+  ``profiles/power_limits.toml`` for the GPU type, NotSupported for a type without an
+  entry, InvalidArgument outside the range, NoPermission after
+  :meth:`FakeNvml.deny_limits` (as for a non-root caller). A busy GPU draws at most its
+  limit. With ``limit_dir`` the limits live in files
   ``power-limit-<uuid>`` there, so the privileged daemon (``agents/powerd.py``) that sets
   them and the agent that samples the GPUs, two processes, see the same fake GPUs.
-- Faults, each at a time on the injected clock: a GPU lost (every call on it raises
-  ``NVMLError_GpuIsLost``, as does ``nvmlDeviceGetHandleByIndex`` for its index) and
-  optionally recovered with its counter reset; unknown errors in a window; a field made
-  NotSupported; a counter reset (back to 0); MIG mode on; ``nvmlInit`` failing until a
-  time.
+- Faults, each at a time on the injected clock: a GPU lost (``NVMLError_GpuIsLost``)
+  and optionally recovered with its counter reset; unknown errors in a window; a field
+  made NotSupported; a counter reset; MIG mode on; ``nvmlInit`` failing until a time.
 
-Errors and structures are the real pynvml ones (``pynvml.NVMLError`` subclasses with the
-real codes, ``c_nvmlFieldValue_t``, ``c_nvmlMemory_t``), so ``except pynvml.NVMLError``
-catches the fake's errors too. The fake is only ever used when asked for
+Errors and structures are the real pynvml ones, so ``except pynvml.NVMLError`` catches
+the fake's errors too. The fake is only ever used when asked for
 (``andreas-agent --fake-gpus SPEC`` -> :func:`make_fake_nvml`), never as a silent
 fallback for a missing driver.
 """

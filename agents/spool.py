@@ -1,6 +1,6 @@
 """The agent's local spool: where records wait while the database cannot be reached.
 
-Why it looks like this (issue 5, "no sample lost, none duplicated"):
+Why it looks like this (no sample lost, none duplicated):
 
 - **Append-only JSON lines**, one record per line, each with a sequence number that only
   grows (``{"seq": 17, "entry": {...}}``). Lines are human-readable for an operator

@@ -22,13 +22,11 @@
 
 Lines that are not progress lines, malformed ones, lines for another job id, a container
 that vanishes while followed, a daemon that goes away: all are logged and survived;
-nothing raises out of the tracker's threads. ``stop()`` closes the streams and joins
-every thread.
+nothing raises out of the tracker's threads (``stop()`` joins them).
 
 Records go to ``on_epoch``, exits to ``on_exit``, newly followed containers to
-``on_start``; each is a callable or anything with ``put`` (a ``queue.Queue``). Calls are
-serialised (one at a time, from the tracker's threads), so a callback need not be
-thread-safe, but it should be quick: hand the record to a queue.
+``on_start``: each a callable or anything with ``put``; calls are serialised, so a
+callback need not be thread-safe, but it should be quick (hand the record to a queue).
 
 An engine that goes away while a container runs (dockerd crashed: the container's
 process runs on under its shim) does not end the run: the thread waits for the engine

@@ -2,70 +2,26 @@
 
 Where each setting comes from, highest priority first:
 
-1. environment variables: ``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE``;
+1. environment variables: ``ANDREAS_DB_URL``, ``ANDREAS_DB_PASSWORD_FILE`` (and, for the
+   manager, ``ANDREAS_POLICY``, ``ANDREAS_PERIOD_S``);
 2. the TOML file ``$ANDREAS_CONFIG`` (must exist when set) or ``/etc/andreas/andreas.toml``
    (used when present);
 3. defaults: an SQLite database at ``$XDG_DATA_HOME/andreas/andreas.db``
    (``~/.local/share/andreas/andreas.db`` when XDG_DATA_HOME is unset).
 
-The file::
+The file has the sections ``[store]`` (URL, password file, retention), ``[manager]`` (the
+Job Manager: policy, period, polling, retries, the lease, tariff, metrics), ``[executor]``
+and ``[executor.slurm]`` (how containers or Slurm jobs are run, and what they may touch),
+``[profiler]``, ``[report]`` and ``[power]``. The full template, every section and key
+commented, is ``systemd/andreas.toml.example`` (a test loads it through this loader);
+the keys in a table: docs/operations.md.
 
-    [store]
-    url = "mysql+pymysql://andreas_manager@db.example.org/andreas"
-    password_file = "/etc/andreas/db-password"   # keeps the password out of the URL
-    raw_retention_days = 7                        # raw samples kept, then 1-minute aggregates
-    job_energy_retention_days = 400               # per-job energy windows (reports, show)
-    connect_retries = 5                           # daemons: tries at start, with back-off
-
-    [manager]                    # the Job Manager (`andreas manager run`)
-    policy = "rg"                # rg | pr | greedy | fifo | edf | priority (env ANDREAS_POLICY)
-    period_s = 3600              # rescheduling period H (env ANDREAS_PERIOD_S)
-    poll_s = 1.0                 # store and container polling
-    max_retries = 3              # non-zero exits retried from the checkpoint, then failed
-    lock = "wait"                # a second manager waits for the lock, or "exit"s
-    unprofiled_epoch_s = 3600    # epoch time assumed for an application nobody measured
-    image_pull_grace_s = 900     # a pull failing in a way that may pass (registry down):
-                                 # the job waits this long, then fails with the reason
-    metrics_port = 9465          # Prometheus /metrics (docs/METRICS.md); unset: none
-    metrics_address = "127.0.0.1"
-    tariff = "tariff.csv"        # time-of-use price (and PUE) per UTC hour (docs/FORMAT.md);
-                                 # relative to this file; read and checked at load
-
-The full template, every section and key commented: ``systemd/andreas.toml.example``.
-
-    [executor]                   # how containers are run
-    checkpoint_root = "/var/lib/andreas/checkpoints"   # shared path, as the nodes see it
-    network = "bridge"           # "host" only with allow_host_network = true
-    image_allowlist = ["registry.example.org/ml/*"]    # empty: any image
-    tls_ca_cert = "/etc/andreas/docker-ca.pem"         # for tcp:// endpoints (TLS only)
-    kind = "docker"              # or "slurm": one Slurm batch job per attempt (docs/slurm.md)
-    pending_timeout_s = 600      # an attempt the engine keeps queued longer: cancelled, replanned
-
-    [executor.slurm]             # with kind = "slurm" (andreas.executor.slurm)
-    partition = "gpu"            # the partition only andreas' account may use
-    output_dir = "/shared/andreas/output"   # job output; the nodes and the manager see it
-    account = "andreas"          # optional (sbatch --account)
-    sbatch_args = ["--cpus-per-task=4"]                # more sbatch options for every attempt
-    command_timeout_s = 30       # sbatch/squeue/scontrol/scancel running longer: killed
-
-    [profiler]                   # automatic profiling by the Job Manager
-    nodes = ["gpu07"]            # profiling nodes: new applications are measured there
-    epochs = 3                   # epochs per GPU count (the first is warm-up)
-    timeout_s = 3600             # per GPU count; longer is a failed profiling
-
-    [report]                     # `andreas report`
-    grid_co2_g_per_kwh = 250     # grid carbon intensity; reports then show kg CO2
-
-    [power]                      # idle nodes switched off from the plan (andreas.manager.power)
-    enabled = true
-    idle_s = 1800                # idle this long, and left empty by the plan: switched off
-    off_command = ["ipmitool", "-H", "{node}-bmc", "-U", "admin", "-f",
-                   "/etc/andreas/ipmi-password", "chassis", "power", "soft"]
-    on_command = "ipmitool -H {node}-bmc -U admin -f /etc/andreas/ipmi-password chassis power on"
-    wake_lead_s = 300            # boot to engine answering; a node not up by 3x this: off
-    command_timeout_s = 60       # a command running longer is killed and counts as failed
-
-Passwords never appear in messages or logs: print URLs through :func:`mask_url`.
+Every key is checked against its settings dataclass through ``andreas.infra.fields``
+(the one way to check settings), so a bad value is one line naming the key, the file or
+variable it came from and the value. Paths the containers may see are normalised and
+sensitive host paths refused here, once, when the file is loaded
+(:func:`check_executor`). Passwords never appear in messages or logs: print URLs through
+:func:`mask_url`.
 """
 
 from __future__ import annotations
@@ -96,7 +52,7 @@ ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
 _SECTIONS = ("store", "manager", "executor", "report", "profiler", "power")
 LOCK_CHOICES = ("wait", "exit")
-# Upper bounds of the settings (issue 16): a value past them is a typo, and would hang a
+# Upper bounds of the settings: a value past them is a typo, and would hang a
 # loop, overflow a column or make a job impossible to stop.
 MAX_DAYS = 3650.0
 MAX_CONFIG_BYTES = 1 << 20

@@ -1,10 +1,10 @@
-"""Energy and penalty arithmetic: c_ng, tardiness and the two proxy objectives.
+"""Energy and penalty arithmetic: c_ng, tardiness and the proxy objectives.
 
 Pure functions. ``evaluate(snapshot, plan)`` is the reference definition of
 ``f_obj`` (ANDREAS eq. 1 / P1a) and ``f_bar`` (path-relinking paper eq. 1) that
 every policy's own fast bookkeeping is tested against.
 
-Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
+Definitions (docs/design/optimizer.md, "Definitions"; f_mix and move costs there too):
 
 - ``t_jng`` = epochs_left * epoch_time_s[type(n)][g-1] where the job runs now (same node
   class and GPU count); anywhere else it restarts from its last checkpoint, so with
@@ -21,11 +21,9 @@ Definitions (see ARCHITECTURE.md, "The optimizer, precisely"):
   published (``"paper"``) charges ``rho * w * tau_hat_j`` with the
   worst-case ``tau_hat_j = max(0, now + H + M_j - d_j)``: rho times the slowest
   configuration's whole lateness, so postponing a job that is already late, or long,
-  looked rho times dearer than running it, and plans that ran many jobs on one GPU each
-  won f_obj however they served the jobs (ARCHITECTURE.md, "The proxy objectives, measured").
-- Node term: each node that runs jobs is charged until its first job ends:
-  ``min_j t_jng / 3600 * cost_per_hour(n)``, where cost_per_hour is c_ng with g =
-  all busy GPUs of the node (on-premise), or the VM price (cloud).
+  looks rho times dearer than running it (docs/design/objectives.md).
+- Node term: each node that runs jobs is charged until its first job ends,
+  ``min_j t_jng / 3600 * cost_per_hour(n)`` (c_ng at all its busy GPUs, or the VM price).
 - ``f_obj = sum_assigned w tau + sum_postponed postponement cost + sum_nodes node term
   + mu * idle GPUs of nodes that run jobs`` (minimised; mu = 0 is ANDREAS eq. 1).
 - Shared GPUs (jobs with a ``Demand``; ``andreas/resources.py``): a job's t_jng is
@@ -444,8 +442,8 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
     the cheapest mix its configuration starts) instead of its node's price until the
     node's first job ends, which is left only for the node's idle GPUs. Why: a VM's price
     per hour says nothing of how fast its jobs progress, so f_obj preferred the cheaper
-    but slower GPU type and jobs alternated between types (ARCHITECTURE.md, "Choosing the
-    plan by the mix: f_mix"). On premise f_mix = f_obj.
+    but slower GPU type and jobs alternated between types (docs/design/objectives.md,
+    "Choosing the plan by the mix: f_mix"). On premise f_mix = f_obj.
 
     ``sharing`` (an ``andreas.interference.Sharing``; default its defaults) predicts the
     slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``."""

@@ -19,6 +19,16 @@ if ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/d
 fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# --- Documentation -------------------------------------------------------------------
+# The mkdocs site (mkdocs.yml, docs/); --strict fails on a broken link, anchor or page
+# (not with --quiet, which hides the warnings --strict counts).
+.venv/bin/python -m pip install -q -e '.[docs]'
+if ! .venv/bin/mkdocs build --strict --site-dir out/site >out/mkdocs.log 2>&1; then
+    grep -E "WARNING|ERROR|Aborted" out/mkdocs.log >&2 || true
+    echo "test.sh: FAIL: mkdocs build --strict failed (the documentation site; out/mkdocs.log)" >&2
+    exit 1
+fi
+
 # --- System packages -----------------------------------------------------------------
 # The example training image runs the host's Debian python3 with python3-numpy (see
 # scripts/build-example-image.sh); the HTML report is opened in a headless chromium.

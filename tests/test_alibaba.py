@@ -23,11 +23,11 @@ from andreas.model import Demand
 DATA = Path(__file__).resolve().parent / "data" / "alibaba"
 PODS = DATA / "openb_pod_list_excerpt.csv"
 NODES = DATA / "openb_node_list_excerpt.csv"
-FULL = Path("/work/shared/traces/alibaba-openb-2023")
 MULTI = DATA / "openb_pod_list_multigpu50_excerpt.csv"     # no time, qos or phase columns
 # The published files as the project keeps them (README there): ../shared from the root.
 SHARED = Path(os.environ.get("ANDREAS_SHARED_DIR") or Path(__file__).resolve().parents[1].parent
               / "shared") / "traces" / "alibaba-openb-2023"
+FULL = SHARED
 
 # Counted by hand on the excerpt (58 pods, 20 GPU nodes).
 CPU_ONLY = {"openb-pod-0005", "openb-pod-0016", "openb-pod-0210", "openb-pod-0477"}

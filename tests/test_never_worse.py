@@ -6,7 +6,7 @@ without it (the default), rg is never worse than greedy.
 waits while a node could run it; ``exact.postponed_that_fit``): f_obj charges nothing
 for postponing a job with slack, so a baseline plan that leaves GPUs idle can have a
 lower f_obj than any plan that serves the jobs, and choosing such plans costs 1.2-2x in
-the long run (ARCHITECTURE.md, "The proxy objectives, measured"). When the cluster is
+the long run (docs/design/objectives.md). When the cluster is
 full, the baselines' plans are work-conserving and the rule covers them all. The floor
 is off by default because even work-conserving baseline plans, chosen for their f_obj,
 cost more over whole traces on lightly loaded clusters.

@@ -66,7 +66,7 @@ def test_zeus_workloads_load_with_levels_for_all_four_gpus():
     assert set(resnet.power) == {"V100", "A40", "P100", "RTX6000"}
     v100 = resnet.power["V100"]
     assert [p.limit_w for p in v100] == [250.0, 225.0, 200.0, 175.0, 150.0]
-    # the README's example: 3 515 s at 250 W, 175 W is 10 % slower
+    # docs/power-limits.md's example: 3 515 s at 250 W, 175 W is 10 % slower
     assert resnet.epoch_s["V100"] == pytest.approx(3515.0, rel=1e-3)
     assert v100[3].time_factor == pytest.approx(3852 / 3515, rel=0.01)
     # A40 sentiment140 lacks 275, 225 and 175 W: fitted, and said so

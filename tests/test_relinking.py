@@ -170,7 +170,7 @@ def test_cloud_pr_takes_the_best_f_obj_and_breaks_ties_by_restarts() -> None:
 def test_pr_s_window_only_when_the_best_plan_leaves_a_job_waiting(seed: int) -> None:
     """Every job runs in the best plan (no GPU is short): pr takes the best f_obj, as rg;
     the window ("always", the old rule) would trade it for fewer restarts. Measured:
-    README, "Long-term costs, on premise"."""
+    docs/results.md, "Long-term costs, on premise"."""
     snap = random_snapshot(np.random.default_rng(seed), 10, 8, running_share=0.8)
     steady = decide(snap, np.random.default_rng(0), "pr", iterations=50, window_when="always")
     plan = decide(snap, np.random.default_rng(0), "pr", iterations=50)

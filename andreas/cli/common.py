@@ -31,8 +31,8 @@ def db_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # Every numeric option is a Finite or a Whole with an upper bound, one bound per kind
-# (issue 32: --workers 1000000 forked 1 400 processes, --ga-generations 1e9 and
-# --wake-s 1e308 hung); the library's own limits are used where it has them.
+# (without one, --workers 1000000 forks processes without end and --ga-generations 1e9
+# or --wake-s 1e308 hang); the library's own limits are used where it has them.
 SEED = Whole(min=0, max=2**63 - 1)          # numpy's generators take 0 <= seed
 ITERATIONS = Whole(min=1, max=100_000)      # a typo (10**7) is an error, not gigabytes
 MAX_WORKERS = 256                           # processes: far above any machine's cores

@@ -13,8 +13,8 @@ Two loads describe a replay, and the importer reports both:
   the months-long pods of the trace do not swamp a short window). The share does not
   grow with the scale, so a target is found by bisection, and it cannot exceed the share
   with every task submitted at once. ``--busy-share`` sets it (``full``: the full trace's,
-  kept per GPU: the importer's earlier default, which left openb replays 0.2-0.6 %
-  busy); ``--keep-times`` keeps the file's own times (scale 1).
+  kept per GPU, which leaves openb replays nearly idle); ``--keep-times`` keeps the
+  file's own times (scale 1).
 
 A pod list without time columns (``openb_pod_list_multigpu*.csv``) has tasks in file
 order only: they arrive one after another at even gaps, as the fragmentation paper's

@@ -45,7 +45,7 @@ _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_
 _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
                 "gpu_memory_peak_mib", "peak_probability")
 MAX_GPUS_PER_JOB = 1024
-# Bounds of every number in a document (issue 16): finite is not enough, a 10**9-epoch job
+# Bounds of every number in a document: finite is not enough, a 10**9-epoch job
 # or a node with 10**6 GPUs hangs the simulator or allocates gigabytes, and sums of
 # 1e308 overflow to inf and turn the objective into NaN.
 MAX_GPUS_PER_NODE = 1024

@@ -1,5 +1,5 @@
 """The Job Manager: snapshot -> policy -> decision (the target), and reconciliation of the
-nodes' containers towards it (ARCHITECTURE.md, "The Job Manager").
+nodes' containers towards it (docs/design/manager.md).
 
 Modules: ``estimates`` (epoch times and power curves with their sources), ``state``
 (the store's read model at one instant), ``snapshot`` (store -> optimizer snapshot),

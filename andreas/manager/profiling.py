@@ -17,7 +17,7 @@ rows (source ``profiler``) and the job goes ``profiling -> preempted``: the opti
 it with measured estimates, from its checkpoint. Other jobs of the application wait for
 this one run (``held``, with the reason the plan shows).
 
-Power limits (issue 30): when the profiling node can set GPU power limits (its agent
+Power limits: when the profiling node can set GPU power limits (its agent
 reported them, ``nodes.power_caps``) and ``profiles/power_limits.toml`` names levels for
 its type, the GPU-count runs are followed by one short run per level below the default,
 on one GPU at that limit (the attempt carries it; the node's agent has ``andreas-powerd``

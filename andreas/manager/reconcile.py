@@ -33,12 +33,9 @@ difference, so running it twice in a row changes nothing the second time:
   one transaction, then the container, then its id.
 
 Free GPUs of a node = usable GPUs held neither by an open attempt nor by a running
-labelled container, so a node is never over capacity, even while a stale container stops.
-With GPU sharing a GPU is counted in milli-GPU: an open attempt holds its share
-(``gpu_milli``) of its GPU, or all of each of its GPUs; a running container of no open
-attempt holds all of its GPUs. A job with a share starts on the GPU its plan names when
-that GPU has room for it, else on the fullest GPU that has (best fit); a whole-GPU job
-only on GPUs nobody holds any of.
+labelled container, so a node is never over capacity, even while a stale container stops;
+shared GPUs are counted in milli-GPU (docs/design/sharing.md, "In the real system"). The
+whole tick, step by step: docs/design/manager.md, "Tick".
 """
 
 from __future__ import annotations

@@ -20,11 +20,10 @@ per node: a job never joins an open node). Every row is scored on f_obj, f_bar a
   equal). A floor row is a candidate (``Batch.candidates``) only when it is
   *work-conserving* (no job waits while a node could run it): f_obj charges nothing for
   postponing a job with slack, so a baseline plan that leaves GPUs idle can "win" f_obj.
-  Even so the floor costs more over whole lightly loaded traces (ARCHITECTURE.md, "The
-  proxy objectives, measured"), hence off by default.
+  Even so the floor costs more over whole lightly loaded traces
+  (docs/design/objectives.md), hence off by default.
 
-Other strategies were measured and dropped (ARCHITECTURE.md, "The proxy objectives,
-measured"):
+Other strategies were measured and dropped (docs/design/objectives.md):
 pricing GPUs so that late jobs take one GPU each, keeping all running jobs first,
 keeping on-time ones first, a local search on f_obj and look-ahead rollouts all won
 f_obj on single snapshots and lost in the long run.

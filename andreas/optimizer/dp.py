@@ -14,72 +14,25 @@ policy          F1 (configuration)      F2
 ``dp-adjwct``   F~ (eq. 5, adjusted)    F_WCT
 ==============  ======================  ==========
 
-Definitions where the paper is silent or loose (one job j, configuration (k, g): node
-class k on premise / catalog entry k in the cloud, g GPUs; T_c the current time):
+Where the paper is silent or loose, the choices made here and why (Δt is the period the
+optimizer is called with; τ_j the tardiness at the end of the step, τ~_j at completion;
+F_WCT's postponement is P1a's term with H = Δt; F_B's constant B is one more than every
+run cost, which makes F_B lexicographic) are written out in docs/design/optimizer.md,
+"The DP baselines".
 
-- Δt is the period the optimizer is called with: ``params.period_s``. The simulator runs
-  these policies every 900 s unless told otherwise (``optimizer.DEFAULT_PERIOD_S``: the
-  paper's best Δt = 15 min); the manager passes its own period. H = Δt throughout.
-- Node term: ``c_k(g) · Δt`` with c the node's cost per hour with g busy GPUs (on
-  premise: c_ng of the whole node, the rest of its GPUs idle, as one job per node leaves
-  them; cloud: the VM price).
-- τ_j (eq. 4) is the tardiness *at the end of the current step*:
-  ``max(0, T_c + min(t_jkg, Δt) − d_j)``. The adjusted τ~_j (eq. 5) is the tardiness if the
-  job runs to completion on that configuration: ``max(0, T_c + t_jkg − d_j)``. Were τ_j the
-  full tardiness too, eq. 4 and eq. 5 would pick the same configuration and DP(AdjWCT)
-  would be DP(WCT); the paper reports them apart.
-- Postponement in F_WCT: ``ρ · w_j · τ̂_j`` with ``τ̂_j = max(0, T_c + Δt + M_j − d_j)`` (M_j:
-  remaining time on the slowest configuration), i.e. f_obj's postponement term (P1a)
-  with H = Δt. Eq. 4 prints ``r_j τ̂_j`` without ω_j and ρ, which adds seconds to money;
-  eq. 4 is said to mimic P1a, so P1a's weighting is used.
-- F_B replaces that term by a constant B per postponed job. B is not given in the
-  paper; any B larger than every possible difference of run costs makes F_B
-  lexicographic (run as many jobs as the nodes allow, then the cheapest set), and a
-  smaller B would leave very late jobs waiting on idle nodes for ever, since their run
-  cost grows with their lateness while B does not. So ``B = 1 + Σ_j max_kg R_jkg`` over the
-  snapshot's runnable jobs (reported in ``Plan.stats["B"]``); every larger B gives the
-  same plan. A consequence of F_B itself, not of this B: waiting costs every job the
-  same, so when nodes are scarce the jobs that are not late yet (smallest R) run and
-  the late ones wait until the load drops.
-- Run cost (F2's first two terms): ``R_jkg = w_j τ_j + c_k(g) Δt``.
-- F1 orders a job's configurations; ties go to the faster, then fewer GPUs, then the
-  earlier class (node order on premise, catalog order in the cloud). ``fast``: by
-  t_jkg, then by c_k(g) Δt. ``wct``: by R_jkg. ``adj``: by ``w_j τ~_j + c_k(g) Δt``.
-  F1 chooses among the classes that still have a free node in the DP state (on premise
-  a job whose best class is full falls back to its next best class, as the baselines'
-  "best configuration over the free nodes"); in the cloud every node takes any entry.
-- DP ties between running and postponing a job go to running (P1n: run as many jobs as
-  the resources allow).
+State. Cloud: the number of nodes used so far. On premise the classes are not
+interchangeable, so the state is the vector of nodes used per class while
+``Π_k (nodes_k + 1) <= max_states``; beyond that cap the DP runs in *rounds* of exact
+per-class one-count DPs, a heuristic (``Plan.stats["dp_rounds"] > 0`` says it was used).
 
-State. Cloud: the number of nodes used so far (the paper's n̂ − 1). On premise the
-classes are not interchangeable, so the state is the vector of nodes used per class,
-while ``Π_k (nodes_k + 1) <= max_states`` (50 000 by default: two classes of 100
-nodes take 10 201). Beyond the cap the DP cannot hold the vector; it then runs in
-*rounds*: each job's class is its F1-best among the classes with free nodes, the jobs
-of each class go through an exact one-count DP for that class, and the jobs still
-postponed try again in the next round on the classes left, until a round starts no
-job. That is a heuristic (a job's class no longer depends on the choices of earlier
-jobs); ``Plan.stats["dp_rounds"] > 0`` says it was used, ``dp_states`` says how many
-states the exact DP would have needed.
+Running jobs are re-decided like waiting ones, because the paper's DP stops and resumes
+jobs from checkpoints when their allocation changes; their times are restart-aware
+(``costs.job_time_s``), and nodes are relabelled within a class so that a job keeping its
+configuration stays on its node.
 
-Running jobs. The paper's DP stops and resumes jobs from checkpoints when their
-allocation changes, so running jobs are re-decided like waiting ones (FIFO by
-submission): they may keep their configuration, move, resize or be postponed. Their
-t_jkg is restart-aware (``costs.job_time_s``): continuing on the same class and GPU
-count keeps the partial epoch, anything else redoes it and pays the restart overhead,
-which F1 and F2 see. Nodes are relabelled within a class so that a job keeping its
-configuration stays on its node (``solution.to_plan``); two running jobs that shared a
-node (a plan of another policy) cannot both stay, and the second one moves.
-
-Plan. Like the baselines, ``Plan.objective`` is the plan's f_obj (the reference cost
-model, so every policy is scored alike); the DP's own F2 optimum is
-``Plan.stats["dp_objective"]`` (F_WCT or F_B).
-
-Cost: F1's choice is tabled per job and per set of classes with a free node, then the
-DP is J vectorised steps over the S states (O(J · S) memory for backtracking). Measured
-on a loaded 2-core machine: about 25 ms per decision at N = 50 and 300 jobs (676
-states on premise), 3 ms at N = 10 and 60 jobs, f_obj evaluation included.
-Deterministic: ``rng`` is accepted only for the common policy signature.
+``Plan.objective`` is the plan's f_obj (the reference cost model, so every policy is
+scored alike); the DP's own F2 optimum is ``Plan.stats["dp_objective"]``. Deterministic:
+``rng`` is accepted only for the common policy signature.
 """
 
 from __future__ import annotations

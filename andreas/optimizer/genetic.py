@@ -2,92 +2,36 @@
 Algorithms 1-3) as policy ``ga``, and the GA machinery ``ga-energy`` shares.
 
 Algorithm 1, the candidate pairs: for each waiting task, the nodes that accept its GPU
-type and where its whole demand fits *now* (running tasks in place, the ledger of
-``andreas.resources``). A chromosome has one integer gene per waiting task that has a
-candidate, in submission order (the paper's "task numbers in increasing order", so a
-crossover never duplicates or loses a task); gene value k < len(candidates) puts the task
-on its k-th candidate node, the value len(candidates) leaves it waiting. A decoder places
-the genes in order through the ledger's own rule (whole GPUs on the lowest free ones,
-slices on the fullest GPU that holds them).
+type and where its whole demand fits *now* (the ledger of ``andreas.resources``). A
+chromosome has one integer gene per waiting task that has a candidate, in submission
+order, so a crossover never duplicates or loses a task; gene value k < len(candidates)
+puts the task on its k-th candidate node, the value len(candidates) leaves it waiting.
 
-Algorithm 3, the fitness: the gain in GPU allocation (milli-GPU placed over the
-cluster's capacity), or -1 when a task does not fit where its gene puts it (candidates
-fit one by one, not necessarily together): decoder ``strict``. Two repairs instead
-place what fits: ``skip`` (the task waits) and ``next-fit`` (the default: the task goes
-to the next candidate that still holds it, cyclically, so a gene is a preferred node and
-the chromosome of zeros is First-Fit). Measured on six 100-node events (120 waiting
-task instances, tests/benchmarks/bench_ga.py): with ``strict`` and ``skip`` the GA never
-beat its best seed (a single-point crossover of two good plans overbooks some node, and
-a mutated gene mostly points at a full node: the offspring score -1 or lose tasks, and
-evolution stalls at the seeds); ``next-fit`` beat them on 3 of 6 events, by up to 0.8 %
-of the cluster. In the simulated replays the three were within noise of each other.
+Algorithm 3, the fitness: the gain in GPU allocation, or -1 when a task does not fit
+where its gene puts it (decoder ``strict``). The repairs ``skip`` (the task waits) and
+``next-fit`` (the default: the next candidate that still holds it, so the chromosome of
+zeros is First-Fit) place what fits: with ``strict`` crossovers of good plans overbook
+nodes and evolution stalls at the seeds.
 
-Beyond the paper, the fitness ``consolidated`` (the default; ``allocation`` is
-Algorithm 3's own) breaks the allocation's ties: it adds ``TIE_WEIGHT`` (half a milli-GPU
-of allocation, so it never outweighs a placement) times the sum over nodes of their whole
-free GPUs squared, over its largest value (every GPU free). Of two plans that place the
-same milli-GPU it prefers the one that leaves whole GPUs, and whole nodes, free together,
-where tasks that fit nowhere now (several GPUs, or a large slice) can start later.
-Placing for allocation alone spreads slices and single GPUs over the nodes: on an
-Alibaba replay with a standing queue (seed 1, 600 tasks, 20 nodes, load 2.2) the last
-task started 28 050 s after the first submission under ``allocation``, 22 358 s under
-``consolidated`` and 16 679 s under First-Fit, and the GPU utilisation over that window
-was 0.51, 0.60 and 0.72 (per load and seed: README, "Genetic scheduler";
-tests/benchmarks/bench_ga.py).
+Beyond the paper, two rules that decide whether large tasks ever get a node: the
+default fitness ``consolidated`` breaks the allocation's ties by the whole free GPUs
+left together on nodes (``allocation`` is Algorithm 3's own), and EASY backfilling
+(``backfill``, on by default) reserves a node for the oldest task that fits nowhere now,
+so that only tasks done before it can start take that node meanwhile.
 
-Beyond the paper, EASY backfilling (``backfill``, on by default; ``--no-ga-backfill`` and
-the bench's ``ga-paper`` turn it off): when a waiting task fits no node now, the oldest
-such task (that fits some node once its tasks finish) gets a reservation,
-``packing.reservation``: the node of a type it accepts where it can start soonest,
-running tasks released in the order they finish. Until then only tasks that will be done
-by that time (their expected run time there) may start on that node; the others lose it
-from their candidates. Why: maximising each event's allocation (Algorithm 3, or with the
-tie-break) lets small tasks keep taking the GPUs a large task waits for, and what decided
-the Alibaba replays was when the large tasks got a node (an 8-GPU task waited 2 × 10^6 s
-under Tetris on one of them). Measured (3 seeds, 600 tasks, 20 nodes, loads 0.8 / 1.5 /
-2.2, tests/benchmarks/bench_ga.py): time-averaged utilisation over the scheduling window,
-ga ÷ Round-Robin 1.342 / 0.982 / 1.005 without it, 1.386 / 1.998 / 1.618 with it; after
-each event with a queue (the paper's Figure 10) 1.077 / 0.964 / 1.013 without, 1.052 /
-1.055 / 1.044 with; mean JCT within 1 % of Round-Robin's. With a reservation the GA's
-plan is never below First-Fit's under the same reservation (the chromosome of zeros),
-and Tetris' and Best-Fit's own plans, which ignore it, are not taken.
+Algorithm 2 through PyGAD: population 100, 20 % tournament, single-point crossover, 40 %
+steady-state replacement and adaptive mutation, 0.25 per gene below the mean fitness and
+0.1 above (the paper's wording contradicts its numbers; poor solutions should move more).
+The mutation (``_AdaptiveMutation``) and the fitness (``_decode_packing``, numba) are
+batched over the population: PyGAD's own adaptive mutation draws gene by gene in Python.
 
-Algorithm 2 through PyGAD: population 100 (the paper's choice: 10 was worse, 1000 no
-better), 20 % tournament selection (``K_tournament`` = 20 % of the population),
-single-point crossover, 40 % steady-state replacement (``keep_elitism`` = the best 60 %,
-so the 40 % worst make way for offspring; the paper cites GENITOR) and adaptive
-mutation. The paper gives "a reduced mutation probability of 0.25" above the mean
-fitness and "a higher mutation probability of 0.1" below it: the adjectives and numbers
-contradict each other. Adaptive mutation exists to perturb poor solutions more and
-good ones less (PyGAD's own convention: ``mutation_probability=(low quality, high
-quality)``), so a gene of an offspring below the population's mean fitness mutates with
-probability 0.25 and above it with 0.1, to a uniform value of its space (a candidate or
-"wait"). The mutation is ours (``_AdaptiveMutation``, handed to PyGAD as
-``mutation_type``): PyGAD's built-in adaptive mutation draws each mutated gene in Python
-(about 80 us each; seconds per event at 150 tasks), ours draws the whole batch of
-offspring at once with PyGAD's own generator. The fitness of a batch is one call
-(``fitness_batch_size`` = the population) of a compiled decoder (``_decode_packing``,
-numba, one row per chromosome, as ``kernels.py`` builds rg's constructions): numpy
-vectorised over the rows costs a dozen array operations per gene, about 10 ms per batch
-at 150 genes, against 0.1-1 ms compiled.
+Seeds: First-Fit, Tetris and Best-Fit, then random feasible chromosomes; the GA's best
+replaces them only when strictly fitter (the fitness does not see fragmentation), and
+Tetris' and Best-Fit's own plans are compared at the end, so without a reservation ``ga``
+is never below them on GPU allocation. The random rows and PyGAD's generators are seeded
+from ``rng``, so a seed reproduces a plan bit for bit. Running tasks keep their GPUs.
 
-The initial population: First-Fit (the chromosome of zeros decoded by next-fit: each
-task on the first candidate that still holds it, which is First-Fit's plan), Tetris and
-Best-Fit written as chromosomes, then random feasible ones (a uniform candidate per
-task, repaired by ``skip``). Elitism keeps the best, and the GA's best replaces the
-seeds only when its fitness is higher (among equals a seed, First-Fit first: the
-fitness does not see fragmentation, and an arbitrary one of many equal placements
-spreads tasks like Round-Robin, which cost 22 % of the replay's utilisation in a first
-measurement). Tetris and Best-Fit place in another order (Best-Fit on whole GPUs), so
-their chromosome may decode to another plan: their own plans are compared at the end and
-the best is returned (on allocation alone: a tie keeps the GA's plan). So without a
-reservation ``ga`` is never below First-Fit, Tetris or Best-Fit on GPU allocation
-(``allocation``: the milli-GPU the tasks hold, slices by their fraction).
-
-Randomness: the random rows and PyGAD's generators are seeded from the ``rng`` passed
-in (``random_seed``), so a seed reproduces a plan bit for bit. Running tasks keep their
-GPUs (the packing baselines' rule). The plan's objective is the cluster's GPU
-allocation after placement (``gpu_allocation``, as the packing baselines).
+Every rule, with the reasons: docs/design/optimizer.md, "The genetic scheduler".
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ the job's configurations (node n, g GPUs) with g at most n's GPUs and a finite t
 n's class. The decoder places the genes in order; a configuration that no longer fits
 gives way to the next one that does, cyclically, so a job waits only when none fits:
 decoded plans are work-conserving, as rg's constructions are. With a "wait" value in
-the genes instead (``work_conserving=False``, the packing GA's ``skip``), the GA learnt
-to postpone jobs that still had slack, which f_obj charges nothing for: 33x rg's cost
-over a whole trace. f_obj is computed from the arrays rg's kernels use
+the genes instead (``work_conserving=False``, the packing GA's ``skip``), the GA learns
+to postpone jobs that still have slack, which f_obj charges nothing for, and the bill of
+a whole trace explodes. f_obj is computed from the arrays rg's kernels use
 (``problem.tard_cost``, ``post_cost``, ``class_cost_h``; the tests hold it equal to
 ``costs.evaluate``); the fitness is -f_obj.
 
@@ -22,9 +22,9 @@ unless the GA's best has a lower f_obj *and* restarts no more running jobs
 partial epochs, which one snapshot's f_obj underprices). So with the same seed
 ``ga-energy``'s f_obj is never above rg's, hence never above greedy's.
 
-Measured (ARCHITECTURE.md, "The optimizer, precisely"): on single snapshots its f_obj is
-35-68 % below rg's; over whole generated traces it costs more than rg (its plans run
-more jobs on fewer GPUs each, which the proxy rewards and the jobs' due dates do not).
+On single snapshots its f_obj is well below rg's; over whole generated traces it costs
+more than rg (its plans run more jobs on fewer GPUs each, which the proxy rewards and the
+jobs' due dates do not; docs/design/objectives.md).
 It is a study policy, not offered by the manager. Cloud snapshots are refused (the
 genes are on-premise nodes; a VM has no GPUs until a plan picks its type), as are rigid
 multi-resource tasks (their energy plans are ``optimizer.sharing.decide_energy``'s).

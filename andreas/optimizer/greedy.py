@@ -1,5 +1,5 @@
 """Greedy and ANDREAS Randomized Greedy (Algorithm 1), both minimising f_obj (in the cloud
-f_mix: ``costs.evaluate``, ARCHITECTURE.md "Choosing the plan by the mix: f_mix")."""
+f_mix: ``costs.evaluate``, docs/design/objectives.md "Choosing the plan by the mix")."""
 
 from __future__ import annotations
 
@@ -27,9 +27,8 @@ PR_ALPHA = DEFAULT_ALPHA
 # restart overheads), rg and pr keep the greedy's plan unless theirs is lower by more than
 # this share of the greedy's objective (ONPREM_FALLBACK while the greedy plan runs every
 # job, SHORTAGE_FALLBACK while it leaves one waiting): a one-period objective favours
-# plans that lose in the long run there (docs/results.md, ARCHITECTURE.md "Moves that pay
-# for themselves"); with 10 % under shortage pr cost +3 % and +34 % over greedy on two
-# of six N = 10 traces.
+# plans that lose in the long run there (docs/design/optimizer.md, "Fallback to the
+# greedy plan"; docs/results.md, "The long run").
 ONPREM_FALLBACK = math.inf
 SHORTAGE_FALLBACK = math.inf
 
@@ -81,7 +80,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
     waiting next to free GPUs. Off by default: it costs more in the long run
-    (ARCHITECTURE.md, "The proxy objectives, measured"). Rigid tasks: ``has_demands``."""
+    (docs/design/objectives.md). Rigid tasks: ``has_demands``."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import DEMAND_ITERATIONS, decide_energy
         return decide_energy(snapshot, rng, policy="rg",

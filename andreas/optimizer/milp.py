@@ -1,76 +1,30 @@
 """Policy ``milp``: andreas's f_obj (cloud: f_mix) minimised exactly by a MILP solver (HiGHS).
 
 The model is the path-relinking paper's P1 specialised to andreas's f_obj (the
-reference definition is ``andreas.costs.evaluate``): times and tardiness costs are the
-compiled ``Problem``'s (restarts priced as for every other policy), and so are the
-postponement costs (``Problem.post_cost``, from ``andreas.costs.postponement_costs``).
-All variables are binary (j job, n physical node, c configuration (class, g), o a
-node's *rate option*):
+reference definition is ``andreas.costs.evaluate``): times, tardiness and postponement
+costs are the compiled ``Problem``'s (restarts priced as for every other policy). All
+variables are binary (j job, n physical node, c configuration (class, g), o a node's
+*rate option*):
 
-- ``x[j,n,c]``: job j runs on node n with configuration c (on premise only the node's
-  own class; in cloud any catalog entry, P1's x_jnv). A job with no x is postponed.
-- ``s[n,o]``, at most one per node: on premise o is the node's number of busy GPUs l
-  (sum_l l s[n,l] = GPUs of its jobs, so capacity holds and the rate is c_{n,l}); in
-  cloud o is (VM type v, busy GPUs l <= G_v) (P1's y_nv = sum_l s[n,v,l];
-  sum_{j,c in v} g x[j,n,c] = sum_l l s[n,v,l], which also gives P1c's x <= y). Its
-  rate is c_{n,l} per hour, or the VM price.
-- ``a[j,n,c,o]`` <= x[j,n,c] (summed over o), sum_{j,c} a[j,n,c,o] = s[n,o]: the one
-  job the node is charged for, under the node's rate (P1k/l). Its cost t_jc / 3600 x
-  rate_o is linear, so the node term needs no big-M; minimisation makes the charged
-  job the first-ending one (the min over the node's jobs). o ranges over the levels
-  l >= the job's own g (in the cloud, of the VM type of c).
+- ``x[j,n,c]``: job j runs on node n with configuration c; a job with no x is postponed.
+- ``s[n,o]``, at most one per node: on premise o is the node's number of busy GPUs (the
+  rate is c_{n,l}); in the cloud o is (VM type, busy GPUs) and the rate the VM price.
+- ``a[j,n,c,o]``: the one job the node is charged for, under its rate (P1k/l). Its cost
+  is linear, so the node term needs no big-M; minimisation makes the charged job the
+  first-ending one.
 
-Objective: sum job_cost x + sum post_cost (1 - sum x) + sum rate t a + mu (capacity
-of running nodes - busy GPUs), i.e. f_obj exactly (``job_cost``: the tardiness cost, plus
-a power level's ``level_cost`` where nodes have levels: configurations are then (class,
-g, level), ``optimizer/levels.py``). In the cloud the objective is f_mix
-(``costs.evaluate``, what greedy, rg and pr minimise there): each x also pays the job's
-``Problem.rank`` (its remaining work at the cheapest mix its configuration starts) and
-the charged job's time prices only the idle GPUs, rate (G_v - l) / G_v t a (a cost that
-is still >= 0, so minimisation still charges the first-ending job).
+In the cloud the objective is f_mix (each x also pays the job's ``Problem.rank``, the
+charged job's time prices only the idle GPUs), what greedy, rg and pr minimise there.
+Identical nodes are interchangeable, so the model orders them (symmetry breaking). The
+greedy plan is the solver's starting solution and the fallback when it finds nothing.
 
-Identical nodes are interchangeable (``to_plan`` relabels within a class so running jobs
-stay put), so the model orders them: busy GPUs non-increasing within an on-premise class,
-open cloud nodes first. The greedy plan is the solver's starting solution and the
-fallback when it finds nothing.
-
-Work conservation (``work_conserving``, default on). f_obj charges nothing for postponing
-a job that can still meet its due date after one more period, while running it costs
-energy, so the plain optimum leaves such jobs waiting next to idle GPUs (in the simulator
-that cost 20x rg's bill). The heuristics' constructions postpone a job only when no node
-has room for it, and so do the plans this model allows: with z_j = sum of j's x (1 if j
-runs) and g_min the fewest GPUs j runs on (of a node class on premise, of a GPU type in
-the cloud):
-
-- on premise, for each job j and node class k where j can run, with n the *last* node of
-  k in the symmetry order (the least busy one, so the row holds for all of k):
-  ``sum_l l s[n,l] + M z_j >= M``, M = G_k - g_min(j,k) + 1: a postponed job leaves
-  fewer than g_min free GPUs on every node of its classes. J x K rows.
-- in the cloud a closed node could open any VM, and an open node's VM could be the
-  largest of its GPU type T (the constructions open nodes as that VM and downsize them
-  only once packed). With a_jv = Gmax_T(v) - g_min(j,T(v)) + 1 where j runs on T(v),
-  else 0, jobs with the same a_j. form a *profile* pi, with M_pi = max_v a_pi,v and one
-  binary column w_pi (cost 0): ``w_pi + z_j >= 1`` for each j of pi, and for each node n
-  ``sum_{i,c} g x[i,n,c] - M_pi w_pi + sum_v (M_pi - a_pi,v) y[n,v] >= 0``. A waiting job
-  of pi forces w_pi = 1, so every node is open (a closed node has no y and no load: the
-  row reads -M_pi >= 0, M_pi >= 1) and each open node of a GPU type the job runs on is
-  loaded with at least Gmax_T - g_min + 1 GPUs (its own load, since the job is not
-  there): no VM of that type, resized in place, would have room for it. A node open
-  with a GPU type the job cannot use is not asked anything. J + N x (profiles) rows and
-  one column per profile (in practice one or two profiles).
-
-With z_j = 1 (w_pi = 0) each row is slack. Jobs are epoch-timed from 1 GPU, so in
-practice g_min = 1 and a postponed job means every node it could use is full (cloud: full
-at its type's largest VM). ``andreas.optimizer.exact`` enumerates under the same rule and
-``exact.postponed_that_fit`` checks a plan against it. The greedy plan obeys it, so it
-stays a feasible start and fallback. Cost in solve time (whole ``decide``, 2-core
-machine shared with other work; tests/benchmarks/bench_gap.py prints both modes): on 100
-snapshots of <= 6 nodes and <= 15 jobs, on premise median 0.023 s, max 1.1 s (without
-the rows 0.023 / 0.25 s); cloud median 0.056 s, max 2.8 s (0.033 / 1.1 s). In the
-10-node on-premise simulation 83 ms per decision on average, 1.2 s at most (59 ms / 1.1 s
-without). The cloud rows are a disjunction (run everything, or fill every node) that the
-LP relaxation sees only in part; writing them per job and node instead of per profile
-took 15 s of CPU instead of 10 s over 40 cloud snapshots (not faster on every one).
+Work conservation (``work_conserving``, default on): f_obj charges nothing for
+postponing a job that can still meet its due date after one more period, while running
+it costs energy, so the plain optimum leaves such jobs waiting next to idle GPUs, a plan
+that is ruinous over a whole trace. Rows per job and node class (on premise) and per
+*profile* of jobs and node (cloud) allow a job to wait only when every node it could use
+is full, as in the heuristics' constructions; ``andreas.optimizer.exact`` enumerates under
+the same rule. The full model, row by row: docs/design/optimizer.md, "The MILP model".
 """
 
 from __future__ import annotations

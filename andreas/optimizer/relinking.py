@@ -14,7 +14,6 @@
    the same GPU type; then a node's idle GPUs go to its job with the best speed-up. We
    keep such a change only when f_bar does not drop, so the result is never worse than
    the best elite (the paper applies it unconditionally).
-
 4. The final choice (andreas; the paper returns the relinked solution by f_bar), by the
    objective rg minimises (f_obj on premise, f_mix in the cloud; ``costs.evaluate``):
    when the lowest-objective construction leaves a job waiting
@@ -23,29 +22,21 @@
    batch, the one that restarts the fewest running jobs (then the lower objective); when
    it runs every job, the lowest objective (ties: fewer restarts), as rg. The relinked
    solution replaces the choice only if its objective is lower and it restarts no more
-   jobs. So pr's objective is at most (1 + slack) times rg's (the same batch), and with
-   ``floor`` every work-conserving baseline plan's.
+   jobs. So pr's objective is at most (1 + slack) times rg's (the same batch).
 
-Why: measured in the simulator, f_bar's plans cost more than rg's under load (it has
-no term for postponed jobs), and so did picking pr's plan by f_obj alone: every
-decision then reshuffles near-equal plans and running jobs redo partial epochs. Plans
-that keep running jobs as they are, within a small f_obj slack, cost 6 % less than rg's
-over 8 overloaded traces (less on 7 of them; ARCHITECTURE.md, "The proxy objectives,
-measured"). But a window at every decision cost up to 10 % more than rg on traces that
-are overloaded only in bursts (scenario 1, mixed arrivals: +5.0 % over 12 traces), where
-the steady plan keeps jobs on slow node classes for hours while nothing waits; opening
-the window only while the best plan leaves a job waiting keeps most of the overload gain
-and put pr's total at most 0.001 % above rg's in every cell of the on-premise sweep (12
-scenario-1 mixed traces at N = 10: +0.1 % in total; README; ``window_when``). In the
-cloud the same window cost 7 % more than rg under high arrivals (steady plans keep VMs
-that a cheaper packing would resize): there the slack is 0. Comparing the relinked
-solution by f_mix matters there too: by f_mix without its idle-GPU term, pr took relinked
-plans with idle GPUs on 62 of 431 decisions and cost 0.6 % more than rg (N = 10, the
-published-code benchmark's trace); with it, on 6, and pr is at or below rg on the six
-traces of N = 10 and 20 there.
+Why, measured in the simulator (docs/design/objectives.md, "pr's window"): f_bar's plans
+cost more than rg's under load (it has no term for postponed jobs), and so did picking
+pr's plan by f_obj alone: every decision then reshuffles near-equal plans and running
+jobs redo partial epochs. Plans that keep running jobs as they are, within a small f_obj
+slack, cost less than rg's over overloaded traces; but a window at every decision cost
+more on traces overloaded only in bursts, where the steady plan keeps jobs on slow node
+classes for hours while nothing waits, hence ``window_when="postponed"``. In the cloud
+the window cost more than rg (steady plans keep VMs that a cheaper packing would
+resize): there the slack is 0, and the relinked solution is compared by the whole f_mix,
+idle-GPU term included, or pr takes relinked plans that idle GPUs.
 
 The published C++ implementation caps its elite pool at one solution, so its relinking
-never runs; the counters in ``Plan.stats`` show that this one does.
+never runs; ``Plan.stats`` counts this one's.
 """
 
 from __future__ import annotations

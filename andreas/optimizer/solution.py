@@ -15,7 +15,7 @@ until the next event, ending early and paying for speed it did not need.
 Only in the cloud: there ``pi`` is what the job itself pays (its GPUs' share of the VM
 price), so a lower ``pi`` is a saving. On premise ``pi`` prices the whole node's power at
 the job's GPU count, the static draw is shared, and a stopped job redoes its partial
-epoch; revisits there cost more than they saved on 6 of 8 sweep traces (ARCHITECTURE.md).
+epoch; revisits there cost more than they saved (docs/design/objectives.md).
 """
 
 from __future__ import annotations

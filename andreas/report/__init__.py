@@ -10,7 +10,7 @@ needs for a window, plain frozen rows); everything after that is pure:
 - :mod:`andreas.report.formats` — terminal table (rich), CSV, JSON;
 - :mod:`andreas.report.html` — one self-contained HTML page with PNG plots.
 
-Definitions shared by all of them (also in ARCHITECTURE.md):
+Definitions shared by all of them (also in docs/reports.md):
 
 - Energy is read from the 1-minute aggregates (``power_minutes`` + ``host_minutes``, GPU
   and host energy in mJ) and from ``job_energy`` windows. A minute (or a job-energy window)

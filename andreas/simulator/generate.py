@@ -14,41 +14,23 @@ Arrivals (path-relinking-2022 §4.1). The first job is submitted at 0.
 
 - ``exponential``: inter-arrival times exponential with mean 75 000 s / N.
 - ``high``, ``low``: Poisson processes. The base rate ``lambda = 1 / E[min_t]`` is the
-  reciprocal of the minimum expected completion time over the cluster's configurations
-  (the expectation over the profile's applications and epoch ranges, the minimum over
-  GPU type and g). ``high = eps * k_max * lambda`` with ``k_max = N * (most GPUs one
-  job can get)``; ``low = high / 4``.
+  reciprocal of the minimum expected completion time over the cluster's configurations.
+  ``high = eps * k_max * lambda`` with ``k_max = N * (most GPUs one job can get)``;
+  ``low = high / 4``.
 - ``mixed``: alternates high and low, starting with high, in blocks of 8 to 12
   submissions (uniform; the paper says "approximately every 10").
 
-Derivation of eps. The paper tunes eps so that the peak (``high``) rate matches the
-real-life figure of DL2 (its reference [30]): about 135 submissions per hour in a system
-of "a few thousand" GPUs. Reading that system as k_max = K_ref = 3 000 (the middle of
-"a few thousand"; for such a cluster k_max is its GPU count), the high rate must be
-135 / h when ``eps * K_ref * lambda = 135 / 3600 s``, i.e.
-
-    eps = 135 * E[min_t] / (3600 * K_ref).
-
-With the default profiles in scenario 1 (fastest configuration of every application:
-2 x V100; mean epochs 110), E[min_t] = 30 292 s = 8.41 h, so eps = 135 * 8.41 / 3000
-= 0.379. eps is a constant (``EPSILON``; ``derive_epsilon`` recomputes it and a test
-keeps the two in step), so other scenarios and profiles change the rates through
-lambda and k_max, as in the paper. The choice of K_ref matters linearly: 2 000 GPUs
-would give eps = 0.568 and 4 000 GPUs 0.284. For scenario 1 the offered load (cheapest
-GPU-seconds of the jobs / GPUs / time) is then about 0.87 (high) and 0.22 (low),
-against 0.46 for exponential arrivals, counting a T4 like a V100; the T4 being about
-2.4x slower, the V100-equivalent load of ``high`` is about 1.1. lambda follows the
-fastest configuration while the load counts the cheapest GPU-time, so configurations
-with more GPUs per job raise it: scenario 2 gets about 1.4 (high) / 0.36 (low) / 0.24
-(exponential), the cloud (8-GPU VMs, load against 8 GPUs per node) 1.5 / 0.38 / 0.27.
-That follows from the paper's definitions; it is reported, not tuned away.
+eps is a constant (``EPSILON``; ``derive_epsilon`` recomputes it and a test keeps the two
+in step), derived so that the peak rate matches the real-life figure the paper cites
+(about 135 submissions per hour in a system of a few thousand GPUs), so other scenarios
+and profiles change the rates through lambda and k_max, as in the paper. The derivation
+and the offered loads it gives: docs/design/simulator.md, "Generated traces".
 
 Workloads (``workloads``): by default the applications of ``profiles/apps.toml``; ``zeus``
 takes the six Zeus NSDI '23 workloads of ``profiles/workloads/zeus.toml`` instead, on
-nodes of the GPU types Zeus measured (``ZEUS_SCENARIOS``: V100 and P100, the older and
-slower card in the T4's place), with the power limits of ``profiles/power_limits.toml``
-on every node and each job's measured levels (``andreas/levels.py``), so the policies
-choose power limits too. The draws are the same as above, in the same order.
+nodes of the GPU types Zeus measured (``ZEUS_SCENARIOS``: V100 and P100), with the power
+limits of ``profiles/power_limits.toml`` on every node and each job's measured levels,
+so the policies choose power limits too. The draws are the same, in the same order.
 """
 
 from __future__ import annotations

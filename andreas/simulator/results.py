@@ -16,7 +16,7 @@ PROGRESS_MODES = ("epoch", "exact")
 GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
 
 
-# Upper bounds (issue 32): a 10**9-chromosome population or generation count, or a wake-up
+# Upper bounds: a 10**9-chromosome population or generation count, or a wake-up
 # of 1e308 s, is a typo that hangs a simulation; the command line takes them from here.
 MAX_GA_SIZE = 10_000                    # chromosomes per generation, generations per decision
 MAX_WAKE_S = 86400.0                    # as the manager's [power] wake_lead_s

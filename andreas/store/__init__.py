@@ -18,7 +18,7 @@ state machines with their only writers (``jobs``, ``nodes``), the manager's writ
 The names below are imported on first use (PEP 562): ``import andreas.store.samples``
 runs this file first, and the node agent, which writes through the Core tables
 (``tables``), must not load the ORM (``models``, ``jobs``, ``retention``) that it never
-uses (issue 17).
+uses (its resident memory stays small).
 """
 
 from __future__ import annotations

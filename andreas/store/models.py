@@ -4,7 +4,7 @@ the sample tables' aggregates). Changing the schema means changing ``tables`` an
 an Alembic migration in ``andreas/store/migrations/versions/`` (the tests compare the two).
 
 The node agent never imports this module (it writes through the Core tables): the ORM
-costs every GPU node about 10 MB of resident memory (issue 17).
+costs every GPU node about 10 MB of resident memory.
 """
 
 from __future__ import annotations

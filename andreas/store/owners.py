@@ -1,4 +1,4 @@
-"""Who is asking, and whether they may act on a job (ARCHITECTURE.md, "Ownership and trust").
+"""Who is asking, and whether they may act on a job (docs/design/trust.md).
 
 - **MariaDB**: the caller is the database account (its login name,
   ``SUBSTRING_INDEX(USER(), '@', 1)``). An account that cannot see the ``jobs`` table is a

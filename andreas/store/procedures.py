@@ -1,5 +1,5 @@
-"""What MariaDB itself enforces for accounts that are not the manager's (ARCHITECTURE.md,
-"Ownership and trust"): the SQL of the submitter's procedures and views and of the
+"""What MariaDB itself enforces for accounts that are not the manager's
+(docs/design/trust.md): the SQL of the submitter's procedures and views and of the
 agent's triggers, built from the rules' one owner (:mod:`andreas.jobspec`).
 
 - ``andreas_submit`` checks exactly what the CLI checks (``service/submit.py``), in time

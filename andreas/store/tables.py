@@ -3,8 +3,8 @@ definition of every table. The ORM classes of :mod:`andreas.store.models` are ma
 these tables (``__table__``), so both always describe the same schema.
 
 Why Core tables under the ORM: the node agent writes samples through these tables only
-and never imports ``sqlalchemy.orm`` (about 10 MB of resident memory on every GPU node,
-issue 17; ``tests/agents/test_agent_imports.py`` holds the line).
+and never imports ``sqlalchemy.orm`` (about 10 MB of resident memory on every GPU node;
+``tests/agents/test_agent_imports.py`` holds the line).
 
 Units follow ARCHITECTURE.md: times are UTC seconds (double), power in watts, energy in
 integer **millijoules** (NVML's own unit; integer sums stay exact through the 1-minute
@@ -270,12 +270,12 @@ jobs = Table(
     _col("reason", String(255), null=True),                   # why failed / cancelled
     _col("predicted_cost", Double(), null=True),              # at submission (reports)
     # A share of one GPU (1-999 milli-GPU; None: whole GPUs, elastic) and the GPU memory
-    # the job needs (MiB; None: not declared). See the GPU-sharing section of ARCHITECTURE.
+    # the job needs (MiB; None: not declared). See docs/design/sharing.md.
     _col("gpu_milli", Integer, null=True),
     _col("gpu_memory_mib", Integer, null=True),
     # Who submitted it: the database account on MariaDB (set by a trigger, so nobody
     # submits in another's name), the OS user on SQLite; None: before owners were
-    # recorded (an operator's job). See "Ownership and trust" in ARCHITECTURE.md.
+    # recorded (an operator's job). See docs/design/trust.md.
     _col("owner", String(128), null=True),
     Index("ix_jobs_state", "state", "due_s"),
     Index("ix_jobs_owner", "owner", "state"),

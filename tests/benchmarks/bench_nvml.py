@@ -20,7 +20,7 @@ What the developers' guide asks of a lent GPU machine, in one short run (about 9
    ``nvidia-smi -L``.
 
 Needs ``pynvml`` (nvidia-ml-py) and ``psutil``; the load needs ``torch`` with CUDA.
-Prints a report and writes ``--json``. No assertion: the figures go to README.
+Prints a report and writes ``--json``. No assertion: the figures go to docs/results.md.
 Run: ``python tests/benchmarks/bench_nvml.py [--json out.json]``.
 """
 

@@ -1,11 +1,10 @@
 """Against the published C++ implementation of the path-relinking paper, on the same cloud traces.
 
 The paper's code (GitHub ai-sprint-eu-project/GPUScheduler) is built from a checkout with
-its own Makefile (its default ``SSYS=true``, i.e. ``-DSMALL_SYSTEM``: that build prints
-the per-job schedule of every rescheduling point, from which late jobs and the number of
-decisions are read, and one ``ITER`` line per event loop, from which time per decision
-is measured; the other build prints only aggregate totals). Nothing of it is copied
-here: this file writes its three input files and reads its outputs.
+its own Makefile (its default ``-DSMALL_SYSTEM``: that build prints the per-job schedule
+of every rescheduling point and one ``ITER`` line per event loop, from which late jobs,
+decisions and time per decision are read). Nothing of it is copied here: this file
+writes its three input files and reads its outputs.
 
 For each N and seed an andreas cloud trace in the paper's setting is generated
 (``generate_trace(n_nodes=N, cloud=True, arrival="exponential", seed=s)``: the VM
@@ -21,31 +20,21 @@ PathRelinking; the random ones with ``seed=--run-seed iter=--iterations``) and b
 completions and carries fractional progress over; andreas' greedy, rg and pr also decide
 at their plans' revisit times (``Plan.revisit_s``: a running job could switch to a
 configuration it pays less on and still end on time; ``--no-revisit``: events only, as
-the C++; the baselines' plans have none). Both bill every busy VM at its
-catalog price and charge tardiness weight x seconds late at completion.
+the C++). Both bill every busy VM at its catalog price and charge tardiness weight x
+seconds late at completion.
 
 Columns of the main table: EDF total cost of both (they must agree; the C++ prints 6
 significant digits per schedule row), andreas rg and pr over C++ RandomGreedy, late
 jobs, and CPU seconds per decision: the whole run's CPU time (C++: the child's rusage,
 loading and the final schedule dump included; andreas: ``time.process_time`` around
-``simulate``) divided by its rescheduling points. CPU time, not wall time, because
-runs share the cores with each other (``--workers``) and with whatever else runs; the
-detailed table also shows wall seconds per decision (C++: from its first to its last
-``ITER`` line, the event loop alone; andreas: ``SimResult.wall_s`` / decisions) and
-andreas' policy time alone. Targets are printed beside the figures, never asserted:
+``simulate``) divided by its rescheduling points: CPU time, because runs share the
+cores. The detailed table adds wall seconds per decision (C++: its event loop alone,
+first to last ``ITER`` line) and andreas' policy time alone. Targets are printed beside the figures, never asserted:
 rg <= 1.00 x RandomGreedy, pr <= 0.97 x RandomGreedy, time per decision <= the C++'s.
 
-What the C++ actually uses (read from its code): MaxIt_RG = ``iter`` (1000 here, as the
-paper); MaxIt_PR = the number of nodes N (``MAX_DEPTH = nodes.size()``); sigma: the
-path-relinking class declares ``K = 10`` and ``alpha = 0.3``, but the inherited
-construction and elite-pool update read the randomized greedy's own ``K = 1`` and
-``alpha = 0.05``, so the elite pool holds one solution, its path to itself is empty, and
-PathRelinking is a randomized greedy maximising the paper's f_bar proxy. Other knobs:
-swap parameter pi = 0.05, node choice beta = 0.2 (not settable from its command line).
-
 Beside the C++, each row prints ``andreas.simulator.bounds.cloud_lower_bound`` of its
-trace (no schedule bills less): how far the target pr <= 0.97 x RandomGreedy lies from
-what is possible at all.
+trace (no schedule bills less). What the C++ actually uses (MaxIt, K, alpha, its elite
+pool): docs/results.md, "Against the published implementation".
 
 Run: ``bash scripts/bench.sh published`` or this file with python (``--help``).
 """
@@ -80,7 +69,8 @@ from andreas.simulator.results import SimOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "out" / "published"
-MIRROR = Path("/work/.mirror/ai-sprint-eu-project+GPUScheduler/repo")
+# a mirror of the published repository beside the checkout (../.mirror), when there is one
+MIRROR = ROOT.parent / ".mirror" / "ai-sprint-eu-project+GPUScheduler" / "repo"
 ENV_DIR = "ANDREAS_PUBLISHED_DIR"
 UPSTREAM = "https://github.com/ai-sprint-eu-project/GPUScheduler"
 

@@ -26,7 +26,7 @@ engines, agents with fake GPUs, ``andreas manager run`` processes. One module cl
    time it was down is recorded in ``agent_gaps`` and the report names it.
 
 The agents never self-fence for want of the store here (``fence_after_s = 0``): the
-database outages of test 1 would otherwise stop every job (ARCHITECTURE.md, "Fencing").
+database outages of test 1 would otherwise stop every job (docs/design/manager.md, "Fencing").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ownership on the embedded SQLite store: the OS user is recorded as the owner and the CLI
 refuses someone else's job (the owner of the database file is the operator). A guard
-against mistakes, not a security boundary (ARCHITECTURE.md, "Ownership and trust"); the
+against mistakes, not a security boundary (docs/design/trust.md); the
 enforced version is MariaDB's, tests/store/test_ownership.py."""
 
 from __future__ import annotations
