@@ -84,7 +84,7 @@ from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 from andreas.formats.tariff import TariffFile, load_tariff
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
-from andreas.optimizer import MANAGER_POLICIES
+from andreas.policies import manager_policies
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")
 DEFAULT_RAW_RETENTION_DAYS = 7.0
@@ -216,7 +216,7 @@ class ExecutorSettings:
 class ManagerSettings:
     """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
 
-    policy: str = field(default="rg", metadata=rule(choices=MANAGER_POLICIES))
+    policy: str = field(default="rg", metadata=rule(choices=manager_policies()))
     period_s: float = field(default=3600.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
     # store and container polling
     poll_s: float = field(default=1.0, metadata=rule(ge=0.001, le=3600))

@@ -18,7 +18,7 @@ Definitions where the paper is silent or loose (one job j, configuration (k, g):
 class k on premise / catalog entry k in the cloud, g GPUs; T_c the current time):
 
 - Δt is the period the optimizer is called with: ``params.period_s``. The simulator runs
-  these policies every 900 s unless told otherwise (``optimizer.DEFAULT_PERIOD_S``: the
+  these policies every 900 s unless told otherwise (``PolicySpec.period_s``: the
   paper's best Δt = 15 min); the manager passes its own period. H = Δt throughout.
 - Node term: ``c_k(g) · Δt`` with c the node's cost per hour with g busy GPUs (on
   premise: c_ng of the whole node, the rest of its GPUs idle, as one job per node leaves
@@ -85,7 +85,7 @@ Deterministic: ``rng`` is accepted only for the common policy signature.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -125,25 +125,25 @@ class Tables:
 
 
 def decide_dp_wct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                  max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                  max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(WCT): F1 = F2 = F_WCT."""
     return decide_dp(snapshot, "dp-wct", max_states=max_states)
 
 
 def decide_dp_fastwct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                      max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                      max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(FastWCT): fastest configuration, F2 = F_WCT."""
     return decide_dp(snapshot, "dp-fastwct", max_states=max_states)
 
 
 def decide_dp_fastb(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                    max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                    max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(FastB): fastest configuration, F2 = F_B (postponement costs the constant B)."""
     return decide_dp(snapshot, "dp-fastb", max_states=max_states)
 
 
 def decide_dp_adjwct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                     max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                     max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(AdjWCT): F1 = F~ (adjusted tardiness), F2 = F_WCT."""
     return decide_dp(snapshot, "dp-adjwct", max_states=max_states)
 

@@ -159,8 +159,8 @@ class Solved:
 
 def decide_milp(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
                 time_limit_s: float = DEFAULT_TIME_LIMIT_S, mip_gap: float = DEFAULT_MIP_GAP,
-                max_variables: int = DEFAULT_MAX_VARIABLES, work_conserving: bool = True,
-                **_: object) -> Plan:
+                max_variables: int = DEFAULT_MAX_VARIABLES,
+                work_conserving: bool = True) -> Plan:
     """Minimise f_obj (cloud: f_mix, as the heuristics) with HiGHS; past the time limit, the
     best plan found and its gap.
 
