@@ -37,6 +37,7 @@ REASON_CHARS = 255                  # every `reason` column, and the lease holde
 
 # -- time --------------------------------------------------------------------------------
 MIN_PERIOD_S = 0.1                  # the rescheduling period H (manager ticks are >= 0.1 s apart)
+MIN_TRACE_PERIOD_S = 1.0            # H in a snapshot or trace, and in the simulator
 MAX_PERIOD_S = 30 * SECONDS_PER_DAY
 MAX_DAYS = 3650.0                   # retention, look-back windows, half-lives
 

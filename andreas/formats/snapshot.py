@@ -22,6 +22,9 @@ from typing import Any, NoReturn, TypeVar
 
 from andreas.errors import InputError
 from andreas.infra.fileio import read_text_capped
+from andreas.limits import (MAX_EPOCHS, MAX_GPUS_PER_JOB, MAX_GPUS_PER_NODE, MAX_PENALTY,
+                            MAX_PERIOD_S, MAX_PRICE_PER_KWH, MAX_PUE, MAX_WEIGHT,
+                            MIN_PUE, MIN_TRACE_PERIOD_S)
 from andreas.model import (GPU_MILLI, POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config,
                            Demand, Energy, Job, Node, Params, Snapshot)
 from andreas.formats.strict import RepeatedKey, json_loads
@@ -44,19 +47,12 @@ _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_
                    "demand", "power_levels")
 _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
                 "gpu_memory_peak_mib", "peak_probability")
-MAX_GPUS_PER_JOB = 1024
 # Bounds of every number in a document (issue 16): finite is not enough, a 10**9-epoch job
 # or a node with 10**6 GPUs hangs the simulator or allocates gigabytes, and sums of
 # 1e308 overflow to inf and turn the objective into NaN.
-MAX_GPUS_PER_NODE = 1024
-MAX_EPOCHS = 1_000_000
-MAX_WEIGHT = 1e6                # currency per second late
 MAX_TIME_S = 1e11               # |unix seconds|: about year 5138
 MAX_DURATION_S = 1e7            # an epoch, a restart overhead: about 4 months
-MIN_PERIOD_S = 1.0              # the rescheduling period H
-MAX_PERIOD_S = 30 * 86400.0
 MAX_POWER_W = 1e6
-MAX_PENALTY = 1e6               # rho, mu
 MAX_RUN_S = 366 * 86400.0       # a job's run time on its fastest configuration
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
@@ -210,8 +206,8 @@ def parse_energy(raw: Any, label: str = "snapshot") -> Energy:
         return Energy()
     f = Fields(raw, label, _ENERGY_KEYS, prefix="energy.")
     d = Energy()
-    return Energy(pue=f.number("pue", gt=0, le=10, default=d.pue),
-                  price_per_kwh=f.number("price_per_kwh", gt=0, le=MAX_PENALTY,
+    return Energy(pue=f.number("pue", ge=MIN_PUE, le=MAX_PUE, default=d.pue),
+                  price_per_kwh=f.number("price_per_kwh", gt=0, le=MAX_PRICE_PER_KWH,
                                          default=d.price_per_kwh))
 
 
@@ -229,7 +225,7 @@ def parse_params(raw: Any, label: str = "snapshot") -> Params:
         _fail(label, "params.postponement",
               f"must be one of {', '.join(POSTPONEMENT_KINDS)}", postponement)
     return Params(rho=f.number("rho", gt=0, le=MAX_PENALTY, default=d.rho),
-                  period_s=f.number("period_s", ge=MIN_PERIOD_S, le=MAX_PERIOD_S,
+                  period_s=f.number("period_s", ge=MIN_TRACE_PERIOD_S, le=MAX_PERIOD_S,
                                     default=d.period_s),
                   mu=f.number("mu", ge=0, le=MAX_PENALTY, default=d.mu), progress=progress,
                   restart_overhead_s=f.number("restart_overhead_s", ge=0, le=MAX_DURATION_S,

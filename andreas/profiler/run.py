@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from andreas.errors import InputError
+from andreas.limits import MAX_IMAGE_CHARS
 from andreas.executor.base import Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFound,
                                      ImagePullFailed, NodeUnreachable)
@@ -66,7 +67,6 @@ DEFAULT_TIMEOUT_S = 3600.0
 EXIT_WAIT_S = 30.0            # after the log ends, for the engine to report the exit
 GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
 JOB_REASON = PROFILE_RUN_REASON
-MAX_IMAGE_CHARS = 512         # jobs.image
 
 
 @dataclass(frozen=True, kw_only=True)

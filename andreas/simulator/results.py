@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
+from andreas.formats.snapshot import MAX_DURATION_S
+from andreas.limits import MAX_PERIOD_S, MIN_TRACE_PERIOD_S
 from andreas.interference import Sharing
 from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 from andreas.policies import OPTIONS
@@ -104,9 +105,9 @@ class SimOptions:
         # overhead would make the event loop spin for ever.
         p = self.period_s
         if p is not None and p != 0 and not (isinstance(p, (int, float)) and math.isfinite(p)
-                                             and MIN_PERIOD_S <= p <= MAX_PERIOD_S):
-            raise InputError(f"period_s: must be 0 (off) or {MIN_PERIOD_S:g}-{MAX_PERIOD_S:g} "
-                             f"seconds, got {p!r}", field="period_s")
+                                             and MIN_TRACE_PERIOD_S <= p <= MAX_PERIOD_S):
+            raise InputError(f"period_s: must be 0 (off) or {MIN_TRACE_PERIOD_S:g}-"
+                             f"{MAX_PERIOD_S:g} seconds, got {p!r}", field="period_s")
         if self.restart_overhead_s is None:
             object.__setattr__(self, "restart_overhead_s",
                                DEFAULT_RESTART_OVERHEAD_S if self.progress == "epoch" else 0.0)
