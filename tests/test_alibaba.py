@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from andreas.cli import main
 from andreas.errors import InputError
-from andreas.formats.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, NodeRow,
+from andreas.simulator.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, NodeRow,
                                      import_alibaba, node_power_w, stratified_nodes)
 from andreas.formats.trace import dump_trace, load_trace, summary
 from andreas.model import Demand
@@ -23,11 +23,11 @@ from andreas.model import Demand
 DATA = Path(__file__).resolve().parent / "data" / "alibaba"
 PODS = DATA / "openb_pod_list_excerpt.csv"
 NODES = DATA / "openb_node_list_excerpt.csv"
-FULL = Path("/work/shared/traces/alibaba-openb-2023")
 MULTI = DATA / "openb_pod_list_multigpu50_excerpt.csv"     # no time, qos or phase columns
 # The published files as the project keeps them (README there): ../shared from the root.
 SHARED = Path(os.environ.get("ANDREAS_SHARED_DIR") or Path(__file__).resolve().parents[1].parent
               / "shared") / "traces" / "alibaba-openb-2023"
+FULL = SHARED
 
 # Counted by hand on the excerpt (58 pods, 20 GPU nodes).
 CPU_ONLY = {"openb-pod-0005", "openb-pod-0016", "openb-pod-0210", "openb-pod-0477"}

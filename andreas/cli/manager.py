@@ -70,7 +70,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
     from andreas.costs import c_ng_per_hour, kwh_cost
     from andreas.manager.estimates import Estimator, NodeHardware
     from andreas.manager.snapshot import settings_energy
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
     from andreas.store.nodes import gpu_counts, list_nodes
 
     settings = load_settings()

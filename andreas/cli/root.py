@@ -255,7 +255,7 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
     import numpy as np
 
     from andreas.feasibility import check_plan
-    from andreas.optimizer.kernels import warm
+    from andreas.optimizer.warmup import warm
     warm(notice=lambda message: click.echo(f"andreas: {message}", err=True))
     options = policies.get(policy).accepted(
         {"iterations": iterations, "order": order, "floor": floor or None,

@@ -243,7 +243,7 @@ def submit_configured(settings: Settings, spec: JobSpec, now_s: float) -> str:
     if done is not None:
         nudge.poke(done[1])
         return spec.id
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
 
     store = open_store(settings=settings, retries=0)
     try:
