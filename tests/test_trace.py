@@ -19,7 +19,7 @@ from andreas.formats.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_t
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
-SHARED = Path("/work/shared/traces/example-exp-n10.json")
+SHARED = ROOT.parent / "shared" / "traces" / "example-exp-n10.json"   # ../shared from the root
 
 
 def example_doc() -> dict[str, Any]:
@@ -40,7 +40,7 @@ def test_example_loads() -> None:
 
 
 def test_shared_example_loads_and_equals_the_copy() -> None:
-    """The project's copy is the shared example; where /work/shared is mounted, check both."""
+    """The project's copy is the shared example; where ../shared is mounted, check both."""
     for path in [EXAMPLE] + ([SHARED] if SHARED.exists() else []):
         assert load_trace(path) == load_trace(EXAMPLE)
         assert json.loads(path.read_text()) == example_doc()

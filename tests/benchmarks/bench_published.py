@@ -80,7 +80,7 @@ from andreas.simulator.results import SimOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "out" / "published"
-MIRROR = Path("/work/.mirror/ai-sprint-eu-project+GPUScheduler/repo")
+MIRROR = ROOT.parent / ".mirror" / "ai-sprint-eu-project+GPUScheduler" / "repo"   # a bare mirror
 ENV_DIR = "ANDREAS_PUBLISHED_DIR"
 UPSTREAM = "https://github.com/ai-sprint-eu-project/GPUScheduler"
 
