@@ -24,6 +24,7 @@ MIN_PUE = 1.0
 MAX_PUE = 5.0
 MAX_PRICE_PER_KWH = 1000.0  # above this, a unit mistake (cents? MWh?)
 MAX_PENALTY = 1e6           # rho, mu (per idle GPU)
+MAX_POWER_W = 1e6           # a node's draw, a GPU's power limit
 
 # -- jobs --------------------------------------------------------------------------------
 MAX_EPOCHS = 1_000_000

@@ -35,7 +35,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from andreas.config import ManagerSettings
-from andreas.costs import Prices, with_tariff
+from andreas.costs import with_tariff
+from andreas.accounting import Prices
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
 from andreas.manager.state import StoreState
 from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot

@@ -48,10 +48,10 @@ def decide(snapshot: Snapshot, rng: np.random.Generator, policy: str = "rg",
 def _with_deferrals(fn: Policy, snapshot: Snapshot, rng: np.random.Generator,
                     options: dict[str, Any]) -> Plan:
     """Under a time-of-use tariff, waiting jobs that are cheaper to start in a later hour
-    within their slack (``costs.deferrals``) wait; the policy plans the others."""
+    within their slack (``deferral.deferrals``) wait; the policy plans the others."""
     from dataclasses import replace
 
-    from andreas.costs import deferrals
+    from andreas.deferral import deferrals
 
     held = {d.job for d in deferrals(snapshot)}
     if not held:
