@@ -61,9 +61,6 @@ def policy_option_type(name: str) -> Any:
     raise ValueError(f"option {name}: no command-line type for {spec.type.__name__}")
 
 
-ITERATIONS = policy_option_type("iterations")
-
-
 def policy_option(option: str, flag: str | None = None, dest: str | None = None, *,
                   text: str, **kwargs: Any) -> Any:
     """A command's option (``flag``, default ``--option``, into parameter ``dest``, default
