@@ -40,7 +40,9 @@ from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 from andreas.formats.tariff import TariffFile, load_tariff
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
-from andreas.optimizer import MANAGER_POLICIES
+from andreas.limits import (MAX_DAYS, MAX_GRACE_S, MAX_PERIOD_S, MAX_PRICE_PER_KWH, MAX_PUE,
+                            MAX_SEED, MIN_PERIOD_S, MIN_PUE)
+from andreas.policies import manager_policies
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")
 DEFAULT_RAW_RETENTION_DAYS = 7.0
@@ -54,12 +56,7 @@ _SECTIONS = ("store", "manager", "executor", "report", "profiler", "power")
 LOCK_CHOICES = ("wait", "exit")
 # Upper bounds of the settings: a value past them is a typo, and would hang a
 # loop, overflow a column or make a job impossible to stop.
-MAX_DAYS = 3650.0
 MAX_CONFIG_BYTES = 1 << 20
-MAX_GRACE_S = 86400.0               # a stop grace, a restart overhead: at most a day
-MIN_PERIOD_S = 0.1                  # ticks are >= 0.1 s apart anyway
-MAX_PERIOD_S = 30 * 86400.0
-MAX_SEED = 2**63 - 1                # numpy's generators take 0 <= seed
 EXECUTOR_KINDS = ("docker", "slurm")
 _SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 # sbatch options andreas sets for every attempt (or must never set: --deadline cancels a
@@ -172,15 +169,15 @@ class ExecutorSettings:
 class ManagerSettings:
     """The Job Manager's loop (``[manager]``): policy, period H, polling, retries."""
 
-    policy: str = field(default="rg", metadata=rule(choices=MANAGER_POLICIES))
+    policy: str = field(default="rg", metadata=rule(choices=manager_policies()))
     period_s: float = field(default=3600.0, metadata=rule(ge=MIN_PERIOD_S, le=MAX_PERIOD_S))
     # store and container polling
     poll_s: float = field(default=1.0, metadata=rule(ge=0.001, le=3600))
     max_retries: int = field(default=3, metadata=rule(ge=0, le=1000))  # non-zero exits, then failed
     # rg / pr randomness; None: from the clock
     seed: int | None = field(default=None, metadata=rule(ge=0, le=MAX_SEED))
-    energy_pue: float = field(default=1.33, metadata=rule(gt=0, le=10))
-    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=1e6))
+    energy_pue: float = field(default=1.33, metadata=rule(ge=MIN_PUE, le=MAX_PUE))
+    price_per_kwh: float = field(default=0.172, metadata=rule(gt=0, le=MAX_PRICE_PER_KWH))
     restart_overhead_s: float = field(default=DEFAULT_RESTART_OVERHEAD_S,
                                       metadata=rule(ge=0, le=MAX_GRACE_S))
     # The policies run in a helper process that ends after this long without a decision

@@ -42,15 +42,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from andreas import levels
-from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot, Tariff
+from andreas.limits import J_PER_KWH, SECONDS_PER_HOUR
+from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot
 
-SECONDS_PER_HOUR = 3600.0
 
 
 def c_ng_per_hour(power_w: float, energy: Energy) -> float:
@@ -307,67 +306,6 @@ def max_time_s(snapshot: Snapshot, job: Job, classes: dict[str, tuple] | None = 
                 if t is not None:
                     worst = max(worst, t)
     return worst
-
-
-DEFER_MIN_SAVING = 0.05   # hold a job back only for at least 5 % off its energy cost
-# ... and only to a start that would leave it this many more run times (plus H) before its
-# due date: jobs held for the same cheap hours compete for nodes then, and an hour late
-# costs more than a run's energy (measured: with 0 the held jobs' lateness ate the saving)
-DEFER_SLACK_RUNS = 1.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Deferral:
-    """A waiting job that is cheaper to start later: at ``start_s``, within its slack,
-    its run costs ``saving`` (a fraction) less than if it started now."""
-
-    job: str
-    start_s: float
-    saving: float
-
-
-def deferrals(snapshot: Snapshot, kinds: tuple[NodeKind, ...] | None = None,
-              min_saving: float = DEFER_MIN_SAVING) -> tuple[Deferral, ...]:
-    """The waiting jobs worth holding back for cheaper hours (none without a tariff).
-
-    f_obj cannot say "wait for the cheap hour": it charges a postponed job only the
-    lateness waiting adds, so postponing any job with slack is free whatever the hour,
-    and the constructions are work-conserving for that reason. This is the rule that
-    holds a job back instead. For a waiting job with remaining time ``b`` on its best
-    configuration, the energy cost of starting at ``s`` is its marginal power x the
-    tariff's integral over [s, s + b); the power cancels in the comparison. The starts
-    considered are those that leave ``DEFER_SLACK_RUNS`` run times plus one period H
-    before its due date (the next decision may come up to H late, and the cheap hours may
-    be crowded), within one day (the tariff repeats): the minimum of
-    a piecewise-linear function of s lies where s or s + b crosses an hour, so those
-    points and the ends are searched. The job waits when the cheapest saves at least
-    ``min_saving`` of starting now. Running jobs are never held (a restart costs work)."""
-    tariff = snapshot.energy.tariff
-    if tariff is None or snapshot.cloud:
-        return ()
-    kinds = kinds if kinds is not None else node_kinds(snapshot)
-    now, period = snapshot.now_s, snapshot.params.period_s
-    out = []
-    for job in snapshot.jobs:
-        if job.running is not None:
-            continue
-        b = best_restart_s(snapshot, job, kinds)
-        if b is None or b <= 0:
-            continue
-        latest = min(job.due_s - (1.0 + DEFER_SLACK_RUNS) * b - period, now + 86400.0)
-        if latest <= now:
-            continue
-        hours = np.arange(math.floor(now / SECONDS_PER_HOUR) + 1,
-                          math.floor((latest + b) / SECONDS_PER_HOUR) + 1) * SECONDS_PER_HOUR
-        starts = np.concatenate(([now, latest], hours, hours - b))
-        starts = starts[(starts >= now) & (starts <= latest)]
-        cost = np.asarray(tariff.integral(starts, starts + b))
-        k = int(np.argmin(cost))
-        now_cost = float(cost[0])
-        if now_cost > 0 and cost[k] <= (1.0 - min_saving) * now_cost:
-            out.append(Deferral(job=job.id, start_s=float(starts[k]),
-                                saving=1.0 - float(cost[k]) / now_cost))
-    return tuple(out)
 
 
 def switch_targets(t_cur: np.ndarray, pi_cur: np.ndarray, t: np.ndarray, pi: np.ndarray,
@@ -636,73 +574,3 @@ def _nodes(snapshot: Snapshot):
 
 def _catalog(snapshot: Snapshot):
     return {c.name: c for c in snapshot.catalog}
-
-
-# --- Accounting of what happened: views, reports and the simulator use these ----------
-
-J_PER_KWH = 3.6e6
-MJ_PER_KWH = 3.6e9          # the store keeps energy in integer millijoules (NVML's unit)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prices:
-    """What turns measured IT energy into money (× PUE × price, or with a ``tariff`` ×
-    price(t) · PUE(t) at the time it was used) and CO2 (× PUE × grid intensity; with a
-    tariff its mean PUE); the same rule as :func:`energy_cost` and ``c_ng``
-    (:func:`kwh_cost`). With a tariff, ``pue`` and ``price_per_kwh`` are its means."""
-
-    pue: float
-    price_per_kwh: float
-    co2_g_per_kwh: float | None = None
-    tariff: Tariff | None = None
-    tariff_path: str | None = None      # where the tariff was read (shown in reports)
-
-    @property
-    def energy(self) -> Energy:
-        return Energy(pue=self.pue, price_per_kwh=self.price_per_kwh, tariff=self.tariff)
-
-    def cost(self, kwh: float, t0_s: float | None = None, t1_s: float | None = None) -> float:
-        """``kwh`` drawn evenly over [t0, t1) (see :func:`kwh_cost`)."""
-        return kwh_cost(kwh, self.energy, t0_s, t1_s)
-
-    def bill(self, kwh: float, pieces: Iterable[tuple[float, float, float]]) -> float:
-        """The bill for ``kwh`` measured as ``pieces`` (kWh, t0, t1), each drawn evenly over
-        its interval (:func:`spread`): without a tariff ``cost(kwh)`` (the pieces are not
-        read, so the figures stay exactly as they were), with one the sum of the pieces'
-        costs at the time each was used."""
-        if self.tariff is None:
-            return self.cost(kwh)
-        return math.fsum(self.cost(k, a, b) for k, a, b in pieces)
-
-    def total(self, kwh: float, bills: Iterable[float]) -> float:
-        """The bill for ``kwh`` made of parts already billed (``bills``, e.g. per node):
-        without a tariff ``cost(kwh)`` as before, with one the sum of the parts' bills."""
-        return self.cost(kwh) if self.tariff is None else math.fsum(bills)
-
-    def co2_kg(self, kwh: float) -> float | None:
-        return None if self.co2_g_per_kwh is None else kwh * self.pue * self.co2_g_per_kwh / 1e3
-
-
-def spread(parts: Iterable[tuple[float, float, float]], start_s: float = -math.inf,
-           end_s: float = math.inf) -> Iterator[tuple[float, float, float]]:
-    """Measured energy as billing pieces: each part (mJ, a, b), energy drawn evenly over
-    [a, b) (an instant when a == b), clipped to [start, end) and pro-rated, as (kWh, t0,
-    t1) for :meth:`Prices.bill`; the same pro-rating as the reports' energy figures."""
-    for mj, a, b in parts:
-        if b > a:
-            lo, hi = max(a, start_s), min(b, end_s)
-            if hi > lo:
-                yield mj * (hi - lo) / (b - a) / MJ_PER_KWH, lo, hi
-        elif start_s <= b < end_s:
-            yield mj / MJ_PER_KWH, b, b
-
-
-def late_s(*, due_s: float, end_s: float | None, now_s: float, cancelled: bool,
-           finished: bool, start_s: float = -math.inf, stop_s: float = math.inf) -> float:
-    """Seconds a job has been late within [start_s, stop_s): up to its end, or up to now
-    while it is alive. Zero for a job its user cancelled (withdrawn: no penalty for its
-    due date) or a finished job whose end is unknown (nothing to charge it by)."""
-    if cancelled or (finished and end_s is None):
-        return 0.0
-    until = end_s if end_s is not None else now_s
-    return max(0.0, min(until, stop_s) - max(due_s, start_s))

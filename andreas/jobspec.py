@@ -13,6 +13,10 @@ that recreates the procedure (``procedures.recreate``).
 
 from __future__ import annotations
 
+# the bounds both checkers read (owned by andreas/limits.py)
+from andreas.limits import (MAX_EPOCHS, MAX_GPUS_PER_JOB, MAX_GRACE_S,  # noqa: F401
+                            MAX_IMAGE_CHARS, MAX_WEIGHT)
+
 # Ids become container names (andreas-<id>-<attempt>) and checkpoint directories.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 APPLICATION = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}"
@@ -34,17 +38,13 @@ DIGEST = r"sha256:[0-9a-f]{64}"
 IMAGE = (rf"(?:(?=[^/]*[.:A-Z]|localhost/){DOMAIN}/|(?![^/]*[.:A-Z][^/]*/)(?!localhost/))"
          rf"(?=[a-z0-9._/-]{{1,255}}(?![a-z0-9._/-])){_COMPONENT}(?:/{_COMPONENT})*"
          rf"(?::{TAG})?(?:@{DIGEST})?")
-MAX_IMAGE_CHARS = 512
 # A job names the image it runs, or none with a command (run by the Slurm executor):
 # the database's andreas_submit admits '' exactly with a non-empty command list.
 
 # Numbers: past these a value is a typo that would plan a job first for ever (epochs),
 # turn the objective into NaN (weight), make a job impossible to stop (grace) or
 # overflow a column.
-MAX_EPOCHS = 1_000_000
-MAX_WEIGHT = 1e6                        # currency per second late
-MAX_GRACE_S = 86400.0                   # SIGTERM -> SIGKILL; above 0
-MAX_GPUS = 4096
+MAX_GPUS = MAX_GPUS_PER_JOB
 MAX_GPU_MILLI = 999                     # a share of one GPU, 1-999 milli-GPU
 MAX_GPU_MEMORY_MIB = 1 << 20            # 1 TiB: far above any GPU's memory
 MAX_DUE_AHEAD_S = 10 * 365 * 86400.0    # due in the future, at most 10 years ahead

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
+from andreas.limits import MAX_PUE, MIN_PUE
+
 DEFAULT_PUE = 1.33
 DEFAULT_PRICE_PER_KWH = 0.172
 DEFAULT_RHO = 100.0
@@ -27,7 +29,6 @@ DEFAULT_RESTART_OVERHEAD_S = 10.0
 HOURS_PER_DAY = 24
 _HOUR_S = 3600.0
 _DAY_S = HOURS_PER_DAY * _HOUR_S
-MAX_PUE = 5.0               # a facility that burns 4 W of overhead per IT watt is a typo
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +52,8 @@ class Tariff:
                 raise ValueError(f"tariff {name}: values must be finite")
         if min(self.price_per_kwh) < 0 or max(self.price_per_kwh) <= 0:
             raise ValueError("tariff price_per_kwh: must be >= 0, and > 0 in some hour")
-        if min(self.pue) < 1 or max(self.pue) > MAX_PUE:
-            raise ValueError(f"tariff pue: must be in [1, {MAX_PUE:g}]")
+        if min(self.pue) < MIN_PUE or max(self.pue) > MAX_PUE:
+            raise ValueError(f"tariff pue: must be in [{MIN_PUE:g}, {MAX_PUE:g}]")
 
     @property
     def rate(self) -> tuple[float, ...]:

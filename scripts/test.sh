@@ -109,6 +109,11 @@ if ! .venv/bin/mypy; then
     echo "test.sh: FAIL: mypy found type errors in the pure packages" >&2
     exit 1
 fi
+# The layering of ARCHITECTURE.md ([tool.importlinter] contracts in pyproject.toml).
+if ! .venv/bin/lint-imports --no-cache; then
+    echo "test.sh: FAIL: an import breaks the layering contracts (pyproject.toml)" >&2
+    exit 1
+fi
 
 # --- Tests ---------------------------------------------------------------------------
 set +e

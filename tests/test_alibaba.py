@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from andreas.cli import main
 from andreas.errors import InputError
-from andreas.formats.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, NodeRow,
+from andreas.simulator.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, NodeRow,
                                      import_alibaba, node_power_w, stratified_nodes)
 from andreas.formats.trace import dump_trace, load_trace, summary
 from andreas.model import Demand

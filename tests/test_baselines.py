@@ -13,6 +13,7 @@ from andreas import costs
 from andreas.feasibility import check_plan
 from andreas.model import (ActionKind, CatalogEntry, Config, Energy, Job, Node, Params,
                            Plan, Snapshot)
+from andreas.errors import InputError
 from andreas.optimizer import decide, get_policy
 from andreas.optimizer.baselines import decide_edf, decide_fifo, decide_priority
 from andreas.formats.snapshot import load_snapshot
@@ -169,9 +170,11 @@ def test_every_job_postponed_when_cluster_full(policy):
 
 
 @pytest.mark.parametrize("name", ["fifo", "edf", "priority"])
-def test_registry_and_ignored_options(name):
-    plan = decide(ORDER_CASE, np.random.default_rng(1), policy=name, max_it=5)
+def test_registry_runs_them_and_refuses_options(name):
+    plan = decide(ORDER_CASE, np.random.default_rng(1), policy=name)
     assert plan == get_policy(name)(ORDER_CASE, np.random.default_rng(2))
+    with pytest.raises(InputError, match=f"max_it: not an option of policy {name}"):
+        decide(ORDER_CASE, np.random.default_rng(1), policy=name, max_it=5)
 
 
 # -- cloud mode ---------------------------------------------------------------------------

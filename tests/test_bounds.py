@@ -175,7 +175,7 @@ def test_device_hours_bound_counts_slices_by_their_share() -> None:
 def test_no_sharing_policy_occupies_fewer_device_hours_than_the_bound() -> None:
     from pathlib import Path
 
-    from andreas.formats.alibaba import import_alibaba
+    from andreas.simulator.alibaba import import_alibaba
     from andreas.simulator.bounds import device_hours_bound
 
     data = Path(__file__).parent / "data" / "alibaba"

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from andreas import optimizer
+from andreas.policies import POLICIES, PolicySpec
 from andreas.cli import main
 from andreas.feasibility import check_plan
 from andreas.model import Assignment, Plan
@@ -68,8 +69,11 @@ def stand_in_policies(monkeypatch: pytest.MonkeyPatch) -> None:
         setattr(module, func.__name__, func)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     for func in (postpone_all, first_fit, overfull, crash):
-        monkeypatch.setitem(optimizer.POLICIES, func.__name__,
-                            (module.__name__, func.__name__, func.__doc__ or ""))
+        monkeypatch.setitem(POLICIES, func.__name__,
+                            PolicySpec(name=func.__name__, module=module.__name__,
+                                       function=func.__name__, summary=func.__doc__ or "",
+                                       options={"iterations": None} if func is postpone_all
+                                       else {}))
     CALLS.clear()
 
 
@@ -120,7 +124,7 @@ def test_optimize_help_mentions_every_option() -> None:
 def test_policies_lists_the_registry() -> None:
     result = run("policies")
     assert result.exit_code == 0
-    assert all(name in result.output for name in optimizer.POLICIES)
+    assert all(name in result.output for name in POLICIES)
 
 
 def test_python_dash_m() -> None:
@@ -277,7 +281,7 @@ def test_unexpected_exceptions_propagate() -> None:
 
 # --------------------------------------------------------------------------- real policies
 
-REAL_POLICIES = dict(optimizer.POLICIES)  # before the fixture adds the stand-ins
+REAL_POLICIES = dict(POLICIES)  # before the fixture adds the stand-ins
 
 
 def _plan_from_json(out: dict[str, Any]) -> Plan:
@@ -299,10 +303,10 @@ def test_greedy_on_example_is_feasible() -> None:
 @pytest.mark.parametrize("policy", sorted(REAL_POLICIES))
 @pytest.mark.parametrize("cloud", [False, True], ids=["on-premise", "cloud"])
 def test_every_registered_policy_through_the_cli(tmp_path: Path, policy: str, cloud: bool) -> None:
-    pytest.importorskip(REAL_POLICIES[policy][0])
+    pytest.importorskip(REAL_POLICIES[policy].module)
     path = write(tmp_path, cloud_doc()) if cloud else str(EXAMPLE)
     result = run("optimize", path, "--policy", policy, "--seed", "3", "--json")
-    if cloud and policy in optimizer.ON_PREMISE_POLICIES:   # they refuse with one line
+    if cloud and not REAL_POLICIES[policy].cloud:   # they refuse with one line
         _assert_one_line_error(result, "on-premise", policy)
         return
     assert result.exit_code == 0, result.output

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import CatalogEntry, Config, Job, Node, Snapshot
+from andreas.policies import POLICIES
 from andreas.optimizer import decide
 from andreas.optimizer.construction import FLOOR, construct
 from andreas.optimizer.problem import compile_problem
@@ -92,7 +93,8 @@ def test_cloud_jobs_pack_onto_the_largest_vm_then_downsize_without_idle_gpus(job
     assert sorted(plan.node_configs.values()) == sorted(vms)
     assert evaluate(snap, plan).idle_gpus == 0
     for policy in ("rg", "pr"):   # they may split a VM with idle GPUs when that is cheaper
-        other = decide(snap, np.random.default_rng(0), policy, iterations=20)
+        other = decide(snap, np.random.default_rng(0), policy,
+                       **POLICIES[policy].accepted({"iterations": 20}))
         assert evaluate(snap, other).f_obj <= evaluate(snap, plan).f_obj + 1e-9
 
 
@@ -105,7 +107,8 @@ def test_idle_gpus_of_a_rented_vm_go_to_a_job_on_it(jobs, gpus):
     snap = Snapshot(now_s=0.0, nodes=(Node(name="n0"),), jobs=_cloud_jobs(jobs),
                     catalog=CLOUD)
     for policy in ("greedy", "rg"):
-        plan = decide(snap, np.random.default_rng(0), policy, iterations=10)
+        plan = decide(snap, np.random.default_rng(0), policy,
+                      **POLICIES[policy].accepted({"iterations": 10}))
         check_plan(snap, plan)
         assert sorted(a.gpus for a in plan.assignments) == gpus
         assert evaluate(snap, plan).idle_gpus == 0
@@ -127,7 +130,8 @@ def test_a_job_on_a_gpu_count_no_vm_has_swaps_into_a_full_node_rather_than_idle_
                     catalog=CLOUD)
     p = compile_problem(snap)
     for policy in ("greedy", "rg"):
-        plan = decide(snap, np.random.default_rng(0), policy, iterations=20)
+        plan = decide(snap, np.random.default_rng(0), policy,
+                      **POLICIES[policy].accepted({"iterations": 20}))
         check_plan(snap, plan)
         assert {a.job: a.gpus for a in plan.assignments} == {
             "a3": 3, "b2": 2, "c2": 2, "d1": 1, "e3": 3}

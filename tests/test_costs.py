@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from andreas import costs
+from andreas import accounting, costs
 from andreas.model import (Assignment, CatalogEntry, Energy, Job, Node, Params, Plan,
                            Snapshot)
 
@@ -229,11 +229,11 @@ def test_cloud_node_cost_is_vm_price_only_while_busy():
 ])
 def test_late_s_one_rule_for_views_and_reports(kw, expected):
     args = dict(due_s=100.0, cancelled=False, finished=False) | kw
-    assert costs.late_s(**args) == pytest.approx(expected)
+    assert accounting.late_s(**args) == pytest.approx(expected)
 
 
 def test_prices_match_energy_cost():
     energy = Energy(pue=1.5, price_per_kwh=0.2)
-    prices = costs.Prices(pue=1.5, price_per_kwh=0.2, co2_g_per_kwh=300.0)
+    prices = accounting.Prices(pue=1.5, price_per_kwh=0.2, co2_g_per_kwh=300.0)
     assert prices.cost(2.0) == pytest.approx(costs.energy_cost(2.0 * costs.J_PER_KWH, energy))
     assert prices.co2_kg(2.0) == pytest.approx(0.9)

@@ -12,7 +12,8 @@ import pytest
 from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import ActionKind, Config, Energy, Job, Node, Params, Plan, Snapshot
-from andreas.optimizer import POLICIES, decide, default_period_s
+from andreas.optimizer import decide
+from andreas.policies import POLICIES
 from andreas.optimizer import dp
 from andreas.optimizer.dp import VARIANTS, Tables, build_tables, decide_dp, objective, solve
 from andreas.optimizer.problem import compile_problem
@@ -76,9 +77,9 @@ def tables_of(snapshot: Snapshot, policy: str) -> Tables:
 
 def test_registered_with_their_own_period() -> None:
     for name in DP:
-        assert POLICIES[name][0] == "andreas.optimizer.dp"
-        assert default_period_s(name) == 900.0
-    assert default_period_s("edf") is None and default_period_s("pr") is None
+        assert POLICIES[name].module == "andreas.optimizer.dp"
+        assert POLICIES[name].period_s == 900.0
+    assert POLICIES["edf"].period_s is None and POLICIES["pr"].period_s is None
 
 
 def test_the_simulator_uses_the_policy_period_unless_told_otherwise() -> None:

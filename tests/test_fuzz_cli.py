@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from andreas.cli import main
+from andreas.limits import MAX_GPUS_PER_JOB
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = json.loads((ROOT / "examples" / "example-snapshot-n10.json").read_text())
@@ -138,7 +139,7 @@ def test_submit_refuses_every_bad_number_and_stores_nothing(db, option, value):
     ("--weight", "1e308", "must be <= 1e+06"),                   # made the objective NaN
     ("--grace-s", "1e300", "must be <= 86400"),                  # could never be stopped
     ("--epochs", "99999999999999999999999", "must be <= 1000000"),  # SQLite overflow
-    ("--max-gpus", "99999999999999999999999", "must be <= 4096"),
+    ("--max-gpus", "99999999999999999999999", f"must be <= {MAX_GPUS_PER_JOB}"),
     ("--due", "2027-01-01T00:00+99:00", "--due '2027-01-01T00:00+99:00'"),
 ])
 def test_submit_regressions_of_issue_16(db, option, value, message):

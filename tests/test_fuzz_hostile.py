@@ -192,7 +192,7 @@ def test_a_fifo_is_refused_wherever_a_file_is_read(db, tmp_path, reader):
 DEV_ZERO_READERS = """
 import json, sys
 from andreas.errors import InputError
-from andreas.formats.alibaba import import_alibaba
+from andreas.simulator.alibaba import import_alibaba
 from andreas.formats.snapshot import load_snapshot
 from andreas.formats.tariff import load_tariff
 from andreas.formats.trace import load_trace

@@ -16,6 +16,7 @@ from andreas.formats.snapshot import parse_snapshot, snapshot_to_dict
 from andreas.formats.trace import parse_trace, trace_to_dict
 from andreas.model import (Assignment, Config, Job, Node, Plan, PowerLevel, PowerLimits,
                            Snapshot)
+from andreas.policies import POLICIES
 from andreas.optimizer import decide
 from andreas.optimizer.exact import enumerate_optimum
 from andreas.simulator.engine import simulate
@@ -117,8 +118,10 @@ def test_levels_off_is_the_plan_of_a_snapshot_without_levels():
     bare = Snapshot(now_s=0.0, nodes=(node("n0", None), node("n1", None)),
                     jobs=tuple(replace(j, power_levels={}) for j in s.jobs))
     for policy in ("greedy", "rg", "pr"):
-        a = decide(levels.without_levels(s), np.random.default_rng(1), policy, iterations=30)
-        b = decide(bare, np.random.default_rng(1), policy, iterations=30)
+        a = decide(levels.without_levels(s), np.random.default_rng(1), policy,
+                   **POLICIES[policy].accepted({"iterations": 30}))
+        b = decide(bare, np.random.default_rng(1), policy,
+                   **POLICIES[policy].accepted({"iterations": 30}))
         assert a.assignments == b.assignments and a.objective == b.objective
         assert all(x.power_limit_w is None for x in a.assignments)
 

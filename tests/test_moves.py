@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from andreas.costs import c_ng_per_hour, evaluate, job_move_costs
 from andreas.feasibility import check_plan
 from andreas.model import Assignment, Config, Energy, Job, Node, Params, Plan, Snapshot
+from andreas.policies import POLICIES
 from andreas.optimizer import decide
 from andreas.optimizer.problem import compile_problem
 from andreas.synthetic import random_snapshot
@@ -81,7 +82,8 @@ def test_the_policies_objective_is_evaluate_with_move_costs(seed: int, cloud: bo
     snap = _with_partial_epochs(random_snapshot(rng, int(rng.integers(2, 6)),
                                                 int(rng.integers(2, 14)), cloud=cloud,
                                                 running_share=0.6), rng)
-    p = decide(snap, np.random.default_rng(seed), policy, iterations=30, fallback=0.0)
+    p = decide(snap, np.random.default_rng(seed), policy,
+               **POLICIES[policy].accepted({"iterations": 30, "fallback": 0.0}))
     check_plan(snap, p)
     ev = evaluate(snap, p)
     assert p.objective == pytest.approx(ev.f_mix, rel=1e-9, abs=1e-9)
@@ -95,7 +97,8 @@ def test_on_premise_rg_and_pr_fall_back_to_the_greedy_plan() -> None:
         greedy = decide(snap, np.random.default_rng(0), "greedy")
         short += bool(greedy.postponed)
         for policy in ("rg", "pr"):
-            p = decide(snap, np.random.default_rng(0), policy, iterations=30)
+            p = decide(snap, np.random.default_rng(0), policy,
+                       **POLICIES[policy].accepted({"iterations": 30}))
             assert set(p.assignments) == set(greedy.assignments), policy
             assert p.objective == pytest.approx(greedy.objective)
     assert short >= 2          # also while GPUs are short

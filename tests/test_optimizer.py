@@ -13,7 +13,8 @@ from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import ActionKind, Config, Job, Node, Snapshot
 from andreas.errors import InputError
-from andreas.optimizer import ON_PREMISE_POLICIES, POLICIES, decide
+from andreas.optimizer import decide
+from andreas.policies import POLICIES
 from andreas.synthetic import node_power_w, random_snapshot
 from tests import strategies
 
@@ -32,11 +33,12 @@ snapshots = strategies.snapshots(max_nodes=8, max_jobs=30)
 @given(snapshot=snapshots, seed=st.integers(0, 1000))
 def test_every_policy_returns_a_feasible_plan(snapshot: Snapshot, seed: int) -> None:
     for name in ALL:
-        if snapshot.cloud and name in ON_PREMISE_POLICIES:
+        if snapshot.cloud and not POLICIES[name].cloud:
             with pytest.raises(InputError, match="on-premise"):
                 decide(snapshot, np.random.default_rng(seed), name)
             continue
-        plan = decide(snapshot, np.random.default_rng(seed), name, iterations=50)
+        plan = decide(snapshot, np.random.default_rng(seed), name,
+                      **POLICIES[name].accepted({"iterations": 50}))
         check_plan(snapshot, plan)
         assert _close(plan.objective, _reference(snapshot, plan)), (name, plan.objective)
 
@@ -74,8 +76,10 @@ def test_seeded_runs_are_reproducible_bit_for_bit(policy: str) -> None:
     # a solver stopped by its clock returns what it had: under load that differs, so the
     # hierarchical controllers get time to finish (milp's default is already 60 s)
     options = {"time_limit_s": 60.0} if policy == "hierarchical" else {}
-    a = decide(snapshot, np.random.default_rng(42), policy, iterations=200, **options)
-    b = decide(snapshot, np.random.default_rng(42), policy, iterations=200, **options)
+    a = decide(snapshot, np.random.default_rng(42), policy,
+               **POLICIES[policy].accepted({"iterations": 200, **options}))
+    b = decide(snapshot, np.random.default_rng(42), policy,
+               **POLICIES[policy].accepted({"iterations": 200, **options}))
     untimed = lambda p: dataclasses.replace(p, stats={  # noqa: E731  (milp reports seconds)
         k: v for k, v in p.stats.items() if k not in ("build_s", "solver_s")})
     assert untimed(a) == untimed(b)
@@ -136,7 +140,8 @@ def test_running_job_stays_on_its_node_when_an_identical_node_would_do() -> None
               epoch_time_s={"T4": (100.0,)}, running=Config(node="n2", gpus=1))
     for policy in HEURISTICS:
         plan = decide(Snapshot(now_s=0.0, nodes=nodes, jobs=(job,)),
-                      np.random.default_rng(0), policy, iterations=20)
+                      np.random.default_rng(0), policy,
+                      **POLICIES[policy].accepted({"iterations": 20}))
         assert plan.config_of("r") == Config(node="n2", gpus=1)
         assert [a.kind for a in plan.actions(Snapshot(now_s=0.0, nodes=nodes, jobs=(job,)))] \
             == [ActionKind.CONTINUE]
@@ -158,7 +163,8 @@ def test_overloaded_cluster_postpones_and_actions_are_explicit() -> None:
 def test_cloud_plan_configures_every_used_node() -> None:
     snap = random_snapshot(np.random.default_rng(5), 6, 12, cloud=True)
     for policy in HEURISTICS:
-        plan = decide(snap, np.random.default_rng(0), policy, iterations=50)
+        plan = decide(snap, np.random.default_rng(0), policy,
+                      **POLICIES[policy].accepted({"iterations": 50}))
         used = {a.node for a in plan.assignments}
         assert used and set(plan.node_configs) == used
         check_plan(snap, plan)

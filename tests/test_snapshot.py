@@ -162,7 +162,7 @@ CASES: list[tuple[str, Callable[[], dict], Callable[[dict], None], tuple[str, ..
     ("running-overfull-node", base_doc,
      lambda d: job(d, 1).update(epoch_time_s={"V100": [100.0]}, running={"node": "n01", "gpus": 1}),
      ("node n01", "3 GPUs", "has 2")),
-    ("pue-zero", base_doc, _set(lambda d: d["energy"], "pue", 0), ("snapshot", "energy.pue", "> 0")),
+    ("pue-zero", base_doc, _set(lambda d: d["energy"], "pue", 0), ("snapshot", "energy.pue", ">= 1")),
     ("price-negative", base_doc, _set(lambda d: d["energy"], "price_per_kwh", -0.1),
      ("snapshot", "energy.price_per_kwh", "> 0")),
     ("rho-zero", base_doc, _set(lambda d: d["params"], "rho", 0), ("snapshot", "params.rho", "> 0")),

@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from andreas.cli import main
-from andreas.costs import (charged_s, deferrals, energy_cost, energy_time_s, evaluate,
-                           interval_cost, tariff_blind, with_tariff)
+from andreas.costs import (charged_s, energy_cost, energy_time_s, evaluate, interval_cost,
+                           tariff_blind, with_tariff)
+from andreas.deferral import deferrals
 from andreas.errors import InputError
 from andreas.formats.tariff import MAX_BYTES, TariffFile, load_tariff, parse_tariff
 from andreas.model import Energy, Job, Node, Params, Plan, Snapshot, Tariff, Trace

@@ -17,7 +17,8 @@ from andreas.cli.common import Finite, db_errors
 from andreas.config import MAX_DAYS, load_settings, mask_url
 from andreas.errors import InputError
 from andreas.store import accounts, migrate
-from andreas.store.engine import connect, is_sqlite, make_engine, open_store
+from andreas.store.engine import connect, is_sqlite, make_engine
+from andreas.store.opener import open_store
 from andreas.store.errors import SchemaError
 from andreas.store.retention import downsample
 

@@ -53,7 +53,7 @@ def _default_executor(settings: Settings) -> Executor:
 
 
 def _open(settings: Settings) -> Store:
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
 
     return open_store(settings=settings, retries=0)
 

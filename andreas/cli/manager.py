@@ -17,7 +17,7 @@ from andreas.cli.common import MAX_PORT_TEXT, MAX_WINDOW_H, Finite, Whole
 from andreas.config import MAX_PERIOD_S
 
 from andreas.config import load_settings
-from andreas.optimizer import MANAGER_POLICIES
+from andreas.policies import manager_policies
 
 
 @click.group("manager")
@@ -32,7 +32,7 @@ def manager_group() -> None:
                    "SQLite and fake-GPU nodes). Decisions and attempts are still recorded "
                    "in the store, so use a throw-away one: a real manager started on it "
                    "later finds those attempts without containers and requeues their jobs.")
-@click.option("--policy", type=click.Choice(MANAGER_POLICIES), default=None,
+@click.option("--policy", type=click.Choice(manager_policies()), default=None,
               help="Scheduling policy (default: [manager] policy, ANDREAS_POLICY, rg).")
 @click.option("--period-s", type=Finite(min=0, min_open=True, max=MAX_PERIOD_S), default=None,
               help="Rescheduling period H in seconds (default: [manager] period_s, 3600).")
@@ -70,7 +70,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
     from andreas.costs import c_ng_per_hour, kwh_cost
     from andreas.manager.estimates import Estimator, NodeHardware
     from andreas.manager.snapshot import settings_energy
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
     from andreas.store.nodes import gpu_counts, list_nodes
 
     settings = load_settings()

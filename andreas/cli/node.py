@@ -22,7 +22,7 @@ import click
 from andreas.cli.common import db_errors
 from andreas.config import load_settings
 from andreas.errors import InputError
-from andreas.store.engine import open_store
+from andreas.store.opener import open_store
 from andreas.store.models import NodeState
 from andreas.store.nodes import Db, UnknownNode, operator_move, set_profiling_by_name
 

@@ -113,7 +113,7 @@ def profile_cmd(ctx: click.Context, image: str, command: tuple[str, ...], app: s
     COMMAND with options goes after `--`: andreas profile IMG --app x -- python train.py -v
     """
     from andreas.profiler.run import ProfileRequest, check_request, profile_application
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
     from andreas.service.submit import check_image_allowed, parse_image
 
     with options(app="--app", node="--node", gpus="--gpus", epochs="--epochs",
@@ -283,7 +283,7 @@ def refresh_cmd(ctx: click.Context, half_life_h: float, as_json: bool) -> None:
     """Refit the runtime models from production epoch events (recent epochs weigh more) and
     store the measured epoch times (app_profiles / app_models, source measured)."""
     from andreas.profiler.store import refresh_models
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
 
     if not half_life_h > 0:
         raise InputError(f"--half-life-h {half_life_h:g}: must be > 0")

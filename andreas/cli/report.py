@@ -99,7 +99,7 @@ def report_cmd(ctx: click.Context, since: str | None, until: str | None, by: str
     from andreas.report.render import BY_CHOICES, FORMAT_CHOICES, check_choice, render
     from andreas.manager.snapshot import settings_prices
     from andreas.report.window import make_window
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
 
     check_choice("--by", by, BY_CHOICES)
     check_choice("--format", fmt, FORMAT_CHOICES)

@@ -8,7 +8,6 @@ anything else is a bug and propagates with its traceback.
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import math
 import os
@@ -19,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from andreas.infra import jsontext
-from andreas.cli.common import Finite, SEED, ITERATIONS, MAX_TIME_LIMIT_S
+from andreas.cli.common import SEED, policy_default, policy_option
 
-from andreas import optimizer
+from andreas import optimizer, policies
 from andreas.console import printable
 from andreas.errors import AndreasError, InfeasiblePlan, InputError, error_line, one_line
 from andreas.errors import options as option_names
@@ -118,17 +117,17 @@ class PolicyName(click.ParamType):
     name = "policy"
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "[" + "|".join(optimizer.POLICIES) + "]"
+        return "[" + "|".join(policies.POLICIES) + "]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        if value not in optimizer.POLICIES:
-            self.fail(f"unknown policy {value!r} (known: {', '.join(optimizer.POLICIES)})",
+        if value not in policies.POLICIES:
+            self.fail(f"unknown policy {value!r} (known: {', '.join(policies.POLICIES)})",
                       param, ctx)
         return value
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
         from click.shell_completion import CompletionItem
-        return [CompletionItem(n) for n in optimizer.POLICIES if n.startswith(incomplete)]
+        return [CompletionItem(n) for n in policies.POLICIES if n.startswith(incomplete)]
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,10 +153,29 @@ def main(log_level: str) -> None:
 
 
 @main.command("policies")
-def policies_cmd() -> None:
-    """List the scheduling policies that --policy accepts."""
-    for name, (_, _, description) in optimizer.POLICIES.items():
-        click.echo(f"{name:10} {description}")
+@click.argument("name", type=PolicyName(), required=False)
+def policies_cmd(name: str | None) -> None:
+    """List the scheduling policies that --policy accepts; with NAME, what it plans and
+    the options it takes."""
+    if name is None:
+        for spec in policies.POLICIES.values():
+            click.echo(f"{spec.name:14} {spec.kind.value:7}  {spec.summary}")
+        return
+    spec = policies.POLICIES[name]
+    traits = [t for t, on in (("shares GPUs", spec.shares_gpus), ("cloud", spec.cloud),
+                              ("stateful", spec.stateful), ("manager", spec.manager),
+                              ("power levels", spec.power_levels)) if on]
+    rigid = spec.kind is policies.TaskKind.RIGID
+    click.echo(f"{spec.name}: {spec.summary}")
+    click.echo(f"  plans:    {'rigid tasks' if rigid else 'elastic jobs'}"
+               + (" (and rigid tasks)" if spec.plans_demands and not rigid else ""))
+    click.echo(f"  traits:   {', '.join(traits) or '-'}")
+    if spec.period_s is not None:
+        click.echo(f"  period:   {spec.period_s:g} s in the simulator")
+    click.echo(f"  function: {spec.module}.{spec.function}")
+    for option, default in spec.options.items():
+        o = policies.OPTIONS[option]
+        click.echo(f"  {option} = {policy_default(default)}  ({o.describe()})\n      {o.help}")
 
 
 @main.command("optimize")
@@ -167,23 +185,16 @@ def policies_cmd() -> None:
               help="Scheduling policy (see `andreas policies`).")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the random generator, so a run can be repeated exactly.")
-@click.option("--iterations", type=ITERATIONS, default=None,
-              help="Iterations of a randomized policy (e.g. constructions of rg); "
-                   "left out: the policy's own default.")
-@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
-              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
-                   "over remaining time) or pressure (the papers' order).")
-@click.option("--time-limit-s", type=Finite(min=0, min_open=True, max=MAX_TIME_LIMIT_S),
-              default=None,
-              help="Solver time limit of milp (whole solve, default 60) and hierarchical "
-                   "(per controller, default 1); past it the best plan found. Others ignore it.")
-@click.option("--mip-gap", type=Finite(min=0, max=1, max_open=True), default=None,
-              help="Relative MIP gap at which milp (default 0: prove optimality) and "
-                   "hierarchical (default 0.05) stop. Others ignore it.")
-@click.option("--floor", is_flag=True,
-              help="rg and pr also consider the FIFO / EDF / priority plans, so their f_obj is "
-                   "never higher than a baseline's that leaves no job waiting next to free "
-                   "GPUs (off by default: it costs more in the long run; see ARCHITECTURE.md).")
+@policy_option("iterations", text="Iterations of a randomized policy (e.g. constructions of "
+               "rg); a policy that takes none refuses it.")
+@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
+               "time) or pressure (the papers' order).")
+@policy_option("time_limit_s", text="Solver time limit (hierarchical: per controller); past "
+               "it the best plan found.")
+@policy_option("mip_gap", text="Relative MIP gap at which the solver stops.")
+@policy_option("floor", text="rg and pr also consider the FIFO / EDF / priority plans, so their "
+               "f_obj is never higher than a baseline's that leaves no job waiting next to free "
+               "GPUs (off by default: it costs more in the long run; see ARCHITECTURE.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (plan, actions, objective, timing) instead of a table.")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
@@ -208,8 +219,8 @@ def optimize_cmd(snapshot_path: str, policy: str, seed: int, iterations: int | N
     """
     from andreas.formats.snapshot import load_snapshot
 
-    if iterations is not None:
-        _check_accepts(policy, "iterations")
+    _check_options([policy], iterations=iterations, order=order, time_limit_s=time_limit_s,
+                   mip_gap=mip_gap, floor=floor or None)
     snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
     if power_levels == "off":
         from andreas.levels import without_levels
@@ -244,18 +255,11 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
     import numpy as np
 
     from andreas.feasibility import check_plan
-    from andreas.optimizer.kernels import warm
+    from andreas.optimizer.warmup import warm
     warm(notice=lambda message: click.echo(f"andreas: {message}", err=True))
-    options: dict[str, Any] = {}
-    if iterations is not None and _accepts(policy, "iterations"):
-        options["iterations"] = iterations
-    if order is not None and _accepts(policy, "order"):
-        options["order"] = order
-    if floor and _accepts(policy, "floor"):
-        options["floor"] = True
-    for name, value in (("time_limit_s", time_limit_s), ("mip_gap", mip_gap)):
-        if value is not None and _accepts(policy, name):
-            options[name] = value
+    options = policies.get(policy).accepted(
+        {"iterations": iterations, "order": order, "floor": floor or None,
+         "time_limit_s": time_limit_s, "mip_gap": mip_gap})
     start = time.perf_counter()
     plan = optimizer.decide(snapshot, np.random.default_rng(seed), policy, **options)
     seconds = time.perf_counter() - start
@@ -268,22 +272,21 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
 
 @main.command("compare")
 @click.argument("snapshot_path", metavar="SNAPSHOT.json", type=click.Path(dir_okay=False))
-@click.option("--policies", default=",".join(DEFAULT_COMPARE), show_default=True,
+@click.option("--policies", "policy_list", default=",".join(DEFAULT_COMPARE), show_default=True,
               help="Comma-separated policies to run on the same snapshot.")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of every policy's random generator.")
-@click.option("--iterations", type=ITERATIONS, default=None,
-              help="Iterations of the randomized policies (rg, pr); others ignore it.")
-@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
-              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight "
-                   "over remaining time) or pressure (the papers' order).")
-@click.option("--floor", is_flag=True,
-              help="rg and pr also consider the baselines' plans (see `andreas optimize --help`).")
+@policy_option("iterations", text="Iterations of the randomized policies; the others run "
+               "without it.")
+@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
+               "time) or pressure (the papers' order).")
+@policy_option("floor", text="rg and pr also consider the baselines' plans (see `andreas "
+               "optimize --help`).")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),
               help="Time-of-use tariff CSV (docs/FORMAT.md): plan with price and PUE by the "
                    "hour from the snapshot's now_s (jobs with slack may wait for cheap hours).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of a table.")
-def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | None,
+def compare_cmd(snapshot_path: str, policy_list: str, seed: int, iterations: int | None,
                 order: str | None, floor: bool, tariff_path: str | None,
                 as_json: bool) -> None:
     """Run several policies on one snapshot and score every plan on both proxies.
@@ -297,11 +300,12 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
     from andreas.formats.snapshot import load_snapshot
     from andreas.model import ActionKind
 
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    unknown = [n for n in names if n not in optimizer.POLICIES]
+    names = [p.strip() for p in policy_list.split(",") if p.strip()]
+    unknown = [n for n in names if n not in policies.POLICIES]
     if unknown or not names:
         raise InputError(f"--policies: unknown policy {','.join(unknown)!r} "
-                         f"(known: {', '.join(optimizer.POLICIES)})")
+                         f"(known: {', '.join(policies.POLICIES)})")
+    _check_options(names, iterations=iterations, order=order, floor=floor or None)
     snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
     rows = []
     for name in names:
@@ -344,16 +348,12 @@ def compare_cmd(snapshot_path: str, policies: str, seed: int, iterations: int | 
                    "f_obj (each job priced at the cheapest mix its configuration starts).")
 
 
-def _accepts(policy: str, option: str) -> bool:
-    params = inspect.signature(optimizer.get_policy(policy)).parameters.values()
-    return any(p.name == option for p in params)
-
-
-def _check_accepts(policy: str, option: str) -> None:
-    """A clear message beats a TypeError from deep inside a policy that has no such option."""
-    params = inspect.signature(optimizer.get_policy(policy)).parameters.values()
-    if not any(p.name == option or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        raise InputError(f"policy {policy}: has no option --{option}")
+def _check_options(names: list[str], **values: Any) -> None:
+    """An option set on the command line that none of the policies takes is one line
+    naming the option as typed and the policies (the registry decides)."""
+    flags = {name: "--" + name.replace("_", "-") for name in values}
+    with option_names(**flags):
+        policies.check_applicable(names, values)
 
 
 def plan_to_json(snapshot: Snapshot, plan: Plan, actions: tuple[Action, ...], policy: str,

@@ -12,17 +12,18 @@ import click
 
 from andreas.infra import jsontext
 from andreas.infra.fileio import safe_name
-from andreas.cli.common import ITERATIONS, MAX_SWEEP_SEEDS, MAX_WORKERS, SEED, Finite, Whole
+from andreas.cli.common import MAX_SWEEP_SEEDS, MAX_WORKERS, SEED, Finite, Whole, policy_option
 from andreas.config import MAX_GRACE_S, MAX_PERIOD_S
 
 from andreas.errors import InputError
 from andreas.errors import options as option_names
 from andreas.interference import Sharing
-from andreas.optimizer import PACKING_POLICIES, POLICIES
-from andreas.simulator.results import (GA_FITNESSES, MAX_GA_SIZE, MAX_IDLE_S, MAX_WAKE_S,
-                                       PROGRESS_MODES, SimOptions)
+from andreas import policies
+from andreas.policies import POLICIES, TaskKind
+from andreas.simulator.results import MAX_IDLE_S, MAX_WAKE_S, PROGRESS_MODES, SimOptions
 
 ALL_POLICIES = "fifo,edf,priority,greedy,rg,pr"
+RIGID = tuple(n for n, spec in POLICIES.items() if spec.kind is TaskKind.RIGID)
 ARRIVALS = ("exponential", "high", "low", "mixed")
 
 
@@ -40,22 +41,20 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Trace file (andreas-trace/1). Without it a trace is generated from "
                    "--nodes/--scenario/--arrival/--trace-seed.")
-@click.option("--policies", default=ALL_POLICIES, show_default=True,
+@click.option("--policies", "policy_list", default=ALL_POLICIES, show_default=True,
               help="Comma-separated policies, all run on the same trace. Energy policies "
-                   f"({', '.join(p for p in POLICIES if p not in PACKING_POLICIES)}) plan "
+                   f"({', '.join(p for p in POLICIES if p not in RIGID)}) plan "
                    "elastic jobs on whole GPUs; packing policies "
-                   f"({', '.join(PACKING_POLICIES)}) and greedy / rg place rigid "
+                   f"({', '.join(RIGID)}) and greedy / rg place rigid "
                    "multi-resource tasks (GPU slices, CPU, memory: traces from `andreas "
                    "trace import-alibaba`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Directory for CSV/JSON results and PNG plots [default: out/simulate/NAME].")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the policies' random generator (the simulation is reproducible).")
-@click.option("--iterations", type=ITERATIONS, default=None,
-              help="MaxIt of rg and pr (default 1000).")
-@click.option("--order", type=click.Choice(("wspt-late", "pressure")), default=None,
-              help="Queue order of greedy/rg/pr: wspt-late (default: late jobs by weight over "
-                   "remaining time) or pressure (the papers' order, most late first).")
+@policy_option("iterations", text="MaxIt of the randomized policies.")
+@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
+               "time) or pressure (the papers' order, most late first).")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
@@ -71,10 +70,9 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               help="Idle-GPU penalty mu of P1a (per idle GPU of a node that runs jobs) the "
                    "policies plan with [default: the trace's params.mu; generated traces: 1 "
                    "with --cloud, as the path-relinking paper, else 0].")
-@click.option("--floor", is_flag=True,
-              help="rg and pr also consider the FIFO / EDF / priority plans at every decision "
-                   "(never worse than a work-conserving baseline on f_obj; off by default: "
-                   "it costs more in the long run, see ARCHITECTURE.md).")
+@policy_option("floor", text="rg and pr also consider the FIFO / EDF / priority plans at "
+               "every decision (never worse than a work-conserving baseline on f_obj; off by "
+               "default: it costs more in the long run, see ARCHITECTURE.md).")
 @click.option("--revisit/--no-revisit", default=True, show_default=True,
               help="Cloud: also decide again when a running job could switch to a "
                    "configuration it pays less on and still end on time (the plan's revisit "
@@ -108,19 +106,18 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
               show_default=True,
               help="ojpap: weight of the past in the interference average that triggers an "
                    "adjustment (a of eq. 18).")
-@click.option("--ga-population", type=Whole(max=MAX_GA_SIZE), default=None,
-              help="ga and ga-energy: chromosomes per generation [default: 100, the genetic "
-                   "scheduling paper's].")
-@click.option("--ga-generations", type=Whole(max=MAX_GA_SIZE), default=None,
-              help="ga and ga-energy: generations per decision [default: 50].")
-@click.option("--ga-fitness", default=None,
-              help="ga: " + " or ".join(GA_FITNESSES) + ": the allocation gained with its "
-                   "ties broken by the whole free GPUs kept together on nodes, or the "
-                   "allocation alone (the paper's Algorithm 3) [default: consolidated].")
-@click.option("--ga-backfill/--no-ga-backfill", default=None,
-              help="ga: keep the node where the oldest waiting task that fits nowhere now "
-                   "can start soonest for it, except for tasks done before then (EASY "
-                   "backfilling) [default: on].")
+@policy_option("population", "--ga-population", "ga_population",
+               text="Chromosomes per generation (100: the genetic scheduling paper's).")
+@policy_option("generations", "--ga-generations", "ga_generations",
+               text="Generations per decision.")
+@policy_option("fitness", "--ga-fitness", "ga_fitness",
+               text="consolidated: the allocation gained with its ties broken by the whole "
+                    "free GPUs kept together on nodes; allocation: the allocation alone (the "
+                    "paper's Algorithm 3).")
+@policy_option("backfill", "--ga-backfill/--no-ga-backfill", "ga_backfill", default=None,
+               text="Keep the node where the oldest waiting task that fits nowhere now can "
+                    "start soonest for it, except for tasks done before then (EASY "
+                    "backfilling).")
 @click.option("--power-off-idle", is_flag=True,
               help="Idle nodes are switched off and draw nothing (default: they draw "
                    "power_w[0]).")
@@ -183,7 +180,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "ADDRESS (e.g. tcp://host:8786; needs andreas[dask]) instead of local "
                    "processes.")
 @click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
-def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, seed: int,
+def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
@@ -212,11 +209,18 @@ def simulate_cmd(trace_path: str | None, policies: str, out_dir: str | None, see
         return
     if (shard or dask_address) and not sweep:
         raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
-    names = _csv_list(policies, "--policies")
+    names = _csv_list(policy_list, "--policies")
     unknown = [p for p in names if p not in POLICIES]
     if unknown:
         raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
                          f"(known: {', '.join(POLICIES)})")
+    with option_names(iterations="--iterations", order="--order", floor="--floor",
+                      population="--ga-population", generations="--ga-generations",
+                      fitness="--ga-fitness", backfill="--ga-backfill"):
+        policies.check_applicable(names, {
+            "iterations": iterations, "order": order, "floor": floor or None,
+            "population": ga_population, "generations": ga_generations,
+            "fitness": ga_fitness, "backfill": ga_backfill})
     if tariff_blind and not tariff_path:
         raise InputError("--tariff-blind: needs --tariff FILE")
     tariff_file = None

@@ -15,7 +15,7 @@ import click
 from andreas.infra import jsontext
 from andreas.cli.common import Finite, SEED, Whole
 from andreas.formats.alibaba_csv import MAX_TIME
-from andreas.formats.alibaba_load import MAX_LOAD
+from andreas.simulator.alibaba_load import MAX_LOAD
 from andreas.simulator.generate import MAX_JOBS_PER_NODE, MAX_NODES
 
 from andreas.simulator.generate import ARRIVALS, SCENARIOS
@@ -125,7 +125,7 @@ def import_alibaba_cmd(pods_path: str, nodes_path: str, out_path: str, sample: i
     it kept and dropped, and why, and how it spaced the submissions.
     """
     from andreas.errors import options
-    from andreas.formats.alibaba import import_alibaba
+    from andreas.simulator.alibaba import import_alibaba
     from andreas.formats.trace import dump_trace, parse_trace, trace_to_dict
 
     share: float | str | None = busy_share

@@ -1,5 +1,5 @@
 """The files of Alibaba's GPU trace ("openb", cluster-trace-gpu-v2023): their columns, the
-values they may hold, and every row checked (``andreas.formats.alibaba`` turns them into
+values they may hold, and every row checked (``andreas.simulator.alibaba`` turns them into
 a trace).
 
 Pod lists: every published one has ``name, cpu_milli, memory_mib, num_gpu, gpu_milli``;

@@ -14,8 +14,8 @@ from typing import Any
 from andreas.errors import InputError
 from andreas.levels import check_limits, check_points
 from andreas.model import Job, Node, PowerLevel, PowerLimits
-from andreas.formats.snapshot import (MAX_POWER_W, Fields, _fail, check_list, check_name,
-                                      check_number)
+from andreas.formats.checks import Fields, _fail, check_list, check_name, check_number
+from andreas.limits import MAX_POWER_W
 
 _LIMITS_KEYS = ("min_w", "max_w", "default_w", "levels_w")
 _LEVEL_KEYS = ("limit_w", "time_factor", "gpu_power_w")

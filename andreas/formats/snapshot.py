@@ -15,22 +15,26 @@ as a whole, so the trace reader and writer (``andreas/formats/trace.py``) share 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from andreas.errors import InputError
 from andreas.infra.fileio import read_text_capped
+from andreas.limits import (MAX_EPOCHS, MAX_GPUS_PER_JOB, MAX_GPUS_PER_NODE, MAX_PENALTY,
+                            MAX_PERIOD_S, MAX_PRICE_PER_KWH, MAX_PUE, MAX_WEIGHT,
+                            MAX_POWER_W, MIN_PUE, MIN_TRACE_PERIOD_S)
 from andreas.model import (GPU_MILLI, POSTPONEMENT_KINDS, PROGRESS_KINDS, CatalogEntry, Config,
                            Demand, Energy, Job, Node, Params, Snapshot)
+from andreas.formats import power as powerdoc
+from andreas.formats.checks import (Fields, _fail, check_integer, check_list, check_name,
+                                   check_number, show)
 from andreas.formats.strict import RepeatedKey, json_loads
 
 T = TypeVar("T")
 
 SNAPSHOT_FORMAT = "andreas-snapshot/1"
 
-_MISSING: Any = object()
 _TOP_KEYS = ("format", "name", "now_s", "energy", "params", "nodes", "jobs", "catalog")
 _ENERGY_KEYS = ("pue", "price_per_kwh")
 _PARAMS_KEYS = ("rho", "period_s", "mu", "progress", "restart_overhead_s", "postponement")
@@ -44,162 +48,16 @@ _TRACE_JOB_KEYS = ("id", "app", "submit_s", "due_s", "weight", "epochs", "epoch_
                    "demand", "power_levels")
 _DEMAND_KEYS = ("gpus", "gpu_milli", "cpu_milli", "memory_mib", "gpu_memory_mib",
                 "gpu_memory_peak_mib", "peak_probability")
-MAX_GPUS_PER_JOB = 1024
 # Bounds of every number in a document: finite is not enough, a 10**9-epoch job
 # or a node with 10**6 GPUs hangs the simulator or allocates gigabytes, and sums of
 # 1e308 overflow to inf and turn the objective into NaN.
-MAX_GPUS_PER_NODE = 1024
-MAX_EPOCHS = 1_000_000
-MAX_WEIGHT = 1e6                # currency per second late
 MAX_TIME_S = 1e11               # |unix seconds|: about year 5138
 MAX_DURATION_S = 1e7            # an epoch, a restart overhead: about 4 months
-MIN_PERIOD_S = 1.0              # the rescheduling period H
-MAX_PERIOD_S = 30 * 86400.0
-MAX_POWER_W = 1e6
-MAX_PENALTY = 1e6               # rho, mu
 MAX_RUN_S = 366 * 86400.0       # a job's run time on its fastest configuration
 MAX_CAPACITY = 10**9    # bound on milli-cores and MiB: finite, and far above any machine
 _SNAPSHOT_JOB_KEYS = _TRACE_JOB_KEYS + ("epochs_done", "running")
 _RUNNING_KEYS = ("node", "gpus", "gpu_ids", "slowdown", "power_limit_w")
 MAX_SLOWDOWN = 1e3
-
-
-# --------------------------------------------------------------------------- values
-
-def show(value: Any, limit: int = 60) -> str:
-    """A value as it looked in the JSON, on one line and cut short, for error messages."""
-    try:
-        text = json.dumps(value, ensure_ascii=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return "null" if value is None else type(value).__name__
-
-
-def _fail(label: str, field: str, problem: str, value: Any = _MISSING) -> NoReturn:
-    got = "" if value is _MISSING else f", got {show(value)}"
-    raise InputError(f"{label}: field '{field}' {problem}{got}")
-
-
-def check_number(label: str, field: str, value: Any, *, gt: float | None = None,
-                 ge: float | None = None, le: float | None = None) -> float:
-    """A finite JSON number (never a boolean) as float, with an optional lower bound."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(label, field, "must be a number", value)
-    try:
-        number = float(value)
-    except OverflowError:
-        _fail(label, field, "must be a finite number", value)
-    if not math.isfinite(number):
-        _fail(label, field, "must be a finite number", value)
-    if gt is not None and not number > gt:
-        _fail(label, field, f"must be > {gt:g}", value)
-    if ge is not None and not number >= ge:
-        _fail(label, field, f"must be >= {ge:g}", value)
-    if le is not None and not number <= le:
-        _fail(label, field, f"must be <= {le:g}", value)
-    return number
-
-
-def check_integer(label: str, field: str, value: Any, *, ge: int | None = None,
-                  le: int | None = None, le_what: str = "") -> int:
-    """A JSON integer (``3`` or ``3.0``, never a boolean) with optional bounds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(label, field, "must be an integer", value)
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        _fail(label, field, "must be an integer", value)
-    number = int(value)
-    if abs(number) > 2**53:
-        _fail(label, field, "is too large", value)
-    if ge is not None and number < ge:
-        _fail(label, field, f"must be >= {ge}", value)
-    if le is not None and number > le:
-        _fail(label, field, f"must be <= {le_what or le}", value)
-    return number
-
-
-def check_name(label: str, field: str, value: Any) -> str:
-    """An identifier (job id, node, GPU type, VM name): it ends up in labels and log lines."""
-    if not isinstance(value, str) or not value:
-        _fail(label, field, "must be a non-empty string", value)
-    if not value.isprintable() or any(ch.isspace() for ch in value):
-        _fail(label, field, "must not contain spaces or control characters", value)
-    return value
-
-
-def check_list(label: str, field: str, value: Any, *, nonempty: bool = False) -> list[Any]:
-    if not isinstance(value, list):
-        _fail(label, field, "must be a list", value)
-    if nonempty and not value:
-        _fail(label, field, "must be a non-empty list", value)
-    return value
-
-
-class Fields:
-    """One JSON object under validation; every error names ``label`` and the field.
-
-    ``prefix`` qualifies nested sections (``energy.pue``) so messages stay unambiguous.
-    """
-
-    def __init__(self, raw: Any, label: str, known: Sequence[str], prefix: str = "") -> None:
-        self.label, self.prefix = label, prefix
-        if not isinstance(raw, Mapping):
-            where = f" field '{prefix.rstrip('.')}'" if prefix else ""
-            raise InputError(f"{label}:{where} must be a JSON object, got {_kind(raw)}")
-        for key in raw:
-            if key not in known:
-                raise InputError(f"{label}: unknown field {show(prefix + str(key))} "
-                                 f"(known: {', '.join(known)})")
-        self.raw = raw
-
-    def has(self, key: str) -> bool:
-        return key in self.raw
-
-    def get(self, key: str, default: Any = _MISSING) -> Any:
-        if key in self.raw:
-            return self.raw[key]
-        if default is _MISSING:
-            raise InputError(f"{self.label}: field '{self.prefix}{key}' is missing")
-        return default
-
-    def field(self, key: str) -> str:
-        return self.prefix + key
-
-    def number(self, key: str, *, gt: float | None = None, ge: float | None = None,
-               le: float | None = None, default: Any = _MISSING) -> float:
-        if default is not _MISSING and key not in self.raw:
-            return default
-        return check_number(self.label, self.field(key), self.get(key), gt=gt, ge=ge, le=le)
-
-    def integer(self, key: str, *, ge: int | None = None, le: int | None = None,
-                le_what: str = "", default: Any = _MISSING) -> int:
-        if default is not _MISSING and key not in self.raw:
-            return default
-        return check_integer(self.label, self.field(key), self.get(key), ge=ge, le=le,
-                             le_what=le_what)
-
-    def name(self, key: str) -> str:
-        return check_name(self.label, self.field(key), self.get(key))
-
-    def text(self, key: str, default: str = "") -> str:
-        value = self.get(key, default)
-        if not isinstance(value, str):
-            _fail(self.label, self.field(key), "must be a string", value)
-        return value
 
 
 # --------------------------------------------------------------------------- sections
@@ -210,8 +68,8 @@ def parse_energy(raw: Any, label: str = "snapshot") -> Energy:
         return Energy()
     f = Fields(raw, label, _ENERGY_KEYS, prefix="energy.")
     d = Energy()
-    return Energy(pue=f.number("pue", gt=0, le=10, default=d.pue),
-                  price_per_kwh=f.number("price_per_kwh", gt=0, le=MAX_PENALTY,
+    return Energy(pue=f.number("pue", ge=MIN_PUE, le=MAX_PUE, default=d.pue),
+                  price_per_kwh=f.number("price_per_kwh", gt=0, le=MAX_PRICE_PER_KWH,
                                          default=d.price_per_kwh))
 
 
@@ -229,7 +87,7 @@ def parse_params(raw: Any, label: str = "snapshot") -> Params:
         _fail(label, "params.postponement",
               f"must be one of {', '.join(POSTPONEMENT_KINDS)}", postponement)
     return Params(rho=f.number("rho", gt=0, le=MAX_PENALTY, default=d.rho),
-                  period_s=f.number("period_s", ge=MIN_PERIOD_S, le=MAX_PERIOD_S,
+                  period_s=f.number("period_s", ge=MIN_TRACE_PERIOD_S, le=MAX_PERIOD_S,
                                     default=d.period_s),
                   mu=f.number("mu", ge=0, le=MAX_PENALTY, default=d.mu), progress=progress,
                   restart_overhead_s=f.number("restart_overhead_s", ge=0, le=MAX_DURATION_S,
@@ -620,6 +478,3 @@ def job_to_dict(j: Job) -> dict[str, Any]:
         if j.running.power_limit_w is not None:
             out["running"]["power_limit_w"] = j.running.power_limit_w
     return out
-
-
-from andreas.formats import power as powerdoc  # noqa: E402  (it reads this module's checkers)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from andreas.errors import InputError
+from andreas.limits import MAX_PRICE_PER_KWH
 from andreas.infra.fileio import read_capped
 from andreas.infra.numbers import decimal, whole
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:   # the model is imported when a tariff is read (config loads 
 HEADER = ("hour_of_day", "price_per_kwh")
 OPTIONAL = ("pue",)
 MAX_BYTES = 64 * 1024          # 24 rows; anything this big is not a tariff
-MAX_PRICE_PER_KWH = 1000.0     # a price per kWh above this is a unit mistake (cents? MWh?)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +71,8 @@ def load_tariff(path: str | Path) -> TariffFile:
 
 def parse_tariff(text: str) -> TariffFile:
     """Check the CSV text of a tariff (see the module docstring)."""
-    from andreas.model import HOURS_PER_DAY, MAX_PUE
+    from andreas.limits import MAX_PUE, MIN_PUE
+    from andreas.model import HOURS_PER_DAY
 
     rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
             if any(cell.strip() for cell in r)]
@@ -101,7 +102,7 @@ def parse_tariff(text: str) -> TariffFile:
         prices[hour] = _number(line, "price_per_kwh", cell["price_per_kwh"], 0.0,
                                MAX_PRICE_PER_KWH)
         if has_pue:
-            pues[hour] = _number(line, "pue", cell["pue"], 1.0, MAX_PUE)
+            pues[hour] = _number(line, "pue", cell["pue"], MIN_PUE, MAX_PUE)
     missing = [h for h in range(HOURS_PER_DAY) if h not in prices]
     if missing:
         raise InputError(f"column hour_of_day: hour {missing[0]} is missing "

@@ -33,7 +33,8 @@ from andreas.manager.decider import make_decider
 from andreas.manager.lock import Lease, LeaseLost, Renewer, acquire, make_lock
 from andreas.manager.loop import run_loop
 from andreas.manager.manager import Manager
-from andreas.store.engine import Store, open_store
+from andreas.store.engine import Store
+from andreas.store.opener import open_store
 from andreas.store.lease import install_fence
 from andreas.store.owners import require_manager
 

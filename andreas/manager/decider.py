@@ -65,7 +65,7 @@ class InProcess:
 def _warm() -> None:
     """The helper's start: end with the manager, then compile or load the kernels."""
     _follow_parent()
-    from andreas.optimizer.kernels import warm
+    from andreas.optimizer.warmup import warm
 
     warm(notice=log.info)
 

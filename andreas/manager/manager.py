@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from andreas import optimizer
+from andreas import policies
 from andreas.config import Settings
 from andreas.errors import AndreasError, InfeasiblePlan, InputError
 from andreas.executor.base import Executor, NodeRef
@@ -260,7 +260,7 @@ class Manager:
         with self.store.session() as s:
             build = build_snapshot(s, state, self.estimator, self.settings.manager, now,
                                    unreachable=self.reconciler.unreachable,
-                                   shares=optimizer.plans_demands(self.policy),
+                                   shares=policies.get(self.policy).plans_demands,
                                    held=(*review.held, *review.starts), wake=wake)
             if self.settings.manager.power_levels:      # GPU power limits (issue 30)
                 build = levels_for_build(s, build, state, self.estimator.profiles)
@@ -275,8 +275,7 @@ class Manager:
         t1 = time.perf_counter()
         if snap.nodes and snap.jobs:
             try:
-                state = (self.policy_state if self.policy in optimizer.STATEFUL_POLICIES
-                         else None)
+                state = self.policy_state if policies.get(self.policy).stateful else None
                 plan, self.rng = self.decider.decide(snap, self.rng, self.policy, state)
                 check_plan(snap, plan)
             except (AndreasError, ValueError) as e:

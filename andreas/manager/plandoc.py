@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from andreas.costs import (c_ng_per_hour, deferrals, job_time_s, node_classes,
-                           run_energy_cost)
+from andreas.costs import c_ng_per_hour, job_time_s, node_classes, run_energy_cost
+from andreas.deferral import deferrals
 from andreas.levels import DEFAULT, option_at
 from andreas.manager.estimates import PowerCurve
 from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff

@@ -42,6 +42,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from andreas.config import ProfilerSettings
+from andreas.limits import REASON_CHARS
 from andreas.manager.estimates import Estimator
 from andreas.manager.state import StoreState
 from andreas.profiler.fit import fit_amdahl, prior_serial_fraction
@@ -195,8 +196,8 @@ class Profiling:
                                     f"guess ({self.estimator.unprofiled_epoch_s:g} s per epoch)")
                     self._once(app, f"application {app}: {guesses[app]}")
                     for j in jobs:          # say why on the jobs themselves (andreas show)
-                        if j.state in WAITING and j.reason != guesses[app][:255]:
-                            record(s, j.id, reason=guesses[app][:255])
+                        if j.state in WAITING and j.reason != guesses[app][:REASON_CHARS]:
+                            record(s, j.id, reason=guesses[app][:REASON_CHARS])
                 elif unknown:
                     node = waiting_types[unknown[0]]
                     status = (node.state.value if node.state is not NodeState.UP
@@ -331,7 +332,7 @@ class Profiling:
                 transition(s, j.id, JobState.PREEMPTED, expected=JobState.PROFILING,
                            now_s=now_s)
                 if reason:
-                    record(s, j.id, reason=reason[:255])
+                    record(s, j.id, reason=reason[:REASON_CHARS])
                 moved = True
                 log.info("job=%s: profiling %s; queued for the optimizer", j.id,
                          "ended: " + reason if reason else "done")

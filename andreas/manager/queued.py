@@ -20,6 +20,7 @@ from collections.abc import Callable
 from andreas.config import Settings
 from andreas.executor.base import Capability, ContainerState, Executor
 from andreas.executor.errors import ExecutorError
+from andreas.limits import REASON_CHARS
 from andreas.manager.state import node_ref
 from andreas.store.attempts import note_pending, record_container, set_gpus
 from andreas.store.engine import Store
@@ -29,7 +30,6 @@ from andreas.store.read import AttemptView, JobView, NodeView
 
 log = logging.getLogger("andreas.manager")
 
-REASON_LEN = 255
 End = Callable[..., bool]        # Reconciler._end(job, attempt, end_s, reason=, new=)
 
 
@@ -47,7 +47,7 @@ class QueuedRuns:
         if a.container_id != c.container_id:
             with self.store.session() as s:
                 record_container(s, a.id, c.container_id, None)
-        why = f"pending: {c.pending_reason or 'queued'}"[:REASON_LEN]
+        why = f"pending: {c.pending_reason or 'queued'}"[:REASON_CHARS]
         since = c.submitted_s if c.submitted_s is not None else now
         bound = self.settings.executor.pending_timeout_s
         if job.state in TERMINAL or now - since > bound:
@@ -60,7 +60,7 @@ class QueuedRuns:
             if job.state in TERMINAL:
                 return set()          # the attempt ends when the engine reports the end
             reason = f"{why} for {now - since:.0f} s (pending_timeout_s {bound:g}); cancelled"
-            end(job, a, now, reason=reason[:REASON_LEN],
+            end(job, a, now, reason=reason[:REASON_CHARS],
                 new=JobState.PREEMPTED if job.state in LIVE else None)
             log.warning("job=%s attempt=%d node=%s: %s; planned again", job.id, a.attempt,
                         node.name, reason)

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from andreas.config import Settings
+from andreas.limits import REASON_CHARS
 from andreas.executor.base import Capability, ContainerState, Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ContainerConflict, EngineUnavailable, ExecutorError,
                                      ImageNotAllowed, ImageNotFound, ImagePullFailed,
@@ -78,7 +79,6 @@ KEPT_LOG_LINES = 200         # the end of a log kept in the store when its conta
 KEPT_LOG_BYTES = 64 * 1024
 
 PROBE_BACKOFF_S = 30.0            # a node marked down is probed at most this often
-REASON_LEN = 255
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +101,7 @@ class Observation:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= REASON_LEN else text[:REASON_LEN - 3] + "..."
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 3] + "..."
 
 
 def _tail(text: str, limit: int = 180) -> str:

@@ -19,7 +19,7 @@
   type), from :class:`~andreas.manager.estimates.Estimator`.
 - GPU sharing: a job submitted with a GPU share is a rigid task (``Demand``: one GPU,
   ``gpu_milli``, its GPU memory) for the policies that plan demands
-  (:func:`andreas.optimizer.plans_demands`); under the others it is left out (pinned while
+  (``PolicySpec.plans_demands``); under the others it is left out (pinned while
   it runs, unrunnable while it waits) and the log says why. Running jobs carry the GPUs
   they hold as positions in the node's usable GPUs (``Config.gpu_ids``), so a policy
   knows which GPU has room; a node's ``gpu_memory_mib`` is its smallest usable GPU's.
@@ -35,7 +35,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from andreas.config import ManagerSettings
-from andreas.costs import Prices, with_tariff
+from andreas.costs import with_tariff
+from andreas.accounting import Prices
 from andreas.manager.estimates import (EpochEstimate, Estimator, NodeHardware, PowerCurve)
 from andreas.manager.state import StoreState
 from andreas.model import Config, Demand, Energy, Job, Node, Params, Snapshot

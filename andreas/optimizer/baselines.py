@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from andreas.costs import c_ng_per_hour, evaluate
 from andreas.errors import InputError
@@ -33,20 +33,17 @@ if TYPE_CHECKING:
 _Candidate = tuple[int, str, int, str | None, float, float]
 
 
-def decide_fifo(snapshot: Snapshot, rng: np.random.Generator | None = None,
-                **_ignored: Any) -> Plan:
+def decide_fifo(snapshot: Snapshot, rng: np.random.Generator | None = None) -> Plan:
     """First In First Out: waiting jobs by submission time."""
     return _decide(snapshot, "fifo", lambda j: (j.submit_s, j.id))
 
 
-def decide_edf(snapshot: Snapshot, rng: np.random.Generator | None = None,
-               **_ignored: Any) -> Plan:
+def decide_edf(snapshot: Snapshot, rng: np.random.Generator | None = None) -> Plan:
     """Earliest Deadline First: waiting jobs by due date."""
     return _decide(snapshot, "edf", lambda j: (j.due_s, j.submit_s, j.id))
 
 
-def decide_priority(snapshot: Snapshot, rng: np.random.Generator | None = None,
-                    **_ignored: Any) -> Plan:
+def decide_priority(snapshot: Snapshot, rng: np.random.Generator | None = None) -> Plan:
     """Priority Scheduling: waiting jobs by tardiness weight, highest first."""
     return _decide(snapshot, "priority", lambda j: (-j.weight, j.submit_s, j.id))
 

@@ -38,7 +38,7 @@ scored alike); the DP's own F2 optimum is ``Plan.stats["dp_objective"]``. Determ
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -78,25 +78,25 @@ class Tables:
 
 
 def decide_dp_wct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                  max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                  max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(WCT): F1 = F2 = F_WCT."""
     return decide_dp(snapshot, "dp-wct", max_states=max_states)
 
 
 def decide_dp_fastwct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                      max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                      max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(FastWCT): fastest configuration, F2 = F_WCT."""
     return decide_dp(snapshot, "dp-fastwct", max_states=max_states)
 
 
 def decide_dp_fastb(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                    max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                    max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(FastB): fastest configuration, F2 = F_B (postponement costs the constant B)."""
     return decide_dp(snapshot, "dp-fastb", max_states=max_states)
 
 
 def decide_dp_adjwct(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
-                     max_states: int = DEFAULT_MAX_STATES, **_ignored: Any) -> Plan:
+                     max_states: int = DEFAULT_MAX_STATES) -> Plan:
     """DP(AdjWCT): F1 = F~ (adjusted tardiness), F2 = F_WCT."""
     return decide_dp(snapshot, "dp-adjwct", max_states=max_states)
 

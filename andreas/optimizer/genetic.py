@@ -407,7 +407,7 @@ def initial_population(seeds: Sequence[np.ndarray], random_rows: Callable[[int],
 def decide_ga(snapshot: Snapshot, rng: np.random.Generator, *,
               population: int = DEFAULT_POPULATION, generations: int = DEFAULT_GENERATIONS,
               decoder: str = DEFAULT_DECODER, fitness: str = DEFAULT_FITNESS,
-              backfill: bool = DEFAULT_BACKFILL, **options: Any) -> Plan:
+              backfill: bool = DEFAULT_BACKFILL) -> Plan:
     """The genetic-scheduling paper's GA: waiting tasks on nodes for the largest GPU
     allocation (module docstring)."""
     check_ga_options(population, generations)

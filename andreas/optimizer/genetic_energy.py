@@ -32,7 +32,6 @@ multi-resource tasks (their energy plans are ``optimizer.sharing.decide_energy``
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 from numba import njit
@@ -172,7 +171,7 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
                      iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
                      swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
                      floor: bool = False, work_conserving: bool = True,
-                     steady: bool = True, **options: Any) -> Plan:
+                     steady: bool = True) -> Plan:
     """rg's constructions evolved by the genetic scheduler on f_obj (module docstring)."""
     check_ga_options(population, generations)
     if snapshot.cloud:

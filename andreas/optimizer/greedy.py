@@ -4,7 +4,7 @@ f_mix: ``costs.evaluate``, docs/design/objectives.md "Choosing the plan by the m
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from andreas.costs import objective_name
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
 from andreas.optimizer.problem import DEFAULT_ORDER, compile_problem
 from andreas.optimizer.solution import to_plan
+
+if TYPE_CHECKING:
+    from andreas.interference import Sharing
 
 DEFAULT_ITERATIONS = 1000
 # Width of the restricted candidate list (1 = every candidate). On single snapshots a wide
@@ -59,12 +62,11 @@ def has_demands(snapshot: Snapshot) -> bool:
 
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
-                  order: str = DEFAULT_ORDER, **options: Any) -> Plan:
+                  order: str = DEFAULT_ORDER, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
-        return decide_energy(snapshot, rng, policy="greedy", iterations=1,
-                             sharing=options.get("sharing"))
+        return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
@@ -75,7 +77,8 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
-              floor: bool = False, fallback: float | None = None, **options: Any) -> Plan:
+              floor: bool = False, fallback: float | None = None,
+              sharing: Sharing | None = None) -> Plan:
     """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
     ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
@@ -84,8 +87,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     if has_demands(snapshot):
         from andreas.optimizer.sharing import DEMAND_ITERATIONS, decide_energy
         return decide_energy(snapshot, rng, policy="rg",
-                             iterations=iterations or DEMAND_ITERATIONS,
-                             sharing=options.get("sharing"))
+                             iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,

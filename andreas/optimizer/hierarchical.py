@@ -71,8 +71,7 @@ def controller_jobs(snapshot: Snapshot, groups: list[tuple[str, ...]],
 def decide_hierarchical(snapshot: Snapshot, rng: np.random.Generator | None = None, *,
                         time_limit_s: float = DEFAULT_GROUP_TIME_LIMIT_S,
                         mip_gap: float = DEFAULT_MIP_GAP, group_size: int = GROUP_SIZE,
-                        order: str = DEFAULT_ORDER, work_conserving: bool = True,
-                        **_: object) -> Plan:
+                        order: str = DEFAULT_ORDER, work_conserving: bool = True) -> Plan:
     """Split nodes into controllers of ``group_size``, solve each with ``milp``, merge.
 
     ``time_limit_s`` is per controller; the whole decision may take K times as long.

@@ -139,14 +139,14 @@ def _first(p: Packing, job: Job, demand: Demand,
     return None
 
 
-def decide_first_fit(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
+def decide_first_fit(snapshot: Snapshot, rng: np.random.Generator) -> Plan:
     """Each waiting task on the lowest-numbered node where it fits."""
     return Packing(snapshot).run(lambda p, job, d: _first(p, job, d, p.candidates(job, d)),
                                  "first-fit")
 
 
 def decide_round_robin(snapshot: Snapshot, rng: np.random.Generator, *,
-                       state: MutableMapping[str, Any] | None = None, **options: Any) -> Plan:
+                       state: MutableMapping[str, Any] | None = None) -> Plan:
     """Nodes in turn, regardless of load: each task goes to the next node after the one the
     previous task went to (the turn carries over between decisions through ``state``),
     skipping nodes it does not fit."""
@@ -165,7 +165,7 @@ def decide_round_robin(snapshot: Snapshot, rng: np.random.Generator, *,
     return Packing(snapshot).run(choose, "round-robin")
 
 
-def decide_best_fit(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
+def decide_best_fit(snapshot: Snapshot, rng: np.random.Generator) -> Plan:
     """Exclusive best fit (the GPU-sharing paper's baseline): a task never shares a GPU (a
     fraction takes a whole one to itself) and goes to the node with the fewest free GPUs
     that still holds it (the lowest-numbered on a tie)."""
@@ -193,7 +193,7 @@ def decide_best_fit(snapshot: Snapshot, rng: np.random.Generator, **options: Any
     return p.plan("best-fit", postponed)
 
 
-def decide_tetris(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
+def decide_tetris(snapshot: Snapshot, rng: np.random.Generator) -> Plan:
     """Tetris (Grandl et al., SIGCOMM 2014): repeatedly place the (task, node) pair whose
     demand vector has the largest dot product with the node's free vector, both normalised
     by the node's capacity, over CPU, memory and GPU (dimensions a node does not model

@@ -316,8 +316,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               sigma: int = DEFAULT_SIGMA, max_steps: int | None = None,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
-              window_when: str | None = None, fallback: float | None = None,
-              **_: object) -> Plan:
+              window_when: str | None = None, fallback: float | None = None) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
     window_when = window_when or DEFAULT_WINDOW_WHEN

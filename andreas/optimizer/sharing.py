@@ -206,38 +206,42 @@ def _gregariousness_key(queue: list[Job], demands: dict[str, Demand]):
     return key
 
 
-def sharing_model(options: dict[str, Any]) -> Sharing:
+def sharing_model(sharing: Sharing | None) -> Sharing:
     """The Sharing bounds a caller passes as ``sharing=``, else the paper's setting."""
-    model = options.get("sharing")
-    return model if isinstance(model, Sharing) else Sharing()
+    return sharing if isinstance(sharing, Sharing) else Sharing()
 
 
-def decide_ojpp_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
-    return _run(snapshot, sharing_model(options), "ojpp-greedy", heuristic=False)
+def decide_ojpp_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
+                       sharing: Sharing | None = None) -> Plan:
+    return _run(snapshot, sharing_model(sharing), "ojpp-greedy", heuristic=False)
 
 
-def decide_ojpp_heuristic(snapshot: Snapshot, rng: np.random.Generator,
-                          **options: Any) -> Plan:
-    return _run(snapshot, sharing_model(options), "ojpp-heuristic", heuristic=True)
+def decide_ojpp_heuristic(snapshot: Snapshot, rng: np.random.Generator, *,
+                          sharing: Sharing | None = None) -> Plan:
+    return _run(snapshot, sharing_model(sharing), "ojpp-heuristic", heuristic=True)
 
 
-def decide_i_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
-    model = replace(sharing_model(options), use_tau=False, use_balance=False)
+def decide_i_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
+                       sharing: Sharing | None = None) -> Plan:
+    model = replace(sharing_model(sharing), use_tau=False, use_balance=False)
     return _run(snapshot, model, "i-greedy", heuristic=False)
 
 
-def decide_b_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
-    model = replace(sharing_model(options), use_tau=False, use_theta=False)
+def decide_b_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
+                       sharing: Sharing | None = None) -> Plan:
+    model = replace(sharing_model(sharing), use_tau=False, use_theta=False)
     return _run(snapshot, model, "b-greedy", heuristic=False)
 
 
-def decide_c_greedy(snapshot: Snapshot, rng: np.random.Generator, **options: Any) -> Plan:
-    model = replace(sharing_model(options), use_theta=False, use_balance=False)
+def decide_c_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
+                       sharing: Sharing | None = None) -> Plan:
+    model = replace(sharing_model(sharing), use_theta=False, use_balance=False)
     return _run(snapshot, model, "c-greedy", heuristic=False)
 
 
 def decide_ojpap(snapshot: Snapshot, rng: np.random.Generator, *,
-                 state: dict[str, Any] | None = None, **options: Any) -> Plan:
+                 state: dict[str, Any] | None = None,
+                 sharing: Sharing | None = None) -> Plan:
     """OJPAP: the online adjustment (Algorithm 4), then ``ojpp-heuristic`` for the queue.
 
     Each decision reads the slowdown every running job measures (``Config.slowdown``),
@@ -252,7 +256,7 @@ def decide_ojpap(snapshot: Snapshot, rng: np.random.Generator, *,
     Predictions for a job that has been measured are scaled by measured / predicted, the
     role the paper gives its interference predictor (AIP).
     """
-    model = sharing_model(options)
+    model = sharing_model(sharing)
     state = {} if state is None else state
     sh = _Sharer(snapshot, model)
     jobs = {j.id: j for j in snapshot.jobs}

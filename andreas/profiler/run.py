@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from andreas.errors import InputError
+from andreas.limits import MAX_IMAGE_CHARS
 from andreas.executor.base import Executor, NodeRef, StartRequest
 from andreas.executor.errors import (ExecutorError, ImageNotAllowed, ImageNotFound,
                                      ImagePullFailed, NodeUnreachable)
@@ -78,7 +79,6 @@ SAMPLES_WAIT_S = 30.0         # after the level runs, for the node agent's sampl
 SAMPLES_POLL_S = 0.5
 GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
 JOB_REASON = PROFILE_RUN_REASON
-MAX_IMAGE_CHARS = 512         # jobs.image
 
 
 @dataclass(frozen=True, kw_only=True)

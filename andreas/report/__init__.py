@@ -25,7 +25,7 @@ Definitions shared by all of them (also in docs/reports.md):
   ``total cost = Σ jobs' actual cost + unattributed energy cost``.
 - Energy cost = kWh × PUE × price (``[manager] energy_pue``, ``price_per_kwh``); with
   ``[manager] tariff`` each minute's (each job-energy window's) kWh × price(t) · PUE(t) at
-  the time it was used (:meth:`andreas.costs.Prices.bill`). Money is in the currency of
+  the time it was used (:meth:`andreas.accounting.Prices.bill`). Money is in the currency of
   that price. CO2 (optional) = kWh × PUE × grid g/kWh / 1000 (the grid
   delivers the facility's energy, IT energy × PUE).
 - Tardiness penalty = weight (per second) × seconds past the due date *within the window*

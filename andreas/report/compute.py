@@ -8,7 +8,7 @@ definitions are in the package docstring (:mod:`andreas.report`); in short, for 
 - unattributed = node energy − jobs' energy (idle and unattributed; may be slightly
   negative where attribution windows and minutes disagree at the edges: shown as is);
 - energy cost = kWh × PUE × price, or with a tariff each minute's (each window's) kWh ×
-  price(t) · PUE(t) over its time (:meth:`andreas.costs.Prices.bill`);
+  price(t) · PUE(t) over its time (:meth:`andreas.accounting.Prices.bill`);
 - tardiness = weight × seconds late within the window;
 - a job's actual cost = its energy cost + its tardiness; its predicted cost is
   ``jobs.predicted_cost`` (the plan's prediction when it was first placed);
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from andreas.costs import MJ_PER_KWH, Prices, late_s, spread
+from andreas.accounting import MJ_PER_KWH, Prices, late_s, spread
 from andreas.report.read import AttemptInfo, EnergyWindow, JobInfo, NodeMinute, ReportData
 from andreas.report.window import Window, overlap_s, periods
 
@@ -177,7 +177,7 @@ def job_end_s(job: JobInfo, attempts: Iterable[AttemptInfo]) -> float | None:
 
 def tardiness_s(job: JobInfo, end_s: float | None, start_s: float, stop_s: float,
                 now_s: float) -> float:
-    """Seconds the job was late within [start, stop) (the rule: :func:`andreas.costs.late_s`)."""
+    """Seconds the job was late within [start, stop) (the rule: :func:`accounting.late_s`)."""
     return late_s(due_s=job.due_s, end_s=end_s, now_s=now_s, cancelled=job.state == "cancelled",
                   finished=job.state in _TERMINAL, start_s=start_s, stop_s=stop_s)
 

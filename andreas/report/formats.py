@@ -20,7 +20,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from andreas.console import money
-from andreas.costs import Prices
+from andreas.accounting import Prices
 from andreas.report.compute import JobRow, NodeRow, PeriodRow, Report
 from andreas.report.validate import SlotRow, Validation
 from andreas.report.window import Window

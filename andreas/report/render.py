@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from andreas.costs import Prices
+from andreas.accounting import Prices
 from andreas.errors import InputError
 from andreas.report import formats
 from andreas.report.compute import (JobRow, NodeRow, PeriodRow, build_report,

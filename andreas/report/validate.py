@@ -42,7 +42,8 @@ from itertools import chain
 from dataclasses import dataclass, replace
 from typing import Any
 
-from andreas.costs import MJ_PER_KWH, Prices, energy_time_s, spread
+from andreas.costs import energy_time_s
+from andreas.accounting import MJ_PER_KWH, Prices, spread
 from andreas.manager.plandoc import read_energy
 from andreas.report.compute import MINUTE_S, group_by, minute_energy_mj, minute_pieces
 from andreas.report.read import NodeMinute, ReportData

@@ -30,6 +30,7 @@ from andreas.config import Settings
 from andreas.errors import InputError, one_line
 from andreas.infra import nudge
 from andreas.infra.fileio import read_text_capped
+from andreas.limits import REASON_CHARS
 from andreas.executor.base import image_allowed
 from andreas.formats.strict import RepeatedKey, yaml_loads
 from andreas.infra.timefmt import parse_duration, stamp
@@ -45,7 +46,7 @@ IMAGE_RE = re.compile(jobspec.IMAGE)
 RESERVED_ENV_PREFIX = jobspec.RESERVED_ENV_PREFIX
 RESERVED_ENV = frozenset(jobspec.RESERVED_ENV)
 MAX_DUE_AHEAD_S = jobspec.MAX_DUE_AHEAD_S
-MAX_REASON = 255
+MAX_REASON = REASON_CHARS
 FILE_KEYS = ("image", "epochs", "due", "weight", "app", "cmd", "env", "max_gpus", "grace_s",
              "name", "gpu_share", "gpu_memory_mib")
 MAX_GPU_MEMORY_MIB = jobspec.MAX_GPU_MEMORY_MIB
@@ -242,7 +243,7 @@ def submit_configured(settings: Settings, spec: JobSpec, now_s: float) -> str:
     if done is not None:
         nudge.poke(done[1])
         return spec.id
-    from andreas.store.engine import open_store
+    from andreas.store.opener import open_store
 
     store = open_store(settings=settings, retries=0)
     try:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from andreas.config import ManagerSettings
-from andreas.costs import MJ_PER_KWH, late_s, spread
+from andreas.accounting import MJ_PER_KWH, late_s, spread
 from andreas.errors import InputError
 from andreas.executor.base import DRY_RUN_PREFIX, NodeRef
 from andreas.manager.plandoc import PlanEntry, read_assignments, read_job_action

@@ -31,7 +31,7 @@ def run_policies(trace: Trace, policies: Sequence[str], options: SimOptions, *,
     workers = min(workers or default_workers(len(policies)), len(policies))   # no idle forks
     if workers <= 1:
         return [_run_inline(trace, p, options, show_progress) for p in policies]
-    from andreas.optimizer.kernels import warm
+    from andreas.optimizer.warmup import warm
     warm(notice=_notice if show_progress else None)   # once here; forked workers inherit it
     with Manager() as manager:
         board = manager.dict()

@@ -3,7 +3,7 @@
 It reuses the optimizer and the cost model unchanged and replaces only the agents,
 Docker and the clock. Rescheduling points are submissions, completions and (unless
 ``period_s`` is 0) every period H: ``options.period_s`` if given, else the policy's own
-default (``optimizer.default_period_s``: 900 s for the DP baselines, as the paper runs
+default (``PolicySpec.period_s``: 900 s for the DP baselines, as the paper runs
 them), else the trace's ``params.period_s``; and (unless ``options.revisit`` is off)
 at the last plan's ``revisit_s``, when one of its jobs could switch to a configuration it
 pays less on and still end on time. Between events, each node is charged its
@@ -33,8 +33,8 @@ from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
 from andreas.model import (GPU_MILLI, ActionKind, CatalogEntry, Config, Demand, Job, Node,
                            Snapshot, Trace)
-from andreas.optimizer import (GA_POLICIES, ON_PREMISE_POLICIES, STATEFUL_POLICIES, decide,
-                               default_period_s, plans_demands, takes_sharing)
+from andreas import policies
+from andreas.optimizer import decide
 from andreas.interference import thetas
 from andreas.resources import Ledger, demand_of, held_milli
 from andreas.simulator.results import (PROGRESS_MODES, Attempt, JobRecord, SimOptions,
@@ -104,7 +104,8 @@ class Simulator:
         if not options.power_levels:
             trace = levels.without_levels(trace)
         self.trace, self.policy, self.opt = trace, policy, options
-        own = default_period_s(policy)
+        spec = policies.get(policy)
+        own = spec.period_s
         self.period = (options.period_s if options.period_s is not None
                        else own if own is not None else trace.params.period_s)
         # the optimizer learns what a restart costs here, so it prices moves and preemptions
@@ -121,12 +122,12 @@ class Simulator:
                                   "need the periodic rescheduling that starts them")
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
-        if any(j.demand is not None for j in trace.jobs) and not plans_demands(policy):
+        if any(j.demand is not None for j in trace.jobs) and not spec.plans_demands:
             raise SimulationError(
                 f"policy {policy}: plans whole dedicated GPUs only, but trace "
                 f"{trace.name or '(unnamed)'} has multi-resource demands (GPU fractions, CPU, "
                 "memory); use a packing policy (andreas simulate --help lists them)")
-        if trace.cloud and policy in ON_PREMISE_POLICIES:
+        if trace.cloud and not spec.cloud:
             raise SimulationError(
                 f"policy {policy}: places jobs on on-premise GPUs, but trace "
                 f"{trace.name or '(unnamed)'} is a cloud trace (VM catalog); use an energy "
@@ -440,25 +441,9 @@ class Simulator:
     def _reschedule(self, t: float) -> None:
         snapshot = self._snapshot(t)
         start = time.perf_counter()
-        opts: dict = {} if self.opt.iterations is None else {"iterations": self.opt.iterations}
-        if self.opt.order is not None:
-            opts["order"] = self.opt.order
-        if self.opt.floor:
-            opts["floor"] = True
-        if self.policy in STATEFUL_POLICIES:
-            opts["state"] = self.policy_state
-        if takes_sharing(self.policy):
-            opts["sharing"] = self.opt.sharing
-        if self.policy in GA_POLICIES:
-            if self.opt.ga_population is not None:
-                opts["population"] = self.opt.ga_population
-            if self.opt.ga_generations is not None:
-                opts["generations"] = self.opt.ga_generations
-            if self.policy == "ga":
-                if self.opt.ga_fitness is not None:
-                    opts["fitness"] = self.opt.ga_fitness
-                if self.opt.ga_backfill is not None:
-                    opts["backfill"] = self.opt.ga_backfill
+        opts = policies.get(self.policy).accepted(
+            {**self.opt.policy_options(), policies.STATE: self.policy_state,
+             policies.SHARING: self.opt.sharing})
         plan = decide(snapshot, self.rng, self.policy, **opts)
         self.calls.append(time.perf_counter() - start)
         check_plan(snapshot, plan)

@@ -8,17 +8,22 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.formats.snapshot import MAX_DURATION_S, MAX_PERIOD_S, MIN_PERIOD_S
+from andreas.formats.snapshot import MAX_DURATION_S
+from andreas.limits import MAX_PERIOD_S, MIN_TRACE_PERIOD_S
 from andreas.interference import Sharing
 from andreas.model import DEFAULT_RESTART_OVERHEAD_S
+from andreas.policies import OPTIONS
 
 PROGRESS_MODES = ("epoch", "exact")
-GA_FITNESSES = ("consolidated", "allocation")   # optimizer.genetic.FITNESSES
+GA_FITNESSES = OPTIONS["fitness"].choices
+# SimOptions field -> the policy option it sets (andreas/policies.py)
+POLICY_OPTIONS = {"iterations": "iterations", "order": "order", "floor": "floor",
+                  "ga_population": "population", "ga_generations": "generations",
+                  "ga_fitness": "fitness", "ga_backfill": "backfill"}
 
 
-# Upper bounds: a 10**9-chromosome population or generation count, or a wake-up
-# of 1e308 s, is a typo that hangs a simulation; the command line takes them from here.
-MAX_GA_SIZE = 10_000                    # chromosomes per generation, generations per decision
+# Upper bounds: a wake-up of 1e308 s is a typo that hangs a simulation; the command line
+# takes them from here.
 MAX_WAKE_S = 86400.0                    # as the manager's [power] wake_lead_s
 MAX_IDLE_S = 3650 * 86400.0             # as [power] idle_s
 
@@ -73,6 +78,12 @@ class SimOptions:
     # levels (andreas/levels.py); off: every GPU at its default limit, as before levels
     power_levels: bool = True
 
+    def policy_options(self) -> dict[str, Any]:
+        """The policy options set here, by their registry names (unset ones left out)."""
+        values = {option: getattr(self, name) for name, option in POLICY_OPTIONS.items()}
+        values["floor"] = values["floor"] or None
+        return {k: v for k, v in values.items() if v is not None}
+
     @property
     def restart_s(self) -> float:
         """The restart overhead in force (``restart_overhead_s`` with its default filled)."""
@@ -85,22 +96,18 @@ class SimOptions:
                     and 0 <= value <= top):
                 raise InputError(f"{name}: must be a number 0-{top:g}, got {value!r}",
                                  field=name)
-        for name in ("ga_population", "ga_generations"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not 1 <= value <= MAX_GA_SIZE):
-                raise InputError(f"{name}: must be a positive integer <= {MAX_GA_SIZE}, got "
-                                 f"{value!r}", field=name)
-        if self.ga_fitness is not None and self.ga_fitness not in GA_FITNESSES:
-            raise InputError(f"ga_fitness: must be one of {', '.join(GA_FITNESSES)}, got "
-                             f"{self.ga_fitness!r}", field="ga_fitness")
+        for name, option in POLICY_OPTIONS.items():     # the registry's bounds
+            try:
+                OPTIONS[option].check(getattr(self, name), none_ok=True)
+            except InputError as e:
+                raise e.named(name) from None
         # The documents' bounds (formats/snapshot.py): a period of 1e-300 s or a nan
         # overhead would make the event loop spin for ever.
         p = self.period_s
         if p is not None and p != 0 and not (isinstance(p, (int, float)) and math.isfinite(p)
-                                             and MIN_PERIOD_S <= p <= MAX_PERIOD_S):
-            raise InputError(f"period_s: must be 0 (off) or {MIN_PERIOD_S:g}-{MAX_PERIOD_S:g} "
-                             f"seconds, got {p!r}", field="period_s")
+                                             and MIN_TRACE_PERIOD_S <= p <= MAX_PERIOD_S):
+            raise InputError(f"period_s: must be 0 (off) or {MIN_TRACE_PERIOD_S:g}-"
+                             f"{MAX_PERIOD_S:g} seconds, got {p!r}", field="period_s")
         if self.restart_overhead_s is None:
             object.__setattr__(self, "restart_overhead_s",
                                DEFAULT_RESTART_OVERHEAD_S if self.progress == "epoch" else 0.0)

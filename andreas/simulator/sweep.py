@@ -88,7 +88,7 @@ def run_sweep(grid: Grid, options: SimOptions, *, workers: int = 1,
         if dask is not None:
             results = _on_dask(dask, tasks, grid.cloud, options, tariff)
         else:
-            from andreas.optimizer.kernels import warm
+            from andreas.optimizer.warmup import warm
             from andreas.simulator.compare import _notice
             warm(notice=_notice if show_progress else None)   # forked workers inherit it
             results = _in_pool(workers, tasks, grid.cloud, options, tariff)

@@ -27,7 +27,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from andreas.store.engine import Store, make_engine, open_store, parse_url
+    from andreas.store.engine import Store, make_engine, parse_url
+    from andreas.store.opener import open_store
     from andreas.store.errors import (InvalidTransition, SchemaError, StoreError,
                                       StoreUnavailable, TransitionConflict)
     from andreas.store.jobs import ALLOWED, TERMINAL, transition
@@ -55,7 +56,8 @@ __all__ = [
 ]
 
 _WHERE = {
-    "engine": ("Store", "make_engine", "open_store", "parse_url"),
+    "engine": ("Store", "make_engine", "parse_url"),
+    "opener": ("open_store",),
     "errors": ("InvalidTransition", "SchemaError", "StoreError", "StoreUnavailable",
                "TransitionConflict"),
     "jobs": ("ALLOWED", "TERMINAL", "transition"),

@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from andreas.limits import REASON_CHARS
 from andreas.store.errors import TransitionConflict
 from andreas.store.models import JobAttempt
 from andreas.store.nodes import Db
@@ -76,7 +77,7 @@ def note_pending(db: Db, attempt_id: int, reason: str) -> None:
     waits; the attempt's end reason replaces it."""
     db.execute(update(JobAttempt).where(JobAttempt.id == attempt_id,
                                         JobAttempt.end_s.is_(None))
-               .values(reason=reason[:255]).execution_options(synchronize_session=False))
+               .values(reason=reason[:REASON_CHARS]).execution_options(synchronize_session=False))
 
 
 def request_stop(db: Db, attempt_id: int, now_s: float, decision_id: int | None) -> None:

@@ -6,9 +6,8 @@ Accepted URLs: ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` and
 A password may also come from a file (``password_file`` in the config,
 ``ANDREAS_DB_PASSWORD_FILE``), so it appears neither in the URL nor on a command line.
 
-:func:`open_store` is how every component gets at the data: it connects (with retries and
-back-off when asked, for daemons), refuses a database that is not migrated to this
-version's head, and hands out sessions.
+:class:`Store` hands out sessions; :func:`andreas.store.opener.open_store` is how every
+component gets one.
 """
 
 from __future__ import annotations
@@ -29,12 +28,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from andreas.infra.backoff import Backoff
-from andreas.config import Settings, mask_url
+from andreas.config import mask_url
 from andreas.errors import InputError
 from andreas.store.credentials import read_password_file
-from andreas.store.errors import StoreUnavailable
+from andreas.store.errors import StoreUnavailable, describe_error, error_code, first_line
 
-if TYPE_CHECKING:     # the ORM is imported by open_store (the agent never needs it)
+if TYPE_CHECKING:     # the ORM is imported when a session is asked for (the agent never needs it)
     from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ def parse_url(url: str | URL, password_file: str | None = None) -> URL:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as e:
-        raise InputError(f"database URL {shown!r} is not valid ({_first_line(e)}); expected "
+        raise InputError(f"database URL {shown!r} is not valid ({first_line(e)}); expected "
                          "sqlite:///PATH or mysql+pymysql://USER@HOST[:PORT]/DATABASE") from None
     driver = _DRIVERS.get(parsed.drivername)
     if driver is None:
@@ -160,25 +159,6 @@ def _floor(x: float | None) -> float | None:
     return None if x is None else float(math.floor(x))
 
 
-def describe_error(e: BaseException) -> str:
-    """The driver's message, one line, without SQLAlchemy's background links."""
-    orig = getattr(e, "orig", None) or e
-    args = getattr(orig, "args", ())
-    if len(args) == 2 and isinstance(args[0], int):
-        return f"({args[0]}) {args[1]}"
-    return _first_line(orig)
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
-
-
-def error_code(e: BaseException) -> int | None:
-    args = getattr(getattr(e, "orig", None), "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
-
-
 def connect(engine: Engine, *, retries: int = 0, backoff_s: float = 1.0,
             max_backoff_s: float = 30.0, sleep: Callable[[float], None] = time.sleep) -> None:
     """Check that the database answers; retry unreachable servers with exponential back-off.
@@ -264,51 +244,6 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def open_store(url: str | URL | None = None, *, settings: Settings | None = None,
-               retries: int | None = None, backoff_s: float = 1.0,
-               check_schema: bool = True,
-               sleep: Callable[[float], None] = time.sleep) -> Store:
-    """Connect to the configured (or given) database and check its schema revision.
-
-    ``retries`` (default: the config's ``connect_retries`` when a daemon passes settings,
-    else 0) retries an unreachable server with back-off. Raises StoreUnavailable or
-    SchemaError (which names `andreas db upgrade`).
-    """
-    password_file = None
-    if url is None:
-        if settings is None:
-            from andreas.config import load_settings
-
-            settings = load_settings()
-        url, password_file = settings.db_url, settings.db_password_file
-    if retries is None:
-        retries = settings.connect_retries if settings is not None else 0
-    engine = make_engine(url, password_file=password_file)
-    try:
-        connect(engine, retries=retries, backoff_s=backoff_s, sleep=sleep)
-        if check_schema:
-            _require_head(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return Store(engine=engine)
-
-
-def _require_head(engine: Engine) -> None:
-    """SchemaError unless the database is at the head revision: one query, and Alembic
-    (about 0.1 s of imports) only to explain a database that is not."""
-    from andreas.store.schema import schema_problem
-
-    try:
-        if schema_problem(engine) is None:
-            return
-    except DBAPIError:
-        pass
-    from andreas.store.migrate import require_head
-
-    require_head(engine)
 
 
 def __getattr__(name: str) -> Any:

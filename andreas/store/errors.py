@@ -23,3 +23,24 @@ class InvalidTransition(AndreasError):
 
 class TransitionConflict(AndreasError):
     """Another writer changed the job's state first; names the job and the states seen."""
+
+
+# The driver's error, read without importing SQLAlchemy (the helpers every store module uses).
+
+def describe_error(e: BaseException) -> str:
+    """The driver's message, one line, without SQLAlchemy's background links."""
+    orig = getattr(e, "orig", None) or e
+    args = getattr(orig, "args", ())
+    if len(args) == 2 and isinstance(args[0], int):
+        return f"({args[0]}) {args[1]}"
+    return first_line(orig)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def error_code(e: BaseException) -> int | None:
+    args = getattr(getattr(e, "orig", None), "args", ())
+    return args[0] if args and isinstance(args[0], int) else None

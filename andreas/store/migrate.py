@@ -27,8 +27,8 @@ from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from andreas.config import mask_url
-from andreas.store.engine import describe_error, is_sqlite, sqlite_path
-from andreas.store.errors import SchemaError, StoreError, StoreUnavailable
+from andreas.store.engine import is_sqlite, sqlite_path
+from andreas.store.errors import SchemaError, StoreError, StoreUnavailable, describe_error
 from andreas.store.schema import head_revision
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from andreas import jobspec
+from andreas.limits import REASON_CHARS
 
 LOGIN = "SUBSTRING_INDEX(USER(), '@', 1)"
 NUL = "CHAR(0 USING utf8mb4)"
@@ -243,7 +244,7 @@ _NO_OWNER = ("CONCAT('job ', v_id, ': no recorded owner (older than owners); onl
 _NOT_OWNER = ("CONCAT('job ', v_id, ': owned by ', v_owner, '; only its owner or an operator "
               "may cancel it')")
 CANCEL = f"""
-CREATE PROCEDURE andreas_cancel(IN p_id VARCHAR(64), IN p_reason VARCHAR(255))
+CREATE PROCEDURE andreas_cancel(IN p_id VARCHAR(64), IN p_reason VARCHAR({REASON_CHARS}))
 MODIFIES SQL DATA SQL SECURITY DEFINER
 COMMENT 'andreas: cancel one of the caller''s jobs'
 BEGIN

@@ -32,6 +32,7 @@ from sqlalchemy import Connection, Select, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from andreas.errors import InputError
+from andreas.limits import REASON_CHARS
 from andreas.sources import EnergySource, PowerSource
 from andreas.store.nodes import Db
 from andreas.store.tables import epoch_events as EpochEvent
@@ -360,7 +361,7 @@ def insert_gpu_gaps(db: Db, rows: Iterable[GapRow | Mapping | Sequence], *,
         _finite(r[1], "t", r, None)
         if not isinstance(r[2], str) or not r[2]:
             raise InputError(f"gap {r}: reason must be a non-empty string")
-    data = [(g, t, reason[:255]) for g, t, reason in data]
+    data = [(g, t, reason[:REASON_CHARS]) for g, t, reason in data]
     return _insert(_connection(db), "gpu_gaps", GapRow._fields, data, skip_duplicates)
 
 
@@ -373,7 +374,7 @@ def insert_agent_gaps(db: Db, rows: Iterable[AgentGapRow | Mapping | Sequence], 
         _finite(r[2], "end_s", r, None)
         if r[2] < r[1] or not isinstance(r[4], str) or not r[4]:
             raise InputError(f"agent gap {r}: end before start, or no reason")
-    data = [(n, a, b, bool(c), reason[:255]) for n, a, b, c, reason in data]
+    data = [(n, a, b, bool(c), reason[:REASON_CHARS]) for n, a, b, c, reason in data]
     return _insert(_connection(db), "agent_gaps", AgentGapRow._fields, data, skip_duplicates)
 
 

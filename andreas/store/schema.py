@@ -67,7 +67,7 @@ def schema_problem(engine: Engine) -> str | None:
     agent's check: one query, no Alembic)."""
     from sqlalchemy.exc import DBAPIError
 
-    from andreas.store.engine import error_code
+    from andreas.store.errors import error_code
 
     shown = mask_url(engine.url)
     try:

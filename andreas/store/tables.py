@@ -35,6 +35,7 @@ from sqlalchemy import (JSON, BigInteger, Boolean, Column, Double, Enum, Float, 
 from sqlalchemy.dialects.mysql import MEDIUMTEXT
 from sqlalchemy.types import TypeEngine
 
+from andreas.limits import REASON_CHARS
 from andreas.sources import EnergySource, PowerSource
 
 # Deterministic constraint names on every backend, so later migrations can name them.
@@ -185,7 +186,7 @@ gpu_gaps = Table(
     "gpu_gaps", metadata,
     _pk("gpu_id", Integer, ForeignKey("gpus.id")),
     _pk("t", Double()),
-    _col("reason", String(255)),
+    _col("reason", String(REASON_CHARS)),
     **MYSQL)
 
 # Energy attributed to a job over a window ending at ``t``: its GPUs' energy plus its share
@@ -267,7 +268,7 @@ jobs = Table(
     _col("state_changed_s", Double(), null=True),
     _col("max_gpus", Integer, null=True),                     # the user's cap on g
     _col("failures", Integer, default=0, server_default="0"),  # non-zero exits
-    _col("reason", String(255), null=True),                   # why failed / cancelled
+    _col("reason", String(REASON_CHARS), null=True),                   # why failed / cancelled
     _col("predicted_cost", Double(), null=True),              # at submission (reports)
     # A share of one GPU (1-999 milli-GPU; None: whole GPUs, elastic) and the GPU memory
     # the job needs (MiB; None: not declared). See docs/design/sharing.md.
@@ -294,7 +295,7 @@ job_attempts = Table(
     _col("start_s", Double(), null=True),
     _col("end_s", Double(), null=True),
     _col("exit_code", Integer, null=True),
-    _col("reason", String(255), null=True),
+    _col("reason", String(REASON_CHARS), null=True),
     _col("decision_id", Integer, null=True),                  # the decision that started it
     _col("gpu_milli", Integer, null=True),                    # its share of gpu_ids[0]; None: whole
     _col("stop_decision_id", Integer, null=True),             # ... and the one that stopped it
@@ -394,7 +395,7 @@ app_models = Table(
 manager_lease = Table(
     "manager_lease", metadata,
     _pk("id", Integer, autoincrement=False),
-    _col("holder", String(255)),
+    _col("holder", String(REASON_CHARS)),
     _col("token", BigInteger),
     _col("expires_s", Double()),
     _col("renewed_s", Double()),
@@ -410,7 +411,7 @@ agent_gaps = Table(
     _pk("start_s", Double()),
     _col("end_s", Double()),
     _bool("charged", False, server=True),
-    _col("reason", String(255)),
+    _col("reason", String(REASON_CHARS)),
     **MYSQL)
 
 # MariaDB accounts that are node agents, and the node each may write for (NULL: the

@@ -8,7 +8,8 @@ import types
 import pynvml
 import pytest
 
-from agents.gpu import GpuSampler, _owning_distributions, check_bindings
+from agents.bindings import _owning_distributions, check_bindings
+from agents.gpu import GpuSampler
 
 from .gpu_helpers import Clock, fake
 

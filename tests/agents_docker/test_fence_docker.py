@@ -21,7 +21,8 @@ from agents.fence import Fence
 from andreas.job import container_labels
 from andreas.store import migrate
 from andreas.store.attempts import end_attempt, open_attempt
-from andreas.store.engine import Store, open_store
+from andreas.store.engine import Store
+from andreas.store.opener import open_store
 from andreas.store.registry import agent_engine
 from tests.agents_docker.conftest import TEST_LABEL
 from tests.store.helpers import add_job, add_node

@@ -177,7 +177,7 @@ def alibaba_trace(seed: int, n_nodes: int, n_tasks: int, load: float | None):
     """An import of Alibaba's openb trace (``andreas trace import-alibaba`` rules: steady
     arrivals from ``--since 9900000``, the busy share while submitting scaled to ``load``:
     ``--busy-share``, not the offered ``--load``)."""
-    from andreas.formats.alibaba import import_alibaba
+    from andreas.simulator.alibaba import import_alibaba
 
     root = shared_root() / "traces/alibaba-openb-2023"
     trace, _ = import_alibaba(root / "openb_pod_list_default.csv",

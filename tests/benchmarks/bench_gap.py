@@ -41,6 +41,7 @@ from andreas.feasibility import check_plan
 from andreas.model import Snapshot
 from andreas.optimizer import decide
 from andreas.optimizer.exact import postponed_that_fit
+from andreas.policies import get as policy_spec
 from andreas.synthetic import random_snapshot
 
 POLICIES = ("greedy", "rg", "pr", "fifo", "edf", "hierarchical")
@@ -85,7 +86,8 @@ def study(settings: list[str], count: int, max_nodes: int, max_jobs: int, time_l
                    "conserving": {FREE: not postponed_that_fit(snap, free)},
                    "postponed": {"milp": len(milp.postponed), FREE: len(free.postponed)}}
             for policy in POLICIES:
-                plan, seconds = timed(snap, policy, iterations=iterations)
+                plan, seconds = timed(snap, policy,
+                                      **policy_spec(policy).accepted({"iterations": iterations}))
                 check_plan(snap, plan)
                 rec["objective"][policy] = evaluate(snap, plan).f_mix
                 rec["seconds"][policy] = seconds

@@ -24,6 +24,7 @@ import numpy as np
 from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.optimizer import decide
+from andreas.policies import get as policy_spec
 from andreas.synthetic import random_snapshot
 
 # targets on this 2-core machine: at 450 jobs (100 nodes) and rg at 1 000 x 5 000
@@ -45,7 +46,8 @@ def run(cases, repeats: int, iterations: int) -> list[dict]:
             times = []
             for r in range(repeats):
                 start = time.perf_counter()
-                plan = decide(snap, np.random.default_rng(r), policy, iterations=iterations)
+                plan = decide(snap, np.random.default_rng(r), policy,
+                              **policy_spec(policy).accepted({"iterations": iterations}))
                 times.append(time.perf_counter() - start)
             check_plan(snap, plan)
             ev = evaluate(snap, plan)

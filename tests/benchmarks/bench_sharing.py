@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from andreas.formats.alibaba import import_alibaba
+from andreas.simulator.alibaba import import_alibaba
 from bench_ga import shared_root
 from andreas.interference import Sharing, thetas
 from andreas.model import Snapshot

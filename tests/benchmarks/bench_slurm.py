@@ -140,7 +140,7 @@ def latency(cluster: SlurmCluster, tmp: Path, trials: int, poll_s: float) -> dic
 
 def tick(cluster: SlurmCluster, tmp: Path, jobs: int, repeat: int, runs: int) -> dict:
     """Median over ``runs`` fresh stores of the first tick and of the steady ones."""
-    from andreas.optimizer.kernels import warm
+    from andreas.optimizer.warmup import warm
 
     warm()                            # compiled or loaded once, outside the timings
     got: dict[str, list[dict]] = {"dryrun": [], "slurm": []}

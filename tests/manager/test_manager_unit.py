@@ -49,8 +49,9 @@ def seed_cache(cache: Path) -> None:
     from numba.core.caching import _CacheLocator
 
     from andreas.optimizer import kernels
+    from andreas.optimizer.warmup import warm
 
-    kernels.warm()
+    warm()
     source = Path(kernels.__file__).parent / "__pycache__"
     target = cache / _CacheLocator.get_suitable_cache_subpath(kernels.__file__)
     target.mkdir(parents=True)

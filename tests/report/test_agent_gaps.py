@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from andreas.costs import Prices
+from andreas.accounting import Prices
 from andreas.report import formats
 from andreas.report.compute import build_report
 from andreas.report.render import render

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from andreas.costs import Prices
+from andreas.accounting import Prices
 from andreas.report.compute import build_report, period_rows
 from andreas.report.read import read_window
 from andreas.report.render import render

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from andreas.costs import Prices
+from andreas.accounting import Prices
 from andreas.model import Tariff
 from andreas.report.compute import build_report, period_rows
 from andreas.report.read import read_window

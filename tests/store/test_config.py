@@ -110,7 +110,7 @@ def test_cli_reports_where_the_url_came_from(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("[manager]\npolicy = 'fastest'", "[manager] policy must be one of rg, pr, greedy"),
+    ("[manager]\npolicy = 'fastest'", "[manager] policy must be one of greedy, rg, pr"),
     ("[manager]\nperiod_s = nan", "[manager] period_s must be a finite number"),
     ("[manager]\nlock = 'never'", "[manager] lock must be one of wait, exit, got 'never'"),
     ("[executor]\ncheckpoint_root = 'relative/dir'", "checkpoint_root must be an absolute path"),
@@ -126,7 +126,7 @@ def test_every_key_is_checked_against_its_dataclass(tmp_path, text, message):
 
 
 def test_environment_values_are_named_by_their_variable(tmp_path):
-    with pytest.raises(InputError, match="^ANDREAS_POLICY must be one of rg"):
+    with pytest.raises(InputError, match="^ANDREAS_POLICY must be one of greedy, rg"):
         load_settings({"ANDREAS_POLICY": "fastest", "ANDREAS_CONFIG": ""})
 
 

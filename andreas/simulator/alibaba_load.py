@@ -32,7 +32,7 @@ from andreas.errors import InputError
 from andreas.formats.snapshot import show
 
 if TYPE_CHECKING:
-    from andreas.formats.alibaba import Pod
+    from andreas.simulator.alibaba import Pod
 
 DEFAULT_LOAD = 1.0
 MAX_LOAD = 100.0
@@ -97,7 +97,7 @@ class BusyWindow:
     def __init__(self, items: Sequence[tuple[Pod, int]], gpus: int) -> None:
         import numpy as np
 
-        from andreas.formats.alibaba import held_gpus
+        from andreas.simulator.alibaba import held_gpus
 
         created = np.array([p.creation for p, _ in items], dtype=float)
         self.created = created - created.min()

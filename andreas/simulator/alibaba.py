@@ -4,7 +4,7 @@ Source: github.com/alibaba/clusterdata, ``cluster-trace-gpu-v2023/csv`` (CC BY 4
 with Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
 Fragmentation Gradient Descent", USENIX ATC '23. The files are read by
 :mod:`andreas.formats.alibaba_csv` (every published pod list, with or without time
-columns); the submissions are spaced by :mod:`andreas.formats.alibaba_load` (offered load,
+columns); the submissions are spaced by :mod:`andreas.simulator.alibaba_load` (offered load,
 busy share, the file's own times, or, without times, file order at a rate). Nothing is
 written; the rules in full are docs/FORMAT.md, "Alibaba GPU trace".
 
@@ -123,7 +123,7 @@ def _power_profiles():
 
     base = load_profiles()
     extra = {name: PowerProfile(name=name, idle_w=idle, busy_w=busy, sources=src,
-                                description=f"{name} (andreas.formats.alibaba)")
+                                description=f"{name} (andreas.simulator.alibaba)")
              for name, (idle, busy, src) in EXTRA_GPU_POWER.items() if name not in base.gpus}
     return dataclasses.replace(base, gpus=MappingProxyType({**base.gpus, **extra}))
 
@@ -223,10 +223,10 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
                    name: str | None = None) -> tuple[Trace, ImportReport]:
     """Read both files and build the trace by the module docstring's rules; writes nothing.
     The submissions are spaced by one of ``load`` (offered, default 1), ``busy_share``,
-    ``keep_times`` or ``arrival_rate_per_h`` (``andreas.formats.alibaba_load``)."""
+    ``keep_times`` or ``arrival_rate_per_h`` (``andreas.simulator.alibaba_load``)."""
     import numpy as np
 
-    from andreas.formats import alibaba_load as spacing_rules
+    from andreas.simulator import alibaba_load as spacing_rules
 
     _check_options(sample, seed, max_nodes, slack, epoch_s, duration_s)
     if isinstance(since, bool) or not isinstance(since, (int, float)) \
