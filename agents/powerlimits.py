@@ -4,8 +4,9 @@ The agent runs unprivileged, so every change goes through the privileged daemon
 (``agents/powerd.py``) over its Unix socket. :class:`LimitController` keeps, per GPU, the
 limit the running containers want (the attempt's ``power_limit_w`` in the store at every
 fence check: a plan may change it while the job runs; for a run that no attempt plans,
-``andreas profile``'s level runs, its ``andreas.power_limit_w`` label) and the limit in force (read back), which the samples carry. GPUs no
-running container holds go back to their default.
+``andreas profile``'s level runs, its ``andreas.power_limit_w`` label) and the limit in
+force (read back), which the samples carry. GPUs no running container holds go back to
+their default.
 
 Nothing here stops a job: a daemon that is not running, a GPU that refuses limits (no
 permission, not supported) or a limit the driver refuses is one warning line naming the
