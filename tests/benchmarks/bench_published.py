@@ -80,7 +80,8 @@ from andreas.simulator.results import SimOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "out" / "published"
-MIRROR = Path("/work/.mirror/ai-sprint-eu-project+GPUScheduler/repo")
+# where the tool library's `fetch` leaves a checkout, beside the repository
+MIRROR = ROOT.parent / ".mirror" / "ai-sprint-eu-project+GPUScheduler" / "repo"
 ENV_DIR = "ANDREAS_PUBLISHED_DIR"
 UPSTREAM = "https://github.com/ai-sprint-eu-project/GPUScheduler"
 

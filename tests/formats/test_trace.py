@@ -17,9 +17,11 @@ from andreas.simulator.generate import generate_trace
 from andreas.formats.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_trace, summary,
                            trace_to_dict)
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import SHARED as SHARED_DIR  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
-SHARED = Path("/work/shared/traces/example-exp-n10.json")
+SHARED = SHARED_DIR / "traces" / "example-exp-n10.json"
 
 
 def example_doc() -> dict[str, Any]:
@@ -40,7 +42,7 @@ def test_example_loads() -> None:
 
 
 def test_shared_example_loads_and_equals_the_copy() -> None:
-    """The project's copy is the shared example; where /work/shared is mounted, check both."""
+    """The project's copy is the shared example; where ../shared is there, check both."""
     for path in [EXAMPLE] + ([SHARED] if SHARED.exists() else []):
         assert load_trace(path) == load_trace(EXAMPLE)
         assert json.loads(path.read_text()) == example_doc()

@@ -166,6 +166,7 @@ def _max_gpus_in_use(attempts, trace: Trace) -> dict[str, int]:
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(
     ["fifo", "edf", "priority", "greedy", "rg", "pr"]), mode=st.sampled_from(["epoch", "exact"]),
     cloud=st.booleans())
+@pytest.mark.slow
 def test_conservation_on_random_traces(seed: int, policy: str, mode: str, cloud: bool) -> None:
     trace = random_trace(seed, 4, 14, cloud=cloud)
     r = simulate(trace, policy, SimOptions(iterations=30, progress=mode, power_off_idle=True))
@@ -213,7 +214,7 @@ def test_a_policy_that_never_runs_anything_is_reported_not_looped(monkeypatch) -
         return Plan(policy="nothing", assignments=(), postponed=tuple(j.id for j in snapshot.jobs),
                     objective=0.0, objective_name="f_obj")
 
-    monkeypatch.setitem(optimizer.POLICIES, "nothing", ("tests.test_simulator", "_nothing", ""))
+    monkeypatch.setitem(optimizer.POLICIES, "nothing", ("tests.simulator.test_simulator", "_nothing", ""))
     monkeypatch.setattr(optimizer, "get_policy", lambda name: nothing)
     trace = _preemption_trace()
     with pytest.raises(SimulationError, match="no event left"):
