@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from andreas.formats.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, NodeRo
 from andreas.formats.trace import dump_trace, load_trace, summary
 from andreas.model import Demand
 
-from tests.paths import SHARED as SHARED_DIR  # noqa: E402
+from tests.paths import SHARED as SHARED_DIR
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "alibaba"
 PODS = DATA / "openb_pod_list_excerpt.csv"

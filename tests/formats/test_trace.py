@@ -17,7 +17,7 @@ from andreas.simulator.generate import generate_trace
 from andreas.formats.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_trace, summary,
                            trace_to_dict)
 
-from tests.paths import SHARED as SHARED_DIR  # noqa: E402
+from tests.paths import SHARED as SHARED_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
