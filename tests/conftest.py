@@ -8,8 +8,9 @@
 - ``slurm``: runs against the real Slurm test cluster (any test using the
   ``slurm_cluster`` fixture; scripts/slurm-test-cluster.sh, started once per session);
 - ``e2e``: the whole cluster (tests/e2e, minutes);
-- ``slow``: tests that need no service but take seconds each (``_SLOW``: measured with
-  ``--durations``; whole modules of exact solvers and property sweeps, and single tests).
+- ``slow``: tests that need no service but take seconds each (measured with
+  ``--durations``), marked where they are: ``pytestmark`` for whole modules of exact
+  solvers and property sweeps, ``@pytest.mark.slow`` on single tests.
 
 Quick loop: ``pytest -m "not mariadb and not docker and not prometheus and not slurm and not
 e2e and not slow"``.
@@ -28,29 +29,6 @@ from tests.slurm_cluster import SlurmCluster, session_cluster
 _HERE = Path(__file__).parent
 _MARIADB_MODULES = {"test_spool_mariadb_outage.py", "test_privileges.py", "test_ownership.py",
                     "test_lease_privileges.py", "test_readme_mariadb.py"}
-_SLOW = (
-    "test_milp.py::", "test_never_worse.py::", "test_dp.py::", "test_exact.py::",
-    "agents_daemon/test_spool_file.py::test_sigkill_at_random_moments",
-    "agents_daemon/test_agent_cli_e2e.py::test_daemon_samples_fake_gpus",
-    "agents_daemon/test_agent_cli_e2e.py::test_once_takes_one_interval",
-    "agents_daemon/test_agent_loop_jobs.py::test_jobs_get_their_gpus",
-    "test_optimizer.py::test_every_policy_returns_a_feasible_plan",
-    "test_optimizer.py::test_seeded_runs_are_reproducible_bit_for_bit",
-    "jobs/test_submit_script.py::", "store/test_jobs.py::test_processes_race",
-    "examples/test_train.py::", "manager/test_daemon.py::test_sigterm_stops",
-    "manager/test_random.py::", "manager/test_loop.py::", "manager/test_lock.py::",
-    "manager/test_outage.py::test_an_outage_is_probed",
-    "manager/test_manager_unit.py::test_the_manager_decides", "agents_daemon/test_agent_gap.py::",
-    "report/test_cli.py::test_html_page_opens_in_headless_chromium",
-    "executor/test_docker_events.py::test_an_unreachable_engine",
-    "store/test_retention.py::", "store/test_samples.py::test_batched_insert",
-    "test_cli.py::test_python_dash_m", "test_cli_sim.py::test_simulate_a_trace_writes",
-    "test_simulator.py::test_conservation_on_random_traces",
-    "test_snapshot.py::test_fuzz_parse",
-    "manager/test_decider.py::",
-    "test_sweep_shards.py::", "test_bounds.py::test_no_policy_bills_less_than_the_",
-    "test_cli_sim.py::test_bound_is_an_entry",
-)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,8 +46,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.prometheus)
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
-        if ("/".join(parts) + "::" + item.name).startswith(_SLOW):
-            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

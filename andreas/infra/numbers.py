@@ -4,7 +4,7 @@ Python's ``float()`` and ``int()`` also read ``1_0``, Unicode digits (``١٢``),
 ``infinity``; none of that is a number a person means in a tariff, a config or an option.
 :func:`decimal` and :func:`whole` are the one reading; :class:`Finite` and :class:`Whole`
 are the command-line types built on them (every numeric option of ``andreas`` and
-``andreas-agent`` is one of the two, with an upper bound: ``tests/test_fuzz_bounds.py``
+``andreas-agent`` is one of the two, with an upper bound: ``tests/cli/test_fuzz_cli.py``
 walks the commands and holds that line). Stdlib and click only: the node agent uses it.
 """
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+import pytest
+
 from agents.cli import main
 from andreas.profiles import load_profiles
 from andreas.store.engine import make_engine
@@ -53,6 +55,7 @@ def query(url: str, sql: str):
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_daemon_samples_fake_gpus_and_flushes_everything_on_sigterm(tmp_path):
     url = sqlite_store(tmp_path)
     cfg = config(tmp_path, url)
@@ -87,6 +90,7 @@ def test_daemon_samples_fake_gpus_and_flushes_everything_on_sigterm(tmp_path):
         ("GPU-fake-e2e-node-0", 1, 0), ("GPU-fake-e2e-node-1", 1, 0)]
 
 
+@pytest.mark.slow
 def test_once_takes_one_interval_and_exits(tmp_path):
     url = sqlite_store(tmp_path)
     done = subprocess.run(AGENT + ["--config", str(config(tmp_path, url)), "--fake-gpus",

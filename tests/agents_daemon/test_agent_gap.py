@@ -11,6 +11,8 @@ import time
 
 import sqlalchemy as sa
 
+import pytest
+
 from agents.config import AgentConfig
 from agents.daemon import Agent
 from agents.epochs import ContainerInfo
@@ -21,6 +23,8 @@ from andreas.store.engine import make_engine
 
 from .helpers_agent import sqlite_store
 from .test_agent_loop_jobs import CID, StubClient, StubTracker
+
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
 
 GAP_S = 3.0
 

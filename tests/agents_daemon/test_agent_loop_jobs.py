@@ -10,6 +10,8 @@ import time
 
 import sqlalchemy as sa
 
+import pytest
+
 from agents.config import AgentConfig
 from agents.daemon import Agent
 from agents.epochs import ContainerExit, ContainerInfo
@@ -59,6 +61,7 @@ class StubTracker:
                                    epochs=1, open_epoch=None))
 
 
+@pytest.mark.slow
 def test_jobs_get_their_gpus_and_host_share_and_the_store_gets_exact_energy(tmp_path):
     url = sqlite_store(tmp_path)
     engine = make_engine(url)

@@ -159,6 +159,7 @@ def test_crash_after_the_database_commit_replays_without_duplicates(tmp_path):
                            sum(int(power_of(i) * 1000) for i in range(40)), 40)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     """A real process appends, fsyncs, replays into SQLite and commits, and is SIGKILLed
     at random moments (after a random number of acknowledgements plus a random few ms:

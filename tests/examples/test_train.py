@@ -10,9 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from andreas import job
 from tests.examples.conftest import (HISTORY_PY, TRAIN_PY, Running, epochs_of, job_env,
                                      load_train)
+
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
 
 
 def _events(stdout: str) -> list[job.ProgressEvent]:

@@ -119,6 +119,7 @@ def test_stop_and_close_end_the_threads_and_their_connections(settings, node, re
     assert thread_errors == []
 
 
+@pytest.mark.slow
 def test_an_unreachable_engine_is_retried_with_back_off_and_one_warning(settings, tmp_path,
                                                                         caplog,
                                                                         thread_errors):

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+import pytest
+
 from andreas.store import migrate
 from andreas.store.engine import make_engine
+
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "submit.sh"

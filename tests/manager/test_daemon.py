@@ -13,6 +13,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+import pytest
+
 from andreas.manager.daemon import run
 from andreas.manager.lock import make_lock
 from andreas.store import Decision, JobState
@@ -36,6 +38,7 @@ def wait_for(condition, timeout_s=30.0):
     return False
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_daemon_cleanly(mstore, db_url):
     add_node(mstore, "a", gpus=2)
     add_job(mstore, "j")

@@ -18,6 +18,8 @@ from andreas.errors import AndreasError
 from andreas.formats.snapshot import load_snapshot
 from andreas.manager.decider import Helper, InProcess
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "examples" / "example-snapshot-n10.json"
 

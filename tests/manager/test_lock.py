@@ -14,6 +14,8 @@ import pytest
 from andreas.manager.lock import LockHeld, acquire, make_lock
 from andreas.store.engine import make_engine
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -10,12 +10,16 @@ from types import SimpleNamespace
 
 from sqlalchemy import select
 
+import pytest
+
 from andreas.executor.base import NodeRef
 from andreas.manager.daemon import run
 from andreas.manager.loop import run_loop
 from andreas.store import Decision, JobState, NodeState
 from tests.manager.fakes import FakeExecutor
 from tests.manager.helpers import add_job, add_node, make, settings, state_of, wait_for
+
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
 
 
 class LoopManager:

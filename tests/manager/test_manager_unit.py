@@ -93,6 +93,7 @@ def test_the_sandbox_holds_what_the_unit_says(unit_dirs):
     assert mdwe == (unit.get("MemoryDenyWriteExecute") == "yes")
 
 
+@pytest.mark.slow
 def test_the_manager_decides_under_its_own_unit(unit_dirs):
     unit = sandbox.Unit.read(UNIT)
     state, cache = unit_dirs / "state", unit_dirs / "cache"

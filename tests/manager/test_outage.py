@@ -11,6 +11,8 @@ import time
 import pymysql
 from sqlalchemy.exc import OperationalError
 
+import pytest
+
 from andreas.manager.loop import PROBE, run_loop
 from andreas.store.lease import LeaseLost
 from tests.manager.helpers import wait_for
@@ -63,6 +65,7 @@ def loop(m, lock, stop, errors):
         errors.append(e)
 
 
+@pytest.mark.slow
 def test_an_outage_is_probed_and_left_as_soon_as_the_database_answers(caplog):
     caplog.set_level(logging.INFO, logger="andreas.manager")
     db = Database()

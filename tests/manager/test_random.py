@@ -13,6 +13,8 @@ from andreas.store import Job, JobAttempt, JobState, Node, NodeState, transition
 from andreas.store.jobs import TERMINAL
 from tests.manager.helpers import add_job, add_node, check_capacity, make
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 POLICIES = ("greedy", "rg", "pr", "fifo", "edf", "priority")
 
 

@@ -111,6 +111,7 @@ PROBE = ("<script>addEventListener('load',()=>{document.body.setAttribute('data-
          "})</script>")
 
 
+@pytest.mark.slow
 def test_html_page_opens_in_headless_chromium(db_url, world, tmp_path):
     page = tmp_path / "report.html"
     r = run_cli(db_url, "report", *WINDOW, "--format", "html", "-o", str(page),

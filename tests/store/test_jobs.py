@@ -185,6 +185,7 @@ def test_threads_race_queued_to_running_exactly_one_wins(store):
         assert state_of(store, job) is JobState.RUNNING
 
 
+@pytest.mark.slow
 def test_processes_race_queued_to_running_exactly_one_wins(store, db_url):
     workers, jobs = 6, [add_job(store) for _ in range(5)]
     ctx = multiprocessing.get_context("spawn")

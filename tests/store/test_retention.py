@@ -20,6 +20,8 @@ from andreas.store.samples import minute_of
 
 from .helpers import add_node, assert_minutes_match_raw
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 DAY = 86400.0
 
 

@@ -62,6 +62,7 @@ def expected_power(rows, node_id, g, start, end):
     return sum(np.mean(v) for v in per_gpu.values()), sum(len(v) for v in per_gpu.values())
 
 
+@pytest.mark.slow
 def test_batched_insert_and_mean_power_match_a_direct_computation(store):
     _, node_id, gpu_ids = add_node(store, gpus=4)
     rows = synthetic(gpu_ids, node_id, seconds=1500, seed=1)

@@ -17,7 +17,7 @@ from agents.records import EpochRecord
 from agents.tracker import EpochTracker
 from andreas.job import container_labels, format_progress
 
-from .docker_fakes import END, FakeStream
+from tests.docker_fakes import END, FakeStream
 
 
 # --- a scripted Docker ---------------------------------------------------------------

@@ -270,7 +270,7 @@ def test_plans_always_feasible_and_conservative(s):
 
 def test_example_snapshot():
     # Written by another policy: 12 jobs share the 10 nodes, so nothing new can start.
-    s = load_snapshot(Path(__file__).parent.parent / "examples" / "example-snapshot-n10.json")
+    s = load_snapshot(Path(__file__).resolve().parents[2] / "examples" / "example-snapshot-n10.json")
     for policy in POLICIES:
         plan = checked(policy, s)
         for j in s.jobs:

@@ -166,6 +166,7 @@ def _max_gpus_in_use(attempts, trace: Trace) -> dict[str, int]:
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(
     ["fifo", "edf", "priority", "greedy", "rg", "pr"]), mode=st.sampled_from(["epoch", "exact"]),
     cloud=st.booleans())
+@pytest.mark.slow
 def test_conservation_on_random_traces(seed: int, policy: str, mode: str, cloud: bool) -> None:
     trace = random_trace(seed, 4, 14, cloud=cloud)
     r = simulate(trace, policy, SimOptions(iterations=30, progress=mode, power_off_idle=True))
@@ -217,7 +218,7 @@ def test_a_policy_that_never_runs_anything_is_reported_not_looped(monkeypatch) -
     from andreas.policies import POLICIES, PolicySpec
 
     monkeypatch.setitem(POLICIES, "nothing", PolicySpec(
-        name="nothing", module="tests.test_simulator", function="_nothing", summary=""))
+        name="nothing", module="tests.simulator.test_simulator", function="_nothing", summary=""))
     trace = _preemption_trace()
     with pytest.raises(SimulationError, match="no event left"):
         simulate(trace, "nothing", SimOptions(period_s=0.0))

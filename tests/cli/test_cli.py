@@ -19,7 +19,7 @@ from andreas.feasibility import check_plan
 from andreas.model import Assignment, Plan
 from andreas.formats.snapshot import load_snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "example-snapshot-n10.json"
 
 CALLS: list[dict[str, Any]] = []
@@ -127,6 +127,7 @@ def test_policies_lists_the_registry() -> None:
     assert all(name in result.output for name in POLICIES)
 
 
+@pytest.mark.slow
 def test_python_dash_m() -> None:
     out = subprocess.run([sys.executable, "-m", "andreas", "--help"], capture_output=True,
                          text=True, cwd=ROOT, check=False)

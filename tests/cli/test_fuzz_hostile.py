@@ -31,7 +31,7 @@ from andreas.infra.numbers import Finite, Whole
 
 from .test_fuzz_cli import NOW, TRACE, db, dump, flat, invoke, refused, write  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HANG_S = 60                                        # a hang detector, not a timing assertion
 TARIFF = "hour_of_day,price_per_kwh\n" + "".join(f"{h},0.1\n" for h in range(24))
 

@@ -12,6 +12,8 @@ from andreas.cli import main
 from andreas.simulator.results import SimOptions
 from andreas.simulator.sweep import Grid, run_sweep
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 TIMING = ("wall_s", "optimizer_mean_s", "optimizer_max_s", "optimizer_total_s")
 SWEEP = ("simulate", "--sweep", "--nodes", "2,3", "--seeds", "2", "--policies", "edf,greedy",
          "--workers", "1", "--quiet")

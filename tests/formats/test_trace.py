@@ -17,9 +17,11 @@ from andreas.simulator.generate import generate_trace
 from andreas.formats.trace import (TRACE_FORMAT, dump_trace, load_trace, parse_trace, summary,
                            trace_to_dict)
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import SHARED as SHARED_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
-SHARED = ROOT.parent / "shared" / "traces" / "example-exp-n10.json"   # ../shared
+SHARED = SHARED_DIR / "traces" / "example-exp-n10.json"
 
 
 def example_doc() -> dict[str, Any]:

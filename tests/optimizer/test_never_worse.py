@@ -31,6 +31,8 @@ from andreas.optimizer.exact import postponed_that_fit
 from andreas.optimizer.relinking import DEFAULT_SLACK
 from andreas.synthetic import random_snapshot
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 BASELINES = ("fifo", "edf", "priority", "greedy")
 
 

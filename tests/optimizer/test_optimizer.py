@@ -29,6 +29,7 @@ def _close(a: float, b: float) -> bool:
 snapshots = strategies.snapshots(max_nodes=8, max_jobs=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshot=snapshots, seed=st.integers(0, 1000))
 def test_every_policy_returns_a_feasible_plan(snapshot: Snapshot, seed: int) -> None:
@@ -70,6 +71,7 @@ def test_rg_never_worse_than_greedy_and_pr_within_its_slack_of_rg(
     assert pr.objective <= rg.objective * (1 + DEFAULT_SLACK) + 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ALL)
 def test_seeded_runs_are_reproducible_bit_for_bit(policy: str) -> None:
     snapshot = random_snapshot(np.random.default_rng(7), 20, 60, scenario=2)

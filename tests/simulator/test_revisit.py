@@ -19,7 +19,7 @@ from andreas.optimizer.problem import compile_problem
 from andreas.optimizer.solution import REVISIT_MARGIN_S, revisit_s
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
-from tests.test_simulator import random_trace
+from tests.simulator.test_simulator import random_trace
 
 CATALOG = (CatalogEntry(name="one", gpu_type="K80", gpus=1, cost_per_hour=0.60),
            CatalogEntry(name="two", gpu_type="K80", gpus=2, cost_per_hour=1.00))

@@ -1,5 +1,5 @@
 """agents/epochs.py, the pure part of epoch tracking: pairing, line splitting, Docker's
-timestamp prefix. The tracker's threads: tests/test_tracker.py; Docker times:
+timestamp prefix. The tracker's threads: tests/agents/test_tracker.py; Docker times:
 tests/executor/test_events.py."""
 
 from __future__ import annotations

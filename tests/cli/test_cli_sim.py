@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from andreas.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
 
 
@@ -17,6 +18,7 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args))
 
 
+@pytest.mark.slow
 def test_simulate_a_trace_writes_results_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("simulate", "--trace", str(EXAMPLE), "--policies", "edf,greedy",
@@ -96,6 +98,7 @@ def test_bad_trace_and_options_are_one_line_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "x.json" in result.stderr
 
 
+@pytest.mark.slow
 def test_bound_is_an_entry_beside_the_policies_in_both_settings(tmp_path: Path) -> None:
     for cloud in ((), ("--cloud",)):
         result = run("simulate", "--nodes", "2", *cloud, "--policies", "greedy,pr",

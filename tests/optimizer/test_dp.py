@@ -22,6 +22,8 @@ from andreas.simulator.generate import generate_trace
 from andreas.simulator.results import SimOptions
 from andreas.synthetic import random_snapshot
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 DP = sorted(VARIANTS)
 DT = 900.0
 RNG = np.random.default_rng(0)

@@ -17,7 +17,7 @@ from andreas.model import Config, Node, Snapshot
 from andreas.formats.snapshot import (check_job_placement, load_snapshot, parse_job, parse_snapshot,
                               snapshot_to_dict)
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example-snapshot-n10.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-snapshot-n10.json"
 
 
 def base_doc() -> dict[str, Any]:
@@ -393,6 +393,7 @@ def mutated_docs(draw) -> dict:
     return doc
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_docs())
 def test_fuzz_parse_returns_snapshot_or_input_error(doc: dict) -> None:

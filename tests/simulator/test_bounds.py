@@ -15,7 +15,7 @@ from andreas.simulator.bounds import (cloud_capacity_bound, cloud_lower_bound, g
                                      job_bound, lower_bound, onprem_lower_bound)
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
-from tests.test_simulator import random_trace
+from tests.simulator.test_simulator import random_trace
 
 CATALOG = (CatalogEntry(name="one", gpu_type="K80", gpus=1, cost_per_hour=0.60),
            CatalogEntry(name="two", gpu_type="K80", gpus=2, cost_per_hour=1.00))
@@ -101,6 +101,7 @@ def test_on_premise_bound_charges_lateness_capacity_forces() -> None:
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(["edf", "greedy", "rg", "pr"]),
        mode=st.sampled_from(["epoch", "exact"]))
+@pytest.mark.slow
 def test_no_policy_bills_less_than_the_on_premise_bound(seed: int, policy: str,
                                                         mode: str) -> None:
     trace = random_trace(seed, 2, 8)
@@ -127,6 +128,7 @@ def test_a_vm_with_an_idle_gpu_bills_above_the_bound() -> None:
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(["edf", "greedy", "rg", "pr"]),
        mode=st.sampled_from(["epoch", "exact"]))
+@pytest.mark.slow
 def test_no_policy_bills_less_than_the_bound(seed: int, policy: str, mode: str) -> None:
     trace = random_trace(seed, 3, 10, cloud=True)
     r = simulate(trace, policy, SimOptions(iterations=20, progress=mode, period_s=0))
@@ -146,6 +148,7 @@ def test_cloud_capacity_bound_charges_the_wait_for_a_full_node() -> None:
     assert r.total_cost == pytest.approx(37.2) and lower_bound(trace) <= r.total_cost + 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(["greedy", "pr"]))
 def test_no_policy_bills_less_than_the_cloud_capacity_bound(seed: int, policy: str) -> None:
@@ -178,7 +181,7 @@ def test_no_sharing_policy_occupies_fewer_device_hours_than_the_bound() -> None:
     from andreas.simulator.alibaba import import_alibaba
     from andreas.simulator.bounds import device_hours_bound
 
-    data = Path(__file__).parent / "data" / "alibaba"
+    data = Path(__file__).resolve().parents[1] / "data" / "alibaba"
     trace, _ = import_alibaba(data / "openb_pod_list_excerpt.csv",
                               data / "openb_node_list_excerpt.csv")
     least, exclusive = device_hours_bound(trace)

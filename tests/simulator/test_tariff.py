@@ -24,7 +24,7 @@ from andreas.model import Energy, Job, Node, Params, Plan, Snapshot, Tariff, Tra
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DAY_NIGHT = ROOT / "profiles" / "tariffs" / "day-night.csv"
 EXAMPLE = ROOT / "examples" / "example-exp-n10.json"
 HOUR = 3600.0
@@ -284,7 +284,7 @@ def test_simulate_sweep_with_a_tariff_prices_every_trace_and_records_it(
     """--sweep --tariff: each generated trace is priced by the tariff in its worker; the
     same run at a flat tariff of the same mean bills differently, and sweep.json names
     the file."""
-    day_night = Path(__file__).resolve().parents[1] / "profiles" / "tariffs" / "day-night.csv"
+    day_night = Path(__file__).resolve().parents[2] / "profiles" / "tariffs" / "day-night.csv"
     flat = tmp_path / "flat.csv"
     flat.write_text(csv_text([0.2] * 24))
     bills = {}

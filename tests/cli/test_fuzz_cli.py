@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from andreas.cli import main
 from andreas.limits import MAX_GPUS_PER_JOB
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = json.loads((ROOT / "examples" / "example-snapshot-n10.json").read_text())
 TRACE = json.loads((ROOT / "examples" / "example-exp-n10.json").read_text())
 TRACE["jobs"] = TRACE["jobs"][:6]                 # small: a simulation takes milliseconds

@@ -27,7 +27,9 @@ from andreas.optimizer.hierarchical import controller_jobs
 from andreas.formats.snapshot import load_snapshot
 from andreas.synthetic import random_snapshot
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example-snapshot-n10.json"
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-snapshot-n10.json"
 
 
 def _close(a: float, b: float, rel: float = 1e-6) -> bool:

@@ -18,7 +18,7 @@ import pytest
 from andreas.model import CatalogEntry, Job, Node, Trace
 from andreas.simulator.generate import generate_trace
 
-BENCH = Path(__file__).parent / "benchmarks" / "bench_published.py"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_published.py"
 
 
 @pytest.fixture(scope="module")

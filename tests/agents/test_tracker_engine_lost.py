@@ -1,14 +1,14 @@
 """agents/tracker.py when the engine crashes under a running container (dockerd killed;
 the container's process runs on under its shim): the run is kept, and once the engine
 answers again the epochs the container logged meanwhile are read and its exit reported.
-Against the scripted Docker of tests/test_tracker.py."""
+Against the scripted Docker of tests/agents/test_tracker.py."""
 
 from __future__ import annotations
 
 import time
 
 from andreas.job import container_labels
-from tests.test_tracker import Collect, FakeDocker, progress, wait_for
+from tests.agents.test_tracker import Collect, FakeDocker, progress, wait_for
 
 
 class Crashing(FakeDocker):

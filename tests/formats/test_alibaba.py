@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -20,14 +19,14 @@ from andreas.simulator.alibaba import (GPU_MODELS, QOS_WEIGHT, WEIGHT_UNIT, Node
 from andreas.formats.trace import dump_trace, load_trace, summary
 from andreas.model import Demand
 
-DATA = Path(__file__).resolve().parent / "data" / "alibaba"
+from tests.paths import SHARED as SHARED_DIR
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "alibaba"
 PODS = DATA / "openb_pod_list_excerpt.csv"
 NODES = DATA / "openb_node_list_excerpt.csv"
 MULTI = DATA / "openb_pod_list_multigpu50_excerpt.csv"     # no time, qos or phase columns
 # The published files as the project keeps them (README there): ../shared from the root.
-SHARED = Path(os.environ.get("ANDREAS_SHARED_DIR") or Path(__file__).resolve().parents[1].parent
-              / "shared") / "traces" / "alibaba-openb-2023"
-FULL = SHARED
+SHARED = SHARED_DIR / "traces" / "alibaba-openb-2023"
 
 # Counted by hand on the excerpt (58 pods, 20 GPU nodes).
 CPU_ONLY = {"openb-pod-0005", "openb-pod-0016", "openb-pod-0210", "openb-pod-0477"}
@@ -171,10 +170,9 @@ def test_stratified_sampling_keeps_the_type_mix() -> None:
     assert report.nodes_by_type == {"G2": 1, "P100": 1, "T4": 1, "V100M16": 1, "V100M32": 1}
 
 
-@pytest.mark.skipif(not FULL.exists(), reason="the full trace is not mounted here")
 def test_stratified_on_the_full_node_list() -> None:
-    _, report = import_alibaba(FULL / "openb_pod_list_default.csv",
-                               FULL / "openb_node_list_gpu_node.csv", max_nodes=100,
+    _, report = import_alibaba(SHARED / "openb_pod_list_default.csv",
+                               SHARED / "openb_node_list_gpu_node.csv", max_nodes=100,
                                sample=300, seed=2, busy_share="full")
     assert report.nodes == 100
     assert report.nodes_by_type == {"G2": 45, "G3": 3, "P100": 11, "T4": 33, "V100M16": 5,

@@ -18,6 +18,8 @@ from andreas.optimizer import decide
 from andreas.optimizer.exact import enumerate_optimum, postponed_that_fit
 from andreas.synthetic import random_snapshot
 
+pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
+
 
 def tiny(seed: int):
     rng = np.random.default_rng(seed)
@@ -123,7 +125,7 @@ def test_share_of_tiny_snapshots_where_heuristics_reach_the_optimum(alpha) -> No
 def test_cloud_f_mix_optimum_bounds_the_policies(seed: int) -> None:
     """In the cloud greedy, rg and pr minimise f_mix (``costs.evaluate``): each reports its
     plan's f_mix and none undercuts the enumerated optimum (that the optimum's plan
-    re-evaluates to it: tests/test_milp.py); on premise the enumerator's f_mix is its
+    re-evaluates to it: tests/optimizer/test_milp.py); on premise the enumerator's f_mix is its
     f_obj."""
     rng = np.random.default_rng(seed)
     snap = random_snapshot(rng, int(rng.integers(1, 3)), int(rng.integers(1, 5)), cloud=True,
