@@ -15,13 +15,14 @@ Quick loop: ``pytest -m "not mariadb and not docker and not prometheus and not s
 e2e and not slow"``.
 ``scripts/test.sh`` runs everything and fails on any skip.
 
-In parallel (``pytest -n N --dist loadgroup``, as scripts/test.sh runs it) each test gets
-an ``xdist_group``: the tests of one module stay on one worker (module fixtures, e2e
-scenarios that build on each other), and the tests that share something one test may
-disturb are one group each: the Slurm cluster (``slurm``), the test dockerd whose events
-and containers some tests watch (``docker``: every module with a ``docker`` test),
-Prometheus, and the tests that stop their MariaDB (``outage_mariadb``). The groups that
-take minutes are sent first (``_FIRST``), so no worker starts one last.
+In parallel (scripts/test.sh: ``pytest -n 2 --dist loadgroup --no-loadscope-reorder``,
+``ANDREAS_TEST_WORKERS`` sets the count) each test gets an ``xdist_group``: the tests of
+one module stay on one worker (module fixtures, e2e scenarios that build on each other),
+and the tests that share something one test may disturb are one group each: the Slurm
+cluster (``slurm``), the test dockerd whose events and containers some tests watch
+(``docker``: every module with a ``docker`` test), Prometheus (``prometheus``), and the
+tests that stop their MariaDB (``mariadb-outage``, on a server of their own). The groups
+that take minutes are sent first (``_FIRST``), so no worker starts one last.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ _SLOW = (
 
 
 # The scheduler's order: these groups first (longest first, as measured with
-# scripts/test-durations.py; docs/results.md), then the rest in collection order. A wrong
-# entry costs time, never a test.
+# scripts/test-durations.py on scripts/test.sh's out/junit.xml), then the rest in
+# collection order. A wrong entry costs time, never a test.
 _FIRST = ("mariadb-outage", "slurm", "tests/e2e/test_end_to_end.py",
           "tests/e2e/test_power_end_to_end.py", "tests/e2e/test_fence_end_to_end.py",
           "tests/e2e/test_power_limits_end_to_end.py", "tests/e2e/test_sharing_end_to_end.py",
