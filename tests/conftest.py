@@ -140,6 +140,14 @@ def _mark(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No COLUMNS or LINES from outside (pytest-xdist's workers get 80x24): the output
+    tests set them where they mean a terminal's width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture(scope="session")
 def outage_mariadb() -> Iterator[PrivateMariaDB]:
     """A MariaDB server of this pytest process for the tests that stop and restart one
