@@ -117,7 +117,10 @@ fi
 
 # --- Tests ---------------------------------------------------------------------------
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$LOG"
+# In parallel (tests/conftest.py: one xdist_group per module or shared service, the long
+# groups first, so no reordering); the end-to-end tests mostly wait, so workers beat cores.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${ANDREAS_TEST_WORKERS:-2}" \
+    --dist loadgroup --no-loadscope-reorder --junit-xml=out/junit.xml tests 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e
 

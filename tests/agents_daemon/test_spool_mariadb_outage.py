@@ -1,6 +1,7 @@
 """The real thing: the agent's delivery writes to MariaDB as the least-privilege agent
-account, the server is shut down in the middle of the run and started again, samples keep
-coming all along, and every one of them reaches the database exactly once."""
+account, the server (one of the outage tests' own) is shut down in the middle of the run and
+started again, samples keep coming all along, and every one of them reaches the database
+exactly once."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from andreas.store.engine import make_engine
 
 from ..store.conftest import Backend, admin_engine
 from .helpers_agent import NODE, gpu_entry, power_of, spec
-from .mariadb_control import MariaDBServer
 
 
 def wait_for(cond, timeout=60.0, what="condition"):
@@ -67,9 +67,10 @@ class Producer(threading.Thread):
             time.sleep(0.004)
 
 
-def test_mariadb_stopped_mid_run_every_sample_arrives_exactly_once(tmp_path):
-    server = MariaDBServer()
-    backend = Backend("mariadb", tmp_path, admin_engine())
+def test_mariadb_stopped_mid_run_every_sample_arrives_exactly_once(tmp_path,
+                                                                   outage_mariadb):
+    server = outage_mariadb.server()
+    backend = Backend("mariadb", tmp_path, admin_engine(outage_mariadb.admin_url))
     prefix = f"o{secrets.token_hex(3)}_"
     url = backend.fresh_url()
     admin = make_engine(url)

@@ -315,13 +315,14 @@ def example_volumes() -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def running_cluster(tmp: Path, node_specs: list[tuple[str, str, int]], **options: Any
-                    ) -> Iterator[Cluster]:
-    """:func:`start_cluster` on the test MariaDB with the example image's mounts, closed
-    at the end: the body of every end-to-end module's ``cluster`` fixture."""
+def running_cluster(tmp: Path, node_specs: list[tuple[str, str, int]], *,
+                    admin_url: str | None = None, **options: Any) -> Iterator[Cluster]:
+    """:func:`start_cluster` on the test MariaDB (or the server at ``admin_url``) with the
+    example image's mounts, closed at the end: the body of every end-to-end module's
+    ``cluster`` fixture."""
     from tests.store.conftest import mariadb_admin_url
 
-    admin = mariadb_admin_url().render_as_string(hide_password=False)
+    admin = admin_url or mariadb_admin_url().render_as_string(hide_password=False)
     c = start_cluster(tmp, admin, node_specs, extra_volumes=example_volumes(), **options)
     try:
         yield c

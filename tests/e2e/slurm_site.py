@@ -44,6 +44,7 @@ class Site:
     agents: dict[str, subprocess.Popen] = field(default_factory=dict)
     manager: subprocess.Popen | None = None
     manager_runs: int = 0
+    monitor: SlurmMonitor | None = None
     cleanup: list[Callable[[], None]] = field(default_factory=list)
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
 
@@ -137,8 +138,31 @@ class Site:
         raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n"
                              f"{self.manager_log()[-5000:]}")
 
+    def reset(self) -> None:
+        """Between two tests of one site, whatever the first left: its manager stopped
+        (SIGTERM, else SIGKILL; a manager left running holds the lease, so the next test's
+        own would only wait), its monitor thread ended, its unfinished jobs cancelled in
+        the store and in Slurm, and every node idle again."""
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
+        if self.manager is not None and self.manager.poll() is None:
+            try:
+                self.stop_manager()
+            except subprocess.TimeoutExpired:
+                self.manager.kill()
+                self.manager.wait(timeout=30)
+        for job, state in self.states().items():
+            if state not in ("completed", "failed", "cancelled"):
+                self.andreas("cancel", job, check=False)
+        _cancel_jobs_under(self.slurm, self.output_dir)
+        for node in self.slurm.nodes:
+            self.slurm.wait_idle(node)
+
     def close(self) -> None:
         """Every process this site started is gone after this, whatever the load."""
+        if self.monitor is not None:
+            self.monitor.stop()
         procs = [p for p in (self.manager, *self.agents.values()) if p is not None]
         if self.manager is not None and self.manager.poll() is None:
             self.manager.kill()

@@ -1,8 +1,9 @@
 """End to end, the faults of issue 32: a database restart with two managers, and a
 container engine SIGKILLed under a running job.
 
-Real MariaDB (restarted on the same data by ``mariadb_control``), two real dockerd
-engines, agents with fake GPUs, ``andreas manager run`` processes. One module cluster:
+Real MariaDB (the module's own server, restarted on the same data by
+``mariadb_control``), two real dockerd engines, agents with fake GPUs, ``andreas manager
+run`` processes. One module cluster:
 
 1. *Database restart* (``test_database_restarts``): the manager alone loses MariaDB
    for ~20 s (long enough that the old exponential back-off would have slept ~10 s past
@@ -44,7 +45,7 @@ from andreas.infra import procs
 from andreas.service.submit import parse_submission
 from andreas.service.submit import submit as submit_spec
 from andreas.store import open_store
-from tests.agents_daemon.mariadb_control import MariaDBServer
+from tests.agents_daemon.mariadb_control import PrivateMariaDB
 from tests.e2e.cluster import IMAGE, Cluster, Monitor, running_cluster
 from tests.e2e.test_end_to_end import Store, wait_until
 from tests.e2e.test_fence_end_to_end import _containers, _docker_time
@@ -71,10 +72,11 @@ ACTIONS = ("start job=", "stop job=", "SIGTERM", "SIGKILL", "decision ", "adopte
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory, outage_mariadb: PrivateMariaDB) -> Iterator[Cluster]:
+    """On a MariaDB of this module's own: test 1 stops it twice."""
     with running_cluster(tmp_path_factory.mktemp("e2e-reliability"), NODES,
-                         manager_toml=MANAGER_TOML, app_profiles=PROFILES,
-                         agent_toml=AGENT_TOML) as c:
+                         admin_url=outage_mariadb.admin_url, manager_toml=MANAGER_TOML,
+                         app_profiles=PROFILES, agent_toml=AGENT_TOML) as c:
         yield c
 
 
@@ -95,8 +97,8 @@ def wait_log(cluster: Cluster, run: int, text: str, timeout_s: float = 60.0) -> 
                lambda: path.exists() and text in path.read_text(), timeout_s)
 
 
-def test_database_restarts(cluster: Cluster):
-    server = MariaDBServer()
+def test_database_restarts(cluster: Cluster, outage_mariadb: PrivateMariaDB):
+    server = outage_mariadb.server()
     db = Store(cluster)
     monitor = Monitor(cluster)
     cluster.monitor = monitor

@@ -58,6 +58,14 @@ def site(tmp_path_factory, slurm_cluster: SlurmCluster) -> Iterator[Site]:
         yield s
 
 
+@pytest.fixture(autouse=True)
+def clean_site(site: Site) -> Iterator[None]:
+    """Each test starts on an idle cluster: whatever one leaves (a failure mid-way leaves
+    its manager holding the lease, its jobs and its monitor running) is cleared after it."""
+    yield
+    site.reset()
+
+
 def test_acceptance_submit_once_run_show(site: Site):
     job = site.andreas("submit", "--cmd", TRAIN, "--app", "example", "--epochs", "5",
                        "--due", "+2h", "--weight", "0.01", "--env", "EXAMPLE_EPOCH_S=0.5",
@@ -97,13 +105,18 @@ def test_preemption_manager_kill_and_node_loss_on_slurm(site: Site):
     epochs = {}
     for name in ("jobA", "jobB", "jobC"):
         epochs[site.submit(name, 24, "+20s", 0.001, "--max-gpus", "2", "--grace-s", "3")] = 24
-    monitor = SlurmMonitor(site.slurm).start()
+    monitor = site.monitor = SlurmMonitor(site.slurm).start()
     site.start_manager()
     site.wait("three jobs running with an epoch done",
               lambda: sum(site.epochs_done(j) >= 1 for j in epochs) >= 3, 90)
 
-    # An urgent job: 4 epochs due in 25 s, weight 1: a job of the three is preempted.
-    urgent = site.submit("urgent", 4, "+25s", 1.0, "--max-gpus", "2", "--grace-s", "3")
+    # An urgent job, weight 1: 4 epochs (4 s on two GPUs) due in 2 s, so it is late from
+    # the start. The three running jobs are late too (24 s of work due in 20 s), and the
+    # plan rg returns on premise with restarts priced is the greedy's (ARCHITECTURE.md,
+    # "Fallback to the greedy plan"), which places late jobs by weight per second of
+    # work left: the urgent one first, so a job of the three is preempted. (Due in 25 s
+    # it would not be late yet, would come after the three, and wait for them.)
+    urgent = site.submit("urgent", 4, "+2s", 1.0, "--max-gpus", "2", "--grace-s", "3")
     epochs[urgent] = 4
     site.wait("the urgent job running", lambda: site.states()[urgent] == "running", 40)
     site.wait("a stop requested", lambda: bool(site.rows(

@@ -37,8 +37,9 @@ def mariadb_admin_url() -> URL:
     return make_url(raw)
 
 
-def admin_engine() -> sa.Engine:
-    url = mariadb_admin_url()
+def admin_engine(raw_url: str | None = None) -> sa.Engine:
+    """The administrator's engine on the test MariaDB (or on the server at ``raw_url``)."""
+    url = mariadb_admin_url() if raw_url is None else make_url(raw_url)
     engine = sa.create_engine(url, pool_pre_ping=True)
     try:
         with engine.connect() as conn:
@@ -72,7 +73,7 @@ class Backend:
             conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 "
                                  "COLLATE utf8mb4_unicode_ci")
         self.made.append(name)
-        return mariadb_admin_url().set(database=name).render_as_string(hide_password=False)
+        return self.admin.url.set(database=name).render_as_string(hide_password=False)
 
     def close(self) -> None:
         if self.admin is not None:

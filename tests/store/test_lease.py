@@ -122,11 +122,13 @@ def test_a_take_over_waits_for_a_fenced_transaction_in_flight(store, db_url):
 
 def test_expiry_follows_the_database_clock(store):
     fresh(store)
-    token = take(store, "a", ttl_s=1.0)
+    # MariaDB's clock counts whole seconds: a 1 s lease taken at x.9 s read 0.1 s later
+    # was already expired; 3 s leave the read 2 s, however loaded the machine.
+    token = take(store, "a", ttl_s=3.0)
     with store.engine.connect() as conn:
         before = lease.read(conn)
     assert not before.expired and before.now_s == pytest.approx(time.time(), abs=5)
-    time.sleep(2.1)                               # MariaDB's clock counts whole seconds
+    time.sleep(4.1)
     with store.engine.connect() as conn:
         assert lease.read(conn).expired
     assert token == 1
