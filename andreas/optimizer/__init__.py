@@ -74,6 +74,11 @@ POLICIES: dict[str, tuple[str, str, str]] = {
     "ga-energy": ("andreas.optimizer.genetic_energy", "decide_ga_energy",
                   "the same GA over node and GPU count of elastic jobs minimising f_obj, "
                   "seeded with rg's constructions (never worse than rg)"),
+    # rolling horizon (issue 33): one small block, ported to the registry at merge
+    "horizon": ("andreas.optimizer.horizon", "decide_horizon",
+                "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started "
+                "from greedy and rg, starts what its plan starts now (never above greedy's "
+                "plan on its objective)"),
 }
 
 # Policies that share GPUs under the interference bounds (they take ``sharing=``).
@@ -119,7 +124,7 @@ def takes_sharing(name: str) -> bool:
 # The policies `andreas manager run` offers (the others are for studies: exact, DP, ...).
 # rg, greedy and the packing ones also place jobs submitted with a GPU share; ojpap moves
 # a share to another GPU when its measured slowdown stays above the bound.
-MANAGER_POLICIES = ("rg", "pr", "greedy", "fifo", "edf", "priority", "ojpp-heuristic",
+MANAGER_POLICIES = ("rg", "pr", "greedy", "horizon", "fifo", "edf", "priority", "ojpp-heuristic",
                     "ojpp-greedy", "ojpap", "best-fit", "first-fit")
 
 # name -> rescheduling period (s) the simulator uses when the user gives none: the paper
