@@ -302,12 +302,7 @@ def solve(cols: Columns, n_jobs: int, warm: np.ndarray | None, *,
         h.setOptionValue(name, val)
     h.passModel(lp)
     if warm is not None:
-        x0 = np.zeros(n_x + 1)
-        x0[warm[warm >= 0]] = 1.0
-        x0[n_x] = value_of(cols, warm)[1]
-        sol = highspy.HighsSolution()
-        sol.col_value = x0.tolist()
-        h.setSolution(sol)
+        h.setSolution(_start(highspy, cols, warm))
     h.run()
     status = h.getModelStatus()
     info = h.getInfo()
@@ -322,6 +317,16 @@ def solve(cols: Columns, n_jobs: int, warm: np.ndarray | None, *,
     choice[cols.job[picked]] = picked
     figures["value"] = value_of(cols, choice)[0]
     return choice, figures
+
+
+def _start(highspy: Any, cols: Columns, warm: np.ndarray) -> Any:
+    """The solver's starting solution: the columns of ``warm`` and their makespan."""
+    x0 = np.zeros(len(cols) + 1)
+    x0[warm[warm >= 0]] = 1.0
+    x0[len(cols)] = value_of(cols, warm)[1]
+    sol = highspy.HighsSolution()
+    sol.col_value = x0.tolist()
+    return sol
 
 
 def value_of(cols: Columns, choice: np.ndarray) -> tuple[float, float]:
