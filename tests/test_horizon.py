@@ -1,7 +1,7 @@
 """The rolling-horizon policy: its model's plans respect capacity and give each job one
 column, its decisions are feasible and never valued above greedy's plan, an urgent job is
 not delayed, the solver gets what is left of the time limit, and a model too big falls
-back to the constructions."""
+back to the constructions; under shortage on premise the greedy plan stands."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def test_the_continuation_respects_capacity_too() -> None:
 @given(seed=st.integers(0, 10_000), cloud=st.booleans())
 def test_a_decision_is_feasible_and_never_valued_above_greedy(seed: int, cloud: bool) -> None:
     snap = snapshot(seed, 3, 12, cloud=cloud)
-    plan = decide(snap, np.random.default_rng(seed), "horizon", time_limit_s=5.0)
+    plan = decide(snap, np.random.default_rng(seed), "horizon", time_limit_s=5.0,
+                  plan_shortage=True)
     check_plan(snap, plan)
     assert plan.policy == "horizon"
     assert plan.stats["value"] <= plan.stats["greedy_value"] * (1 + 1e-12)
@@ -85,8 +86,9 @@ def test_a_job_near_its_due_date_starts_now() -> None:
                 epoch_time_s={"V100": (360.0,)}))
     snap = Snapshot(now_s=1000.0, nodes=(node,), jobs=jobs, params=EPOCH,
                     energy=Energy(pue=1.0, price_per_kwh=1.0))
-    plan = decide(snap, np.random.default_rng(0), "horizon")
+    plan = decide(snap, np.random.default_rng(0), "horizon", plan_shortage=True)
     check_plan(snap, plan)
+    assert plan.stats["shortage"] == 1 and plan.stats["solved"] >= 0   # the model decided
     assert [a.job for a in plan.assignments] == ["urgent"]
     assert plan.postponed == ("relaxed",)
 
@@ -101,7 +103,8 @@ def test_the_solver_gets_what_is_left_of_the_time_limit(monkeypatch) -> None:
 
     monkeypatch.setattr(hz, "solve", spy)
     snap = snapshot(11, 6, 40)
-    plan = decide(snap, np.random.default_rng(1), "horizon", time_limit_s=0.5)
+    plan = decide(snap, np.random.default_rng(1), "horizon", time_limit_s=0.5,
+                  plan_shortage=True)
     check_plan(snap, plan)
     assert len(seen) == 1 and 0 < seen[0] <= 0.5
     assert plan.stats["value"] <= plan.stats["greedy_value"] * (1 + 1e-12)
@@ -113,8 +116,21 @@ def test_a_model_too_big_falls_back_to_the_constructions(monkeypatch) -> None:
 
     monkeypatch.setattr(hz, "solve", never)
     snap = snapshot(2, 4, 20)
-    plan = decide(snap, np.random.default_rng(2), "horizon", max_columns=10)
+    plan = decide(snap, np.random.default_rng(2), "horizon", max_columns=10,
+                  plan_shortage=True)
     check_plan(snap, plan)
     assert plan.stats["solved"] == -1 and plan.stats["columns"] > 10
     assert hz.CHOICES[int(plan.stats["chosen"])] in ("greedy", "rg", "keep")
     assert plan.stats["value"] <= plan.stats["greedy_value"]
+
+
+def test_under_shortage_on_premise_the_greedy_plan_stands(monkeypatch) -> None:
+    def never(*args, **kw):
+        raise AssertionError("the model was solved under shortage")
+
+    monkeypatch.setattr(hz, "solve", never)
+    snap = snapshot(4, 2, 30)                  # 30 jobs on 2 nodes: some must wait
+    plan = decide(snap, np.random.default_rng(4), "horizon")
+    check_plan(snap, plan)
+    assert plan.stats["shortage"] == 1 and plan.postponed
+    assert hz.CHOICES[int(plan.stats["chosen"])] == "greedy"

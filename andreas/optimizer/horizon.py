@@ -479,16 +479,24 @@ def idle_cost(p: Problem, node: np.ndarray, cfg: np.ndarray, ncls: np.ndarray) -
 def decide_horizon(snapshot: Snapshot, rng: np.random.Generator, *,
                    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
                    max_columns: int = DEFAULT_MAX_COLUMNS, slots: int = DEFAULT_SLOTS,
-                   iterations: int | None = None, **options: Any) -> Plan:
-    """Plan the next hours, start what the plan starts now (see the module docstring)."""
+                   iterations: int | None = None, plan_shortage: bool = False,
+                   **options: Any) -> Plan:
+    """Plan the next hours, start what the plan starts now (see the module docstring).
+    On premise, while the greedy plan leaves a job waiting, the greedy plan stands
+    unless ``plan_shortage``: as for rg (``greedy.SHORTAGE_FALLBACK``), the model's
+    plans lost to it by far over whole overloaded traces (docs/results.md)."""
     if has_demands(snapshot):
         return decide_rg(snapshot, rng, iterations=iterations, **options)
     clock = time.perf_counter()
     p = compile_problem(snapshot)
     rows = _constructions(p, rng, iterations)
     stats: dict[str, float] = {"jobs": p.n_jobs, "columns": 0.0, "solved": -1.0}
-    cols = build_columns(p, slots=slots) if p.n_jobs else None
     pick = ("greedy", *rows["greedy"])
+    shortage = bool((rows["greedy"][0] < 0).any())
+    stats["shortage"] = float(shortage)
+    if shortage and not p.cloud and p.moves_cost and not plan_shortage:
+        return _plan(p, pick, stats, clock)
+    cols = build_columns(p, slots=slots) if p.n_jobs else None
     if cols is None or not len(cols):
         return _plan(p, pick, stats, clock)
     stats.update(columns=float(len(cols)), slots=float(cols.n_slots),
