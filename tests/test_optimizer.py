@@ -73,7 +73,9 @@ def test_seeded_runs_are_reproducible_bit_for_bit(policy: str) -> None:
     snapshot = random_snapshot(np.random.default_rng(7), 20, 60, scenario=2)
     # a solver stopped by its clock returns what it had: under load that differs, so the
     # hierarchical controllers get time to finish (milp's default is already 60 s)
-    options = {"time_limit_s": 60.0} if policy in ("hierarchical", "horizon") else {}
+    options = {"time_limit_s": 60.0} if policy == "hierarchical" else {}
+    if policy == "horizon":     # a node limit the clock does not reach
+        options = {"time_limit_s": 60.0, "max_nodes": 20}
     a = decide(snapshot, np.random.default_rng(42), policy, iterations=200, **options)
     b = decide(snapshot, np.random.default_rng(42), policy, iterations=200, **options)
     untimed = lambda p: dataclasses.replace(p, stats={  # noqa: E731  (milp reports seconds)

@@ -34,9 +34,10 @@ packed plan, greedy's and rg's (in the cloud plus the idle GPUs each packing lea
 the VM's price): never above greedy's on the same snapshot objective.
 
 Bounded time: the model is not built beyond ``max_columns`` columns, and the solver
-stops at ``time_limit_s`` with its best plan; in both cases the warm start stands
-(rg's plan or greedy's). Rigid tasks (GPU shares) are planned by rg. Power levels are
-not modelled (the policy gets the snapshot without them).
+stops at ``time_limit_s`` or ``max_nodes`` branch-and-bound nodes with its best plan;
+the warm start stands in both cases. On premise under shortage (the greedy plan leaves
+a job waiting) the greedy plan stands unless ``plan_shortage``. Rigid tasks are planned
+by rg; power levels are not modelled (the policy gets the snapshot without them).
 """
 
 from __future__ import annotations
@@ -480,7 +481,7 @@ def decide_horizon(snapshot: Snapshot, rng: np.random.Generator, *,
                    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
                    max_columns: int = DEFAULT_MAX_COLUMNS, slots: int = DEFAULT_SLOTS,
                    iterations: int | None = None, plan_shortage: bool = False,
-                   **options: Any) -> Plan:
+                   max_nodes: int = MAX_NODES, **options: Any) -> Plan:
     """Plan the next hours, start what the plan starts now (see the module docstring).
     On premise, while the greedy plan leaves a job waiting, the greedy plan stands
     unless ``plan_shortage``: as for rg (``greedy.SHORTAGE_FALLBACK``), the model's
@@ -510,7 +511,8 @@ def decide_horizon(snapshot: Snapshot, rng: np.random.Generator, *,
     if len(cols) > max_columns or not math.isfinite(values[best_name][0]):
         return _plan(p, pick, stats, clock)
     budget = max(0.1, time_limit_s - (time.perf_counter() - clock))
-    planned = _solve_and_pack(p, cols, cont, values[best_name][1], budget, stats)
+    planned = _solve_and_pack(p, cols, cont, values[best_name][1], budget, stats,
+                              max_nodes)
     if planned is not None and planned[0] < values[best_name][0] * (1 - 1e-9):
         value, node, cfg, ncls, f_mix = planned
         pick = ("horizon", node, cfg, ncls, f_mix)
@@ -551,11 +553,11 @@ def _values(p: Problem, cols: Columns, cont: Continuation, rows: dict
 
 
 def _solve_and_pack(p: Problem, cols: Columns, cont: Continuation, warm: np.ndarray | None,
-                    budget_s: float, stats: dict[str, float]
+                    budget_s: float, stats: dict[str, float], max_nodes: int = MAX_NODES
                     ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float] | None:
     """The MILP's slot 0 packed on the real nodes and valued: (value, node, cfg, node
     class, f_mix), or None where the solver found nothing or the packing has no column."""
-    choice, figures = solve(cols, p.n_jobs, warm, time_limit_s=budget_s)
+    choice, figures = solve(cols, p.n_jobs, warm, time_limit_s=budget_s, max_nodes=max_nodes)
     stats.update(solved=figures["optimal"], mip_gap=figures["mip_gap"],
                  mip_nodes=figures["nodes"])
     if choice is None:
