@@ -139,6 +139,17 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="time_limit_s", type=float, minimum=0, min_open=True,
                maximum=MAX_TIME_LIMIT_S,
                help="solver time limit in seconds; past it the best plan found"),
+    OptionSpec(name="max_columns", type=int, minimum=1, maximum=10**9,
+               help="refuse time-indexed models with more columns than this (the warm "
+                    "start stands)"),
+    OptionSpec(name="slots", type=int, minimum=1, maximum=1000,
+               help="time slots of the horizon, short first and growing"),
+    OptionSpec(name="plan_shortage", type=bool,
+               help="on premise, plan with the model also while the greedy plan leaves a "
+                    "job waiting (off: the greedy plan stands then)"),
+    OptionSpec(name="max_nodes", type=int, minimum=1, maximum=10**9,
+               help="branch-and-bound nodes of the solver: a limit that, unlike the clock, "
+                    "gives the same plan on every machine"),
     OptionSpec(name="mip_gap", type=float, minimum=0, maximum=1, max_open=True,
                help="relative MIP gap at which the solver stops"),
     OptionSpec(name="max_variables", type=int, minimum=1, maximum=10**9,
@@ -258,6 +269,13 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
                    "fallback": None}),
+    _spec("horizon", "horizon", "decide_horizon",
+          "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "
+          "greedy and rg, starts what its plan starts now (never above greedy's plan on its "
+          "objective); tasks with GPU shares go to rg",
+          shares_gpus=True, manager=True,
+          options={"time_limit_s": 4.0, "max_columns": 120_000, "slots": 12,
+                   "iterations": None, "plan_shortage": False, "max_nodes": 2_000}),
     _spec("fifo", "baselines", "decide_fifo",
           "first in first out, one job per node, jobs keep their resources", manager=True),
     _spec("edf", "baselines", "decide_edf",

@@ -61,6 +61,17 @@ def has_demands(snapshot: Snapshot) -> bool:
     return any(j.demand is not None for j in snapshot.jobs)
 
 
+def rg_choice(problem, batch, *, floor: bool = False, fallback: float | None = None
+              ) -> tuple[int, bool]:
+    """rg's row of a batch: the best candidate, or row 0 (the greedy) where the fallback
+    keeps it; and whether it fell back."""
+    best = batch.best()
+    fell = best != 0 and not floor and falls_back(
+        float(batch.f_mix[best]), float(batch.f_mix[0]),
+        fallback_margin(problem, fallback, bool((batch.node[0] < 0).any())))
+    return (0 if fell else best), fell
+
+
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
                   order: str = DEFAULT_ORDER, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
@@ -92,12 +103,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
     problem = compile_problem(snapshot, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
-    best = batch.best()
-    fell = best != 0 and not floor and falls_back(
-        float(batch.f_mix[best]), float(batch.f_mix[0]),
-        fallback_margin(problem, fallback, bool((batch.node[0] < 0).any())))
-    if fell:
-        best = 0
+    best, fell = rg_choice(problem, batch, floor=floor, fallback=fallback)
     stats = {"jobs": problem.n_jobs, "iterations": iterations, "best_iteration": best,
              "fallback": int(fell),
              "best_strategy": batch.names[batch.strategy[best]],

@@ -131,7 +131,8 @@ def lower_bound(trace: Trace, *, power_off_idle: bool = False) -> float:
 
 
 def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
-                       power_off_idle: bool = False) -> OnPremBound:
+                       power_off_idle: bool = False, integral: bool = False,
+                       time_limit_s: float | None = None) -> OnPremBound:
     """A lower bound on the bill of any schedule of an on-premise trace, as the simulator
     bills it (every node's power with its busy GPUs x PUE x price, idle nodes at
     ``power_w[0]`` from the first submission to the last completion; with
@@ -156,10 +157,19 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     progress modes) gives a feasible point that costs at most its bill, so the LP's
     optimum is below every policy's bill (property tests). What it drops: that jobs need
     whole GPUs of one node (packing), epoch checkpoints and restarts, that a job's work
-    within a slot is not before its completion, and power curves above the envelope."""
+    within a slot is not before its completion, and power curves above the envelope.
+
+    ``integral``: the same model with one binary per job and slot, y_t >= F_t ("j still
+    works from slot t on"), and y_t in place of F_t in the completion and lateness rows,
+    so a job that does any work in slot t ends after s_t plus that work. The relaxation
+    lets a job spread thin slices over many slots and counts its completion near its
+    mean busy time; the binaries forbid that. Solved as a MILP with HiGHS within
+    ``time_limit_s``: the figure is the solver's dual bound, a lower bound whether or not
+    the search finished (``status`` says which)."""
     if trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound needs an on-premise trace")
-    return _lp_bound(trace, _classes(trace, power_off_idle), slot_s, shared_nodes=None)
+    return _lp_bound(trace, _classes(trace, power_off_idle), slot_s, shared_nodes=None,
+                     integral=integral, time_limit_s=time_limit_s)
 
 
 def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPremBound:
@@ -177,7 +187,8 @@ def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPrem
 
 
 def _lp_bound(trace: Trace, classes, slot_s: float | None,
-              shared_nodes: int | None) -> OnPremBound:
+              shared_nodes: int | None, integral: bool = False,
+              time_limit_s: float | None = None) -> OnPremBound:
     if trace.energy.tariff is not None and not trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound assumes a constant price "
                          "(no tariff)")
@@ -191,7 +202,8 @@ def _lp_bound(trace: Trace, classes, slot_s: float | None,
     end = max(max(j.due_s, j.submit_s) for j in jobs) + max(_fastest_s(j) for j in jobs)
     slot = slot_s or max((end - t0) / (MAX_SLOTS - 1), 60.0)
     n_slots = int(math.ceil((end - t0) / slot)) + 1        # the last one is open-ended
-    return _solve_bound(trace, jobs, classes, t0, slot, n_slots, shared_nodes)
+    return _solve_bound(trace, jobs, classes, t0, slot, n_slots, shared_nodes, integral,
+                        time_limit_s)
 
 
 def _fastest_s(job: Job) -> float:
@@ -215,12 +227,14 @@ def _classes(trace: Trace, power_off_idle: bool) -> list[tuple[str, int, int, fl
 
 
 def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
-                 n_slots: int, shared_nodes: int | None) -> OnPremBound:
+                 n_slots: int, shared_nodes: int | None, integral: bool = False,
+                 time_limit_s: float | None = None) -> OnPremBound:
     import highspy
 
     starts = t0 + slot * np.arange(n_slots)
     gpus_of = [c[1] for c in classes]
     cols: list[tuple[float, float]] = []          # (cost, upper) per column
+    binary: list[int] = []                        # the integral model's y columns
     rows: list[tuple[list[int], list[float], float, float]] = []
     cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
 
@@ -274,10 +288,16 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
             rows.append(([w_t] + nxt_w + us, [1.0] + [-1.0] * len(nxt_w) + [-p for p in ps],
                          0.0, 0.0))
             s_t = max(starts[first + i], job.submit_s)
-            rows.append(([c_col, f_t, w_t], [1.0, job.submit_s - s_t, -1.0], job.submit_s,
+            works = f_t        # F_t, or with ``integral`` a binary y_t >= F_t
+            if integral and s_t > job.submit_s:
+                works = col(0.0, 1.0)
+                binary.append(works)
+                rows.append(([f_t, works], [1.0, -1.0], -math.inf, 0.0))
+            rows.append(([c_col, works, w_t], [1.0, job.submit_s - s_t, -1.0], job.submit_s,
                          math.inf))
             if s_t >= job.due_s:
-                rows.append(([tard, f_t, w_t], [1.0, job.due_s - s_t, -1.0], 0.0, math.inf))
+                rows.append(([tard, works, w_t], [1.0, job.due_s - s_t, -1.0], 0.0,
+                             math.inf))
             f_next, w_next = f_t, w_t
     for (_, k), (us, ws) in cap.items():
         limit = (shared_nodes * slot if shared_nodes is not None
@@ -287,8 +307,11 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     # the interior-point solver without crossover: 4x faster than simplex on these LPs
     # (N = 10: 37 s against 136 s, the same optimum to 1e-8); BOUND_MARGIN absorbs its
     # tolerance so the figure stays below the LP optimum
-    for name, value in (("output_flag", False), ("log_to_console", False),
-                        ("solver", "ipm"), ("run_crossover", "off")):
+    options = (("output_flag", False), ("log_to_console", False))
+    options += ((("time_limit", float(time_limit_s)),) if time_limit_s else ())
+    if not binary:
+        options += (("solver", "ipm"), ("run_crossover", "off"))
+    for name, value in options:
         h.setOptionValue(name, value)
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = len(cols), len(rows)
@@ -304,9 +327,16 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     lp.a_matrix_.index_ = np.array([i for r in rows for i in r[0]], dtype=np.int32)
     lp.a_matrix_.value_ = np.array([v for r in rows for v in r[1]], dtype=float)
+    if binary:
+        kinds = [highspy.HighsVarType.kContinuous] * len(cols)
+        for c in binary:
+            kinds[c] = highspy.HighsVarType.kInteger
+        lp.integrality_ = kinds
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
+    if binary:
+        return _mip_bound(h, highspy, trace, jobs, tard_cols, slot, n_slots)
     if status != highspy.HighsModelStatus.kOptimal:
         raise InputError(f"trace {trace.name}: the bound's LP ended "
                          f"{h.modelStatusToString(status)}")
@@ -315,6 +345,30 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     tardiness = float(sum(jobs[i].weight * x[c] for i, c in enumerate(tard_cols)))
     return OnPremBound(total_cost=total, energy_cost=total - tardiness,
                        tardiness_cost=tardiness, slot_s=slot, slots=n_slots, status="optimal")
+
+
+def _mip_bound(h, highspy, trace: Trace, jobs: list[Job], tard_cols: list[int], slot: float,
+               n_slots: int) -> OnPremBound:
+    """The integral model's figure: HiGHS' dual bound (a lower bound on its optimum, so on
+    every schedule's bill, whether or not the search ended); the parts from its best
+    solution, scaled to that total, and only where it has one."""
+    status = h.getModelStatus()
+    info = h.getInfo()
+    dual = float(info.mip_dual_bound)
+    if not math.isfinite(dual):
+        raise InputError(f"trace {trace.name}: the integral bound found no dual bound "
+                         f"({h.modelStatusToString(status)})")
+    total = dual * (1.0 - BOUND_MARGIN)
+    tardiness = 0.0
+    if h.getSolution().value_valid:
+        x = np.asarray(h.getSolution().col_value)
+        primal = float(info.objective_function_value)
+        tardiness = float(sum(jobs[i].weight * x[c] for i, c in enumerate(tard_cols)))
+        tardiness *= total / primal if primal > 0 else 0.0
+    how = ("optimal" if status == highspy.HighsModelStatus.kOptimal
+           else f"dual bound, {h.modelStatusToString(status)}, gap {info.mip_gap:.3g}")
+    return OnPremBound(total_cost=total, energy_cost=total - tardiness,
+                       tardiness_cost=tardiness, slot_s=slot, slots=n_slots, status=how)
 
 
 def bound_row(trace: Trace, *, power_off_idle: bool = False) -> dict:

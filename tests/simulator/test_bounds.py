@@ -189,3 +189,19 @@ def test_no_sharing_policy_occupies_fewer_device_hours_than_the_bound() -> None:
     for policy in ("best-fit", "ojpp-greedy", "first-fit"):
         r = simulate(trace, policy, SimOptions(seed=1))
         assert r.device_hours >= least * (1 - 1e-9), policy
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["greedy", "horizon"]))
+def test_the_integral_bound_lies_between_the_lp_and_every_bill(seed: int,
+                                                               policy: str) -> None:
+    # the integral model forbids thin slices of work spread over many slots: solved, it
+    # can only raise the relaxation's figure, and it stays a bound on every schedule
+    trace = random_trace(seed, 2, 6)
+    lp = onprem_lower_bound(trace).total_cost
+    mip = onprem_lower_bound(trace, integral=True, time_limit_s=10.0)
+    r = simulate(trace, policy, SimOptions(iterations=20))
+    assert mip.total_cost <= r.total_cost + 1e-9
+    if mip.status == "optimal":       # stopped by its clock, the dual bound may be weaker
+        assert lp * (1 - 1e-6) <= mip.total_cost
