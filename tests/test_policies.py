@@ -57,7 +57,7 @@ def test_traits_are_what_the_modules_do() -> None:
     rigid = {n for n, s in POLICIES.items() if s.kind is TaskKind.RIGID}
     assert rigid == {"first-fit", "round-robin", "tetris", "best-fit", "ga", "ojpp-greedy",
                      "ojpp-heuristic", "ojpap", "i-greedy", "b-greedy", "c-greedy"}
-    assert {n for n, s in POLICIES.items() if s.plans_demands} == rigid | {"greedy", "rg"}
+    assert {n for n, s in POLICIES.items() if s.plans_demands} == rigid | {"greedy", "rg", "horizon"}
     assert {n for n, s in POLICIES.items() if not s.cloud} == rigid | {"ga-energy"}
     assert {n for n, s in POLICIES.items() if s.stateful} == {"round-robin", "ojpap"}
     assert {n for n, s in POLICIES.items() if s.period_s == 900.0} == {
@@ -94,7 +94,7 @@ def test_decide_refuses_what_a_policy_does_not_take(policy, options, match) -> N
 
 @pytest.mark.parametrize(("args", "line"), [
     (["optimize", EXAMPLE, "--policy", "fifo", "--iterations", "5"],
-     "andreas: error: --iterations: not an option of policy fifo (taken by: rg, pr, ga-energy)"),
+     "andreas: error: --iterations: not an option of policy fifo (taken by: rg, pr, horizon, ga-energy)"),
     (["optimize", EXAMPLE, "--policy", "edf", "--floor"],
      "andreas: error: --floor: not an option of policy edf"),
     (["optimize", EXAMPLE, "--policy", "greedy", "--time-limit-s", "5"],

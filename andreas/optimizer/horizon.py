@@ -1,8 +1,7 @@
 """Policy ``horizon``: a rolling-horizon plan of the next hours as a time-indexed MILP.
 
-Every other energy policy prices one period (f_obj, f_mix) and leaves the future to the
-next decision. ``horizon`` plans when each known job runs over the coming hours, and
-starts now what that plan starts now; the next decision plans again (a rolling horizon).
+The other energy policies price one period (f_obj, f_mix); ``horizon`` plans when each
+known job runs over the coming hours and starts now what that plan starts now.
 
 The model (HiGHS, ``highspy``). Time from now is cut into T slots, short first and
 growing geometrically (``slot_edges``) until every known job could have run; one more

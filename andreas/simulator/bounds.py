@@ -307,7 +307,8 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     # the interior-point solver without crossover: 4x faster than simplex on these LPs
     # (N = 10: 37 s against 136 s, the same optimum to 1e-8); BOUND_MARGIN absorbs its
     # tolerance so the figure stays below the LP optimum
-    options = (("output_flag", False), ("log_to_console", False))
+    options: tuple[tuple[str, bool | float | str], ...] = (("output_flag", False),
+                                                           ("log_to_console", False))
     options += ((("time_limit", float(time_limit_s)),) if time_limit_s else ())
     if not binary:
         options += (("solver", "ipm"), ("run_crossover", "off"))
