@@ -15,6 +15,7 @@ from andreas.costs import evaluate
 from andreas.feasibility import check_plan
 from andreas.model import Assignment, Plan
 from andreas.optimizer import decide
+from andreas.policies import POLICIES
 from andreas.optimizer.exact import enumerate_optimum, postponed_that_fit
 from andreas.synthetic import random_snapshot
 
@@ -41,7 +42,8 @@ def test_heuristics_are_feasible_and_bounded_by_the_optimum(seed: int) -> None:
     conserving = enumerate_optimum(snap)
     assert _at_least(conserving.min_f_obj, exact.min_f_obj)
     for policy in ("greedy", "rg", "pr"):
-        plan = decide(snap, np.random.default_rng(seed % 1000), policy, iterations=200)
+        plan = decide(snap, np.random.default_rng(seed % 1000), policy,
+                      **POLICIES[policy].accepted({"iterations": 200}))
         check_plan(snap, plan)
         ev = evaluate(snap, plan)
         assert _at_least(ev.f_obj, exact.min_f_obj)
@@ -133,7 +135,8 @@ def test_cloud_f_mix_optimum_bounds_the_policies(seed: int) -> None:
                            running_share=float(rng.choice([0.0, 0.6])))
     exact = enumerate_optimum(snap, work_conserving=False)
     for policy in ("greedy", "rg", "pr"):
-        plan = decide(snap, np.random.default_rng(seed % 1000), policy, iterations=100)
+        plan = decide(snap, np.random.default_rng(seed % 1000), policy,
+                      **POLICIES[policy].accepted({"iterations": 100}))
         check_plan(snap, plan)
         ev = evaluate(snap, plan)
         assert plan.objective_name == "f_mix"

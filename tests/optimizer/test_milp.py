@@ -311,13 +311,16 @@ def test_cli_optimize_milp_json_has_objective_status_and_gap() -> None:
     assert _close(doc["objective"], evaluate(snap, plan).f_obj, 1e-9)
 
 
-def test_cli_solver_options_are_checked_and_ignored_by_other_policies() -> None:
+def test_cli_solver_options_are_checked_and_refused_by_other_policies() -> None:
     bad = CliRunner().invoke(main, ["optimize", str(EXAMPLE), "--policy", "milp",
                                     "--mip-gap", "1.5"])
     assert bad.exit_code == 2 and "--mip-gap" in bad.output
-    ok = CliRunner().invoke(main, ["optimize", str(EXAMPLE), "--policy", "greedy", "--json",
+    ok = CliRunner().invoke(main, ["optimize", str(EXAMPLE), "--policy", "milp", "--json",
                                    "--time-limit-s", "5", "--mip-gap", "0.1"])
-    assert ok.exit_code == 0 and json.loads(ok.output)["policy"] == "greedy"
+    assert ok.exit_code == 0 and json.loads(ok.output)["policy"] == "milp"
+    other = CliRunner().invoke(main, ["optimize", str(EXAMPLE), "--policy", "greedy",
+                                      "--mip-gap", "0.1"])
+    assert other.exit_code == 2 and "--mip-gap: not an option of policy greedy" in other.output
 
 
 # --------------------------------------------------------------------------- hierarchical
