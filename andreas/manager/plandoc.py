@@ -111,6 +111,7 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
                                  if isinstance(a.get("estimate_source"), str) else None),
                 confidence=_finite(a.get("confidence")),
                 power_limit_w=_finite(a.get("power_limit_w")))
+    assert doc is not None             # items were a list
     actions = doc.get("actions")
     for x in actions if isinstance(actions, list) else ():
         if not (isinstance(x, Mapping) and isinstance(x.get("job"), str)
@@ -312,7 +313,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
     jobs = {j.id: j for j in snapshot.jobs}
     nodes = {n.name: n for n in snapshot.nodes}
     classes = node_classes(snapshot)
-    reps: dict[tuple, object] = {}
+    reps: dict[tuple, Any] = {}
     for n in nodes.values():
         reps.setdefault(classes[n.name], n)
     arrivals: dict[str, set[str]] = {}
@@ -349,7 +350,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
                     options.append((cls, g, t, cost))
         on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
         mine = next((o for o in options
-                     if o[0] == classes[action.node] and o[1] == action.gpus), None)
+                     if o[0] == classes[action.node] and o[1] == action.gpus), None)  # type: ignore[index]  # a placed action names its node
         if mine is None:
             why = "placed by the policy"
         elif on_time:
@@ -363,19 +364,19 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
                    else "due cannot be met, faster configs are taken")
         if kind is ActionKind.START:
             out[job.id] = f"start: {why}"
-        elif kind is ActionKind.MOVE and job.running.node == action.node:
-            here = (job.running.node, job.running.gpu_ids)
+        elif kind is ActionKind.MOVE and job.running.node == action.node:  # type: ignore[union-attr]  # a moved job runs
+            here = (job.running.node, job.running.gpu_ids)  # type: ignore[union-attr]  # a moved job runs
             theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
                         and (j.running.node, j.running.gpu_ids) == here)
-            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "
+            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "  # type: ignore[union-attr]  # a moved job runs
                            f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
                            + (f"interference (measured slowdown on its GPU {theta:.0%})"
                               if theta > 0
                               else "placed by the policy"))
         elif kind is ActionKind.MOVE:
-            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"
+            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"  # type: ignore[union-attr]  # a moved job runs
         else:
-            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"
+            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"  # type: ignore[union-attr]  # a resized job runs
     return out
 
 
@@ -411,8 +412,8 @@ def read_energy(doc: Mapping[str, Any] | None) -> Energy | None:
     if not all(isinstance(h, list) and all(_finite(x) is not None for x in h) for h in hours):
         return None
     try:
-        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),
-                        pue=tuple(float(x) for x in hours[1]))
+        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),  # type: ignore[union-attr]  # lists, checked above
+                        pue=tuple(float(x) for x in hours[1]))  # type: ignore[union-attr]  # lists, checked above
     except ValueError:
         return None
     return Energy(pue=pue, price_per_kwh=price, tariff=tariff)
@@ -448,7 +449,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         else:
             unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
         source, conf = (sources or {}).get(
-            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))
+            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))  # type: ignore[arg-type]  # assignments name their node
         assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
                             "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
