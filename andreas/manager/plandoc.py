@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -54,6 +54,49 @@ from andreas.manager.estimates import PowerCurve
 from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
 
 FORMAT = "andreas-decision/1"
+
+
+class AssignmentDoc(TypedDict):
+    """One placed job of a decision (``power_limit_w`` only below the node's default)."""
+
+    job: str
+    node: str | None
+    gpus: int
+    gpu_ids: list[int]
+    expected_end_s: float | None
+    epoch_time_s: float | None
+    predicted_cost: float | None
+    estimate_source: str | None
+    confidence: float | None
+    power_limit_w: NotRequired[float | None]
+
+
+class ActionDoc(TypedDict):
+    """One job's action and its reason, as ``andreas show`` prints it."""
+
+    job: str
+    kind: str
+    node: str | None
+    gpus: int
+    reason: str
+
+
+class DecisionDoc(TypedDict):
+    """The JSON stored in ``decisions.plan``: what :func:`plan_document` writes. Readers
+    take it as ``Mapping[str, Any]``: a stored document is checked, not trusted."""
+
+    format: str
+    now_s: float
+    assignments: list[AssignmentDoc]
+    postponed: list[str]
+    actions: list[ActionDoc]
+    nodes: dict[str, dict[str, Any]]
+    energy: dict[str, Any]
+    pinned: list[str]
+    profiling: list[dict[str, Any]]
+    unreachable: list[str]
+    revisit_s: float | None
+    stats: dict[str, float | str | None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,7 +468,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
                   extra_reasons: Mapping[str, str] | None = None,
                   profiling: tuple[Mapping[str, Any], ...] = (),
                   sources: Mapping[tuple[str, str, int], tuple[str, float | None]]
-                  | None = None, tariff_path: str | None = None) -> dict[str, Any]:
+                  | None = None, tariff_path: str | None = None) -> DecisionDoc:
     """The JSON stored in ``decisions.plan`` (see the module docstring). ``profiling``:
     the automatic profiling's runs ({job, node, gpus, reason, start}: ``start`` true for a
     run to start, which becomes a "profile" action); ``sources``: (app, GPU type, g) ->
@@ -433,7 +476,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     ``tariff_path``: the tariff file the snapshot's energy was read from (recorded)."""
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
-    assignments = []
+    assignments: list[AssignmentDoc] = []
     named: dict[str, set[int]] = {}     # GPUs a plan names, per node (shares count once)
     unnamed: dict[str, int] = {}        # GPUs of assignments that name none
     by_name = {n.name: n for n in snapshot.nodes}
@@ -455,11 +498,12 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
                             "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
                             "estimate_source": source, "confidence": _num(conf),
-                            **({"power_limit_w": a.power_limit_w}
+                            **({"power_limit_w": a.power_limit_w}  # type: ignore[typeddict-item]  # the optional key, spread
                                if _below_default(by_name[a.node], a.power_limit_w)
-                               else {})})
-    actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
-                "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
+                               else {})})  # type: ignore[typeddict-item]  # the optional key, spread
+    actions: list[ActionDoc] = [{"job": x.job, "kind": x.kind.value, "node": x.node,
+                                 "gpus": x.gpus, "reason": reasons.get(x.job, "")}
+                                for x in plan.actions(snapshot)]
     for p in profiling:
         if p.get("start"):
             actions.append({"job": p["job"], "kind": "profile", "node": p["node"],
@@ -468,7 +512,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         actions.append({"job": job_id, "kind": ActionKind.WAIT.value, "node": None, "gpus": 0,
                         "reason": (extra_reasons or {}).get(
                             job_id, "wait: no epoch time for any schedulable node")})
-    nodes = {}
+    nodes: dict[str, dict[str, Any]] = {}
     for n in snapshot.nodes:
         curve = curves[n.name]
         g = min(len(named.get(n.name, ())) + unnamed.get(n.name, 0), n.gpus)
