@@ -28,11 +28,11 @@ def gpu_report(sampler: GpuSampler) -> list[str]:
     try:
         sampler.start()
     except NvmlUnavailable as e:
-        lines = [f"GPUs: none readable: {e}"]
+        lines: list[str] = [f"GPUs: none readable: {e}"]
         if sampler.bindings is not None:
             lines.insert(0, f"NVML bindings: {sampler.bindings.summary()}")
         return lines
-    lines: list[str] = []
+    lines = []
     if sampler.bindings is not None:
         lines.append(f"NVML bindings: {sampler.bindings.summary()}")
         lines.extend(f"  PROBLEM: {p}" for p in sampler.bindings.problems)

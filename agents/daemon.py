@@ -35,12 +35,13 @@ from typing import Any
 
 from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcContainers, attribute
 from agents.config import AgentConfig
-from agents.delivery import Delivery
+from agents.delivery import Delivery, Writer
 from agents.entries import heartbeat, to_entry
 from agents.fence import Fence, Verdicts
 from agents.meter import Meter
 from agents.records import GpuGap, GpuSample
 from agents.resume import Resume
+from agents.seams import GpuSource, HostSource, Tracker
 from agents.spool import Spool
 from agents.store_writer import StoreWriter
 from andreas.store.registry import NodeSpec, agent_engine
@@ -93,9 +94,10 @@ def node_gpu_type(models: list[str]) -> str:
 class Agent:
     """The daemon; :meth:`start`, then :meth:`run` until the stop event, then :meth:`close`."""
 
-    def __init__(self, cfg: AgentConfig, *, gpu_sampler: Any = None, host_sampler: Any = None,
-                 fake: Any = None, writer: Any = None, spool: Spool | None = None,
-                 tracker_factory: Callable[..., Any] | None = None,
+    def __init__(self, cfg: AgentConfig, *, gpu_sampler: GpuSource | None = None,
+                 host_sampler: HostSource | None = None,
+                 fake: Any = None, writer: Writer | None = None, spool: Spool | None = None,
+                 tracker_factory: Callable[..., Tracker] | None = None,
                  docker_client_factory: Callable[[str], Any] | None = None,
                  pid_container: Callable[[int], str | None] | None = None,
                  fence_verdicts: Verdicts | None = None,
@@ -111,7 +113,7 @@ class Agent:
         self._tracker_factory = tracker_factory
         self._docker_client_factory = docker_client_factory
         self.pid_container = pid_container if pid_container is not None else ProcContainers()
-        self.tracker: Any = None
+        self.tracker: Tracker | None = None
         self.delivery: Delivery | None = None
         self.windows = JobEnergyWindows(window_s=cfg.job_energy_window_s)
         self.stats = AgentStats()
@@ -223,7 +225,7 @@ class Agent:
                      "(spool full); %d outage(s)", s.written, s.spooled, s.replayed,
                      s.rejected, s.refused, s.outages)
             if s.mode == "direct" and hasattr(self.writer, "mark_down"):
-                self.writer.mark_down()
+                self.writer.mark_down()  # type: ignore[union-attr]  # hasattr is False on None
         elif self.spool is not None:          # start() failed before delivery took it over
             self.spool.close()
         if self.writer is not None and hasattr(self.writer, "close"):
@@ -267,10 +269,11 @@ class Agent:
         if self.limits is not None and current != self._current:
             self.limits.wake()               # a container started or ended: apply now
         self._current = current
-        readings = self.gpus.sample(now_mono, now_wall)
+        readings = self.gpus.sample(now_mono, now_wall)  # type: ignore[union-attr]  # set by start()
         if self.stats.ticks == 0 and self.resume is not None \
                 and self.resume.previous is not None:
-            self._gap_at = (now_mono, now_wall, self.gpus.counters())   # the baseline
+            self._gap_at = (now_mono, now_wall,  # the baseline
+                            self.gpus.counters())  # type: ignore[union-attr]  # set by start()
         if self.limits is not None:
             in_force = self.limits.controller.in_force
             readings = [dataclasses.replace(r, power_limit_w=in_force.get(r.uuid))
@@ -278,7 +281,7 @@ class Agent:
         self._refresh_spec()
         sampled = set(self._spec_sampled)
         busy = {u for c in current for u in c.gpu_uuids if u in sampled}
-        host = self.host.sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))
+        host = self.host.sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))  # type: ignore[union-attr]  # set by start()
         entries = [to_entry(r, busy_gpus=len(busy)) for r in readings
                    if isinstance(r, (GpuSample, GpuGap))]
         shares: list[Any] = []
@@ -313,7 +316,7 @@ class Agent:
             self._gap_ready = connected     # one more tick: its starts reach _running
             return []
         self._gap_at = None
-        limits = {g.uuid: g.power_limit_w for g in self.gpus.inventory}
+        limits = {g.uuid: g.power_limit_w for g in self.gpus.inventory}  # type: ignore[union-attr]  # set by start()
         gap = self.resume.gap(first_wall, counters, current, power_limits_w=limits)
         if gap is None:
             return []
@@ -388,7 +391,7 @@ class Agent:
 
     def _uuid_at(self, index: int) -> str | None:
         """The UUID of this node's GPU at NVML index ``index`` (Slurm's GPU index)."""
-        return next((g.uuid for g in self.gpus.inventory if g.index == index), None)
+        return next((g.uuid for g in self.gpus.inventory if g.index == index), None)  # type: ignore[union-attr]  # set by start()
 
     def _start_fence(self) -> None:
         """The fence thread (agents/fence.py): stale andreas containers here are stopped."""
@@ -423,7 +426,7 @@ class Agent:
         if engine is None:
             return
         client = PowerdClient(self.cfg.powerd_socket) if self.cfg.powerd_socket else None
-        uuids = [g.uuid for g in self.gpus.inventory if not g.mig_enabled]
+        uuids = [g.uuid for g in self.gpus.inventory if not g.mig_enabled]  # type: ignore[union-attr]  # set by start()
         controller = LimitController(client, self.cfg.node_name, uuids)
         self.limits = LimitApplier(
             controller, planned=functools.partial(store_limits, engine, self.cfg.node_name),
@@ -482,7 +485,7 @@ class Agent:
         if container_id not in cache:
             pid = 0
             try:
-                c = self.tracker.client.containers.get(container_id)
+                c = self.tracker.client.containers.get(container_id)  # type: ignore[union-attr]  # followed: a tracker runs
                 pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
             except Exception as e:  # noqa: BLE001
                 log.debug("container %s: no PID (%s)", container_id[:12], e)
@@ -494,8 +497,8 @@ class Agent:
     # ------------------------------------------------------------------ helpers
 
     def _refresh_spec(self) -> None:
-        inventory = tuple(self.gpus.inventory)
-        unhealthy = frozenset(self.gpus.unhealthy)
+        inventory = tuple(self.gpus.inventory)  # type: ignore[union-attr]  # set by start()
+        unhealthy = frozenset(self.gpus.unhealthy)  # type: ignore[union-attr]  # set by start()
         key = (inventory, unhealthy)
         if key == self._spec_key:
             return
@@ -514,7 +517,7 @@ class Agent:
                 self.stats.findings.append(f.message)
         self._findings = keys
 
-    def _make_gpu_sampler(self) -> Any:
+    def _make_gpu_sampler(self) -> GpuSource:
         from agents.gpu import GpuSampler
 
         nvml: Any
@@ -533,7 +536,7 @@ class Agent:
         return GpuSampler(nvml, min_interval_s=self.cfg.min_energy_interval_s
                           * (1.0 - TICK_TOLERANCE))
 
-    def _make_host_sampler(self, inventory: list[Any]) -> Any:
+    def _make_host_sampler(self, inventory: list[Any]) -> HostSource:
         from agents.host import HostPowerModel, HostSampler
 
         model = None
@@ -581,7 +584,7 @@ def store_caps(engine: Any, node_name: str, caps: dict[str, Any]) -> None:
         set_power_caps(conn, node_name, caps)
 
 
-def _epoch_tracker(**kwargs: Any) -> Any:
+def _epoch_tracker(**kwargs: Any) -> Tracker:
     from agents.tracker import EpochTracker
 
     return EpochTracker(**kwargs)

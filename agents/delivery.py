@@ -339,7 +339,7 @@ class Delivery:
                     rest = []
                 except DeliveryError as e:
                     if e.kind == "data":
-                        stored, processed, e = self._isolate(rest, e)
+                        stored, processed, e = self._isolate(rest, e)  # type: ignore[assignment]  # None: all isolated
                         self.stats.written += stored
                         rest = rest[processed:]
                     if e is not None:
@@ -353,7 +353,7 @@ class Delivery:
                         "the next start", self.spool.pending, self.spool.directory)
 
     def _drain(self) -> list[Entry]:
-        out = []
+        out: list[Entry] = []
         while True:
             try:
                 item = self._queue.get_nowait()

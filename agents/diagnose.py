@@ -97,6 +97,7 @@ def _docker(cfg: AgentConfig, report: CheckReport,
     try:
         if factory is None:
             from agents.daemon import _docker_client as factory
+        assert factory is not None
         client = factory(cfg.docker_url)
         version = client.version().get("Version", "?")
         running = client.containers.list(filters={"label": LABEL_JOB, "status": "running"})

@@ -527,7 +527,7 @@ class GpuSampler:
 
 def _process_memory(procs: Any) -> tuple[tuple[int, int], ...]:
     """(PID, MiB) of NVML's compute processes (memory not reported: left out)."""
-    out = {}
+    out: dict[int, int] = {}
     for p in procs:
         used = getattr(p, "usedGpuMemory", None)
         if isinstance(used, int) and 0 <= used < 1 << 50:     # NVML_VALUE_NOT_AVAILABLE: huge

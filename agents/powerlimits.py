@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,8 @@ class LimitController:
                 log.warning("node %s: GPU power limits cannot be set (%s): planned at the "
                             "default limit", self.node, e)
             return self.caps
-        gpus = answer.get("gpus") if isinstance(answer.get("gpus"), dict) else {}
+        gpus = (cast("dict[str, Any]", answer.get("gpus"))
+                if isinstance(answer.get("gpus"), dict) else {})
         for u in self.uuids:
             c = gpus.get(u) or {"error": "the daemon does not see this GPU"}
             if "error" in c:

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agents.attribution import ContainerJob
 from agents.records import AgentGap, GpuSample, JobEnergy
@@ -130,7 +130,8 @@ class Resume:
         self.previous = None
         if prev is None:
             return None
-        gpus = prev.get("gpus") if isinstance(prev.get("gpus"), dict) else {}
+        gpus = (cast("dict[str, Any]", prev.get("gpus"))
+                if isinstance(prev.get("gpus"), dict) else {})
         starts = [float(v[0]) for v in gpus.values() if _mark(v)]
         if not starts:
             return _uncharged(now_wall, "no sample of the previous run was stored") \

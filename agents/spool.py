@@ -28,6 +28,7 @@ it (``--check``).
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fcntl
 import json
@@ -211,7 +212,7 @@ class Spool:
         self._check_level()
         return taken
 
-    def _write_line(self, line: bytes) -> bool:
+    def _write_line(self, line: builtins.bytes) -> bool:
         """Append one line to the last segment; False (logged, the segment cut back to
         whole lines) when the disk refuses it: full, read-only, gone."""
         size = self._segments[-1].size if self._segments else 0

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,7 +147,7 @@ def node_classes(snapshot: Snapshot) -> dict[str, tuple]:
 
 
 def job_time_s(snapshot: Snapshot, job: Job, cls: tuple, gpu_type: str, gpus: int,
-               classes: dict[str, tuple], factor: float = 1.0) -> float | None:
+               classes: Mapping[str, tuple], factor: float = 1.0) -> float | None:
     """t_jng on ``gpus`` GPUs of a node of class ``cls``: a running job continues (keeping its
     partial epoch) only on its own class and GPU count, at any power limit (a limit changes
     while the job runs); anywhere else it restarts. ``factor``: the limit's time factor."""

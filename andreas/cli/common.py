@@ -52,7 +52,7 @@ def policy_option_type(name: str) -> Any:
     """The click type of a policy option, from its spec in the registry (andreas/policies.py)."""
     spec = OPTIONS[name]
     if spec.type is int:
-        return Whole(min=spec.minimum, max=spec.maximum)
+        return Whole(min=spec.minimum, max=spec.maximum)  # type: ignore[arg-type]  # an int option has int bounds
     if spec.type is float:
         return Finite(min=spec.minimum, max=spec.maximum, min_open=spec.min_open,
                       max_open=spec.max_open)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -94,7 +95,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
         else:
             click.echo("no nodes registered (run `andreas-agent --register` on each node)")
         return
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in nodes:
         curve = curves[n.name]
         for g, watts in enumerate(curve.power_w):
@@ -115,7 +116,7 @@ def costs_cmd(as_json: bool, window_h: float) -> None:
                  f"{energy.price_per_kwh:.4g} per kWh; 'now': this hour's")
     table = Table(title=f"c_ng = P(g) x {rate} (measured: last {window_h:g} h, >= "
                         f"{settings.manager.min_power_samples} samples)")
-    titles = ("node", "type", "g busy", "power W", "cost / h", "source", "samples")
+    titles: tuple[str, ...] = ("node", "type", "g busy", "power W", "cost / h", "source", "samples")
     if energy.tariff is not None:
         titles = (*titles[:5], "now / h", *titles[5:])
     for title in titles:

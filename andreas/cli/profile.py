@@ -153,7 +153,7 @@ class _Display:
 
     def __init__(self, *, enabled: bool) -> None:
         self.enabled = enabled
-        self.progress = None
+        self.progress: Any = None
         self.task = None
         self.epochs = 0
         self.done_in_run = 0

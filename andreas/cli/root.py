@@ -307,7 +307,7 @@ def compare_cmd(snapshot_path: str, policy_list: str, seed: int, iterations: int
                          f"(known: {', '.join(policies.POLICIES)})")
     _check_options(names, iterations=iterations, order=order, floor=floor or None)
     snapshot = _priced(load_snapshot(snapshot_path), tariff_path)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         plan, seconds = run_policy(snapshot, name, seed, iterations, order, floor=floor)
         ev = evaluate(snapshot, plan)

@@ -495,7 +495,7 @@ class DockerExecutor(Executor):
             if cached is None or cached[0] != status:
                 try:
                     info = self._call(node, f"inspect container {cid[:12]}",
-                                      lambda c, cid=cid: c.api.inspect_container(cid))
+                                      lambda c, cid=cid: c.api.inspect_container(cid))  # type: ignore[misc]  # bound default
                 except ExecutorError as e:
                     if isinstance(e.__cause__, docker.errors.NotFound):
                         continue             # removed between the list and the inspect

@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from andreas.config import ExecutorSettings
 from andreas.executor.base import (Capability, ContainerState, EngineNodeState, Executor,
@@ -212,7 +213,7 @@ class SlurmExecutor(Executor):
     def _state(self, row: QueueRow, node: NodeRef) -> ContainerState | None:
         m = NAME.fullmatch(row.name)
         assert m is not None
-        common = dict(container_id=row.job_id, name=row.name, job_id=m["job"],
+        common: dict[str, Any] = dict(container_id=row.job_id, name=row.name, job_id=m["job"],
                       attempt=int(m["attempt"]), submitted_s=row.submit_s)
         if row.state in PENDING_STATES:
             reason = (row.reason if row.state == "PENDING" and row.reason not in ("", "None")

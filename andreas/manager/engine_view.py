@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from andreas.executor.base import Capability, EngineNodeState, Executor, NodeInventory
 from andreas.executor.errors import ExecutorError
@@ -42,7 +43,7 @@ def held_indexes(node: NodeView, inv: NodeInventory | None) -> tuple[frozenset[i
         return frozenset(), ""
     every = frozenset(g.index for g in node.gpus)
     if inv.state in _CLOSED:
-        why = {EngineNodeState.UNKNOWN: "unknown to the engine",
+        why: Any = {EngineNodeState.UNKNOWN: "unknown to the engine",
                EngineNodeState.DOWN: "down in the engine",
                EngineNodeState.DRAINING: "drained in the engine"}[inv.state]
         return every, why + (f" ({inv.reason})" if inv.reason else "")

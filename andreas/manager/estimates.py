@@ -178,7 +178,7 @@ class Estimator:
                                          samples=model.samples,
                                          confidence=confidence(model.mape, model.gpu_counts, g)))
             elif profile_t1 is not None:
-                s = profile.serial_fraction
+                s = profile.serial_fraction  # type: ignore[union-attr]  # profile_t1 is set only with a profile
                 out.append(EpochEstimate(seconds=round(profile_t1 * (s + (1 - s) / g), 3),
                                          source="profiles"))
             else:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -54,6 +54,49 @@ from andreas.manager.estimates import PowerCurve
 from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
 
 FORMAT = "andreas-decision/1"
+
+
+class AssignmentDoc(TypedDict):
+    """One placed job of a decision (``power_limit_w`` only below the node's default)."""
+
+    job: str
+    node: str | None
+    gpus: int
+    gpu_ids: list[int]
+    expected_end_s: float | None
+    epoch_time_s: float | None
+    predicted_cost: float | None
+    estimate_source: str | None
+    confidence: float | None
+    power_limit_w: NotRequired[float | None]
+
+
+class ActionDoc(TypedDict):
+    """One job's action and its reason, as ``andreas show`` prints it."""
+
+    job: str
+    kind: str
+    node: str | None
+    gpus: int
+    reason: str
+
+
+class DecisionDoc(TypedDict):
+    """The JSON stored in ``decisions.plan``: what :func:`plan_document` writes. Readers
+    take it as ``Mapping[str, Any]``: a stored document is checked, not trusted."""
+
+    format: str
+    now_s: float
+    assignments: list[AssignmentDoc]
+    postponed: list[str]
+    actions: list[ActionDoc]
+    nodes: dict[str, dict[str, Any]]
+    energy: dict[str, Any]
+    pinned: list[str]
+    profiling: list[dict[str, Any]]
+    unreachable: list[str]
+    revisit_s: float | None
+    stats: dict[str, float | str | None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +154,7 @@ def read_assignments(decision_id: int | None, doc: Mapping[str, Any] | None
                                  if isinstance(a.get("estimate_source"), str) else None),
                 confidence=_finite(a.get("confidence")),
                 power_limit_w=_finite(a.get("power_limit_w")))
+    assert doc is not None             # items were a list
     actions = doc.get("actions")
     for x in actions if isinstance(actions, list) else ():
         if not (isinstance(x, Mapping) and isinstance(x.get("job"), str)
@@ -312,7 +356,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
     jobs = {j.id: j for j in snapshot.jobs}
     nodes = {n.name: n for n in snapshot.nodes}
     classes = node_classes(snapshot)
-    reps: dict[tuple, object] = {}
+    reps: dict[tuple, Any] = {}
     for n in nodes.values():
         reps.setdefault(classes[n.name], n)
     arrivals: dict[str, set[str]] = {}
@@ -349,7 +393,7 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
                     options.append((cls, g, t, cost))
         on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
         mine = next((o for o in options
-                     if o[0] == classes[action.node] and o[1] == action.gpus), None)
+                     if o[0] == classes[action.node] and o[1] == action.gpus), None)  # type: ignore[index]  # a placed action names its node
         if mine is None:
             why = "placed by the policy"
         elif on_time:
@@ -363,19 +407,19 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
                    else "due cannot be met, faster configs are taken")
         if kind is ActionKind.START:
             out[job.id] = f"start: {why}"
-        elif kind is ActionKind.MOVE and job.running.node == action.node:
-            here = (job.running.node, job.running.gpu_ids)
+        elif kind is ActionKind.MOVE and job.running.node == action.node:  # type: ignore[union-attr]  # a moved job runs
+            here = (job.running.node, job.running.gpu_ids)  # type: ignore[union-attr]  # a moved job runs
             theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
                         and (j.running.node, j.running.gpu_ids) == here)
-            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "
+            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "  # type: ignore[union-attr]  # a moved job runs
                            f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
                            + (f"interference (measured slowdown on its GPU {theta:.0%})"
                               if theta > 0
                               else "placed by the policy"))
         elif kind is ActionKind.MOVE:
-            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"
+            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"  # type: ignore[union-attr]  # a moved job runs
         else:
-            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"
+            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"  # type: ignore[union-attr]  # a resized job runs
     return out
 
 
@@ -411,8 +455,8 @@ def read_energy(doc: Mapping[str, Any] | None) -> Energy | None:
     if not all(isinstance(h, list) and all(_finite(x) is not None for x in h) for h in hours):
         return None
     try:
-        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),
-                        pue=tuple(float(x) for x in hours[1]))
+        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),  # type: ignore[union-attr]  # lists, checked above
+                        pue=tuple(float(x) for x in hours[1]))  # type: ignore[union-attr]  # lists, checked above
     except ValueError:
         return None
     return Energy(pue=pue, price_per_kwh=price, tariff=tariff)
@@ -424,7 +468,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
                   extra_reasons: Mapping[str, str] | None = None,
                   profiling: tuple[Mapping[str, Any], ...] = (),
                   sources: Mapping[tuple[str, str, int], tuple[str, float | None]]
-                  | None = None, tariff_path: str | None = None) -> dict[str, Any]:
+                  | None = None, tariff_path: str | None = None) -> DecisionDoc:
     """The JSON stored in ``decisions.plan`` (see the module docstring). ``profiling``:
     the automatic profiling's runs ({job, node, gpus, reason, start}: ``start`` true for a
     run to start, which becomes a "profile" action); ``sources``: (app, GPU type, g) ->
@@ -432,7 +476,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     ``tariff_path``: the tariff file the snapshot's energy was read from (recorded)."""
     jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
-    assignments = []
+    assignments: list[AssignmentDoc] = []
     named: dict[str, set[int]] = {}     # GPUs a plan names, per node (shares count once)
     unnamed: dict[str, int] = {}        # GPUs of assignments that name none
     by_name = {n.name: n for n in snapshot.nodes}
@@ -448,17 +492,18 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         else:
             unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
         source, conf = (sources or {}).get(
-            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))
+            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))  # type: ignore[arg-type]  # assignments name their node
         assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
                             "gpu_ids": list(a.gpu_ids),
                             "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
                             "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
                             "estimate_source": source, "confidence": _num(conf),
-                            **({"power_limit_w": a.power_limit_w}
+                            **({"power_limit_w": a.power_limit_w}  # type: ignore[typeddict-item]  # the optional key, spread
                                if _below_default(by_name[a.node], a.power_limit_w)
-                               else {})})
-    actions = [{"job": x.job, "kind": x.kind.value, "node": x.node, "gpus": x.gpus,
-                "reason": reasons.get(x.job, "")} for x in plan.actions(snapshot)]
+                               else {})})  # type: ignore[typeddict-item]  # the optional key, spread
+    actions: list[ActionDoc] = [{"job": x.job, "kind": x.kind.value, "node": x.node,
+                                 "gpus": x.gpus, "reason": reasons.get(x.job, "")}
+                                for x in plan.actions(snapshot)]
     for p in profiling:
         if p.get("start"):
             actions.append({"job": p["job"], "kind": "profile", "node": p["node"],
@@ -467,7 +512,7 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
         actions.append({"job": job_id, "kind": ActionKind.WAIT.value, "node": None, "gpus": 0,
                         "reason": (extra_reasons or {}).get(
                             job_id, "wait: no epoch time for any schedulable node")})
-    nodes = {}
+    nodes: dict[str, dict[str, Any]] = {}
     for n in snapshot.nodes:
         curve = curves[n.name]
         g = min(len(named.get(n.name, ())) + unnamed.get(n.name, 0), n.gpus)

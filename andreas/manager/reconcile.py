@@ -297,7 +297,7 @@ class Reconciler:
         for c in containers:
             if (c.job_id, c.attempt) in mine:
                 continue
-            job = obs.job(c.job_id)
+            job = obs.job(c.job_id)  # type: ignore[assignment]  # reused name
             latest = job.latest.attempt if job is not None and job.latest else 0
             if c.running:
                 if node.profiling:
@@ -508,14 +508,14 @@ class Reconciler:
             for c in cs:
                 if c.running and node is not None and (c.job_id, c.attempt) not in attempts:
                     for u in c.gpu_uuids:
-                        if (i := node.index_of(u)) is not None:
+                        if (i := node.index_of(u)) is not None:  # type: ignore[assignment]  # reused name
                             in_use[name][i] = GPU_MILLI
         found = {(c.job_id, c.attempt): c.container_id for cs in obs.containers.values()
                  for c in cs}
         polled = set(obs.containers)
 
         for job in list(state.jobs.values()):
-            a = job.latest
+            a = job.latest  # type: ignore[assignment]  # reused name
             if a is None or not a.open:
                 continue
             node = state.node_of(a)
@@ -546,7 +546,7 @@ class Reconciler:
 
         running = obs.running_jobs()
         for job_id in target.order:
-            job = state.jobs.get(job_id)
+            job = state.jobs.get(job_id)  # type: ignore[assignment]  # reused name
             if job is None or job.state not in WAITING or job_id in running:
                 continue
             want = target.assignments[job_id]
@@ -561,8 +561,8 @@ class Reconciler:
                 in_use[node.name][g.index] = in_use[node.name].get(g.index, 0) + share
             triggers |= self._start(job, node, chosen, target, now)
         for job_id, step in (profiling.starts.items() if profiling is not None else ()):
-            job = state.jobs.get(job_id)
-            want = target.profiling.get(job_id)
+            job = state.jobs.get(job_id)  # type: ignore[assignment]  # reused name
+            want = target.profiling.get(job_id)  # type: ignore[assignment]  # reused name
             if (job is None or want is None
                     or want != Config(node=step.node, gpus=step.gpus,
                                       power_limit_w=step.power_limit_w)
@@ -695,7 +695,7 @@ class Reconciler:
         try:
             cid = self.executor.start(node_ref(node), request)
         except (ContainerConflict, StartUncertain) as e:
-            cid = self._find_existing(node, job.id, number)
+            cid = self._find_existing(node, job.id, number)  # type: ignore[assignment]  # reused name
             if cid is None:
                 if isinstance(e, StartUncertain):
                     log.warning("job=%s attempt=%d node=%s: %s; the next tick adopts its run "

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 import statistics
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from andreas.config import ManagerSettings
 from andreas.costs import with_tariff
@@ -116,9 +117,12 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
     gpu_of = {n.name: n.gpu_type for n in nodes}
     largest: dict[str, int] = {}
     for n in model_nodes:
-        largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)
+        largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)  # type: ignore[index, arg-type]  # model nodes have a GPU type
 
-    pinned, planned, unshared, unrunnable = [], [], [], []
+    pinned: list[str] = []
+    planned: list[tuple[Any, Config | None]] = []
+    unshared: list[str] = []
+    unrunnable: list[str] = []
     for job in state.jobs.values():
         if job.id in held and job.state in WAITING:
             continue
@@ -132,10 +136,10 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
         elif job.state is JobState.RUNNING:
             a = job.latest
             node = state.node_of(a) if a is not None and a.open else None
-            slots = (node.positions(a.gpu_ids)
+            slots = (node.positions(a.gpu_ids)  # type: ignore[union-attr]  # a is set where node is
                      if node is not None and node.name in names else ())
             if node is not None and slots and min(slots) >= 0:
-                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids),
+                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids),  # type: ignore[union-attr]  # a is set where node is
                                             gpu_ids=slots)))
             else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)

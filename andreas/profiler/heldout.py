@@ -44,7 +44,7 @@ def held_out(profiles: Profiles, *, max_gpus: int = DEFAULT_MAX_GPUS, noise: flo
     """Per application x GPU type with >= 3 GPU counts, sorted by name."""
     if noise > 0 and rng is None:
         raise ValueError("noise needs an explicit rng")
-    out = []
+    out: list[HeldOut] = []
     gs = np.arange(1, max_gpus + 1)
     if len(gs) < MIN_COUNTS:
         return out
@@ -52,7 +52,7 @@ def held_out(profiles: Profiles, *, max_gpus: int = DEFAULT_MAX_GPUS, noise: flo
         for gpu_type in sorted(profiles.apps[app].epoch_s):
             times = np.array(profiles.epoch_times(app, gpu_type, max_gpus), dtype=float)
             if noise > 0:
-                times = times * np.exp(rng.normal(0.0, noise, size=len(times)))
+                times = times * np.exp(rng.normal(0.0, noise, size=len(times)))  # type: ignore[union-attr]  # noise > 0 needs an rng (checked above)
             errors = []
             for k in range(len(gs)):
                 rest = np.arange(len(gs)) != k

@@ -291,7 +291,7 @@ def period_rows(data: ReportData, prices: Prices, kind: str) -> tuple[PeriodRow,
     out = []
     for p in periods(w, kind):
         kwh = minute_energy_mj(data.minutes, p.start_s, p.end_s) / MJ_PER_KWH
-        per_job = defaultdict(float)
+        per_job: defaultdict[str, float] = defaultdict(float)
         for e in data.energy:
             per_job[e.job_id] += window_energy_mj((e,), p.start_s, p.end_s)
         jobs_kwh = sum(per_job.values()) / MJ_PER_KWH

@@ -252,7 +252,7 @@ def _days(ax, days: Sequence[PeriodRow]) -> None:
 
 def _job_scatter(ax, report: Report) -> None:
     jobs = [j for j in report.jobs if j.deviation_pct is not None]
-    pred = [j.predicted_cost for j in jobs]
+    pred: list[float] = [j.predicted_cost for j in jobs]  # type: ignore[misc]  # compared jobs
     act = [j.actual_cost for j in jobs]
     ax.scatter(pred, act, color="#aa3377", s=14)
     top = max(pred + act) * 1.05

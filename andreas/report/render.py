@@ -65,10 +65,11 @@ def render(data: ReportData, prices: Prices, *, by: str = "job", fmt: str = "tab
     if fmt == "html":
         from andreas.report.html import render_html
 
-        v = validate_slots(data) if data.decisions else None
+        v = validate_slots(data) if data.decisions else None  # type: ignore[assignment]  # reused name
         return Output(text=render_html(report, period_rows(data, prices, "day"),
                                        power_series(data), v))
     rows: tuple[Any, ...]
+    row_type: type
     if by == "job":
         rows, row_type = report.jobs, JobRow
     elif by == "node":
@@ -80,6 +81,6 @@ def render(data: ReportData, prices: Prices, *, by: str = "job", fmt: str = "tab
     if fmt == "csv":
         return Output(text=formats.rows_csv(rows, row_type))
     table = (formats.job_table(report) if by == "job" else formats.node_table(report)
-             if by == "node" else formats.period_table(report, rows, by))
+             if by == "node" else formats.period_table(report, rows, by))  # type: ignore[arg-type]  # by is a period here
     return Output(tables=(table,), lines=(formats.summary_line(report),
                                           *formats.gap_lines(report)))

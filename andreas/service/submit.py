@@ -152,7 +152,7 @@ def parse_gpu_share(value: Any, label: str = "--gpu-share") -> int:
     text = value.strip() if isinstance(value, str) else value
     percent = isinstance(text, str) and text.endswith("%")
     try:
-        x = float(text[:-1] if percent else text)        # type: ignore[index, arg-type]
+        x = float(text[:-1] if percent else text)
     except (TypeError, ValueError):
         x = math.nan
     if isinstance(value, bool) or not math.isfinite(x):

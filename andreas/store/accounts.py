@@ -64,10 +64,11 @@ VERSION_TABLE = "alembic_version"
 AGENT_INSERT = ("power_samples", "power_minutes", "host_samples", "host_minutes",
                 "epoch_events", "gpu_gaps", "job_energy", "agent_gaps")
 AGENT_SELECT = ("nodes", "gpus")
-AGENT_SELECT_COLUMNS = {"power_samples": ("gpu_id", "t"), "host_samples": ("node_id", "t")}
-AGENT_UPDATE = {"nodes": ("last_heartbeat_s", "state", "power_caps")}
-AGENT_READ_ONLY_COLUMNS = {"job_attempts": ("job_id", "attempt", "node_id", "end_s",
-                                            "power_limit_w")}
+AGENT_SELECT_COLUMNS: dict[str, tuple[str, ...]] = {"power_samples": ("gpu_id", "t"),
+                                                    "host_samples": ("node_id", "t")}
+AGENT_UPDATE: dict[str, tuple[str, ...]] = {"nodes": ("last_heartbeat_s", "state", "power_caps")}
+AGENT_READ_ONLY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "job_attempts": ("job_id", "attempt", "node_id", "end_s", "power_limit_w")}
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")          # fullmatch: '$' would take a final '\n'
 _HOST = re.compile(r"[A-Za-z0-9_.%:\-]{1,255}")
 # A person's own account: their OS user name as a rule (letters, digits, _ . -), never
@@ -203,7 +204,7 @@ def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEF
     account = user_account(name, host, prefix)
     role = f"`{submitter_role(prefix)}`"
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
         try:
             clash = _case_clash(cursor, name)
             if clash is not None:
@@ -233,7 +234,7 @@ def remove_user(engine: Engine, name: str, *, host: str = DEFAULT_HOST,
     """Drop a person's account (their jobs keep their owner)."""
     account = user_account(name, host, prefix)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
         try:
             cursor.execute(f"DROP USER IF EXISTS {account.sql_name}")
         finally:
@@ -277,7 +278,7 @@ def add_agent(engine: Engine, database: str, node: str, *, password: str,
     account = Account("agent", login, host)
     statements = grants(database, account)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
         try:
             quoted = account.sql_name.replace("%", "%%")
             cursor.execute(f"CREATE USER IF NOT EXISTS {quoted} IDENTIFIED BY %s", (password,))
@@ -374,7 +375,7 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
     """
     accts = accounts(prefix, host, passwords)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
         try:
             for a in accts:
                 name = a.sql_name.replace("%", "%%")
@@ -396,13 +397,13 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
 
 def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST) -> None:
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
         try:
             for a in accounts(prefix, host):
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
             cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_accounts'")
-            if cursor.fetchone()[0]:            # a migrated database: forget its agents
+            if cursor.fetchone()[0]:  # type: ignore[index]  # COUNT(*) gives one row; a migrated database: forget its agents
                 cursor.execute("DELETE FROM agent_accounts WHERE login LIKE %s",
                                (prefix.replace("_", "\\_") + "agent%",))
             cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")

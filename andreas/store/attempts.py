@@ -102,7 +102,7 @@ def end_attempt(db: Db, attempt_id: int, end_s: float, *, exit_code: int | None,
                       .where(JobAttempt.id == attempt_id, JobAttempt.end_s.is_(None))
                       .values(end_s=end_s, exit_code=exit_code, reason=reason)
                       .execution_options(synchronize_session=False))
-    return done.rowcount == 1
+    return done.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
 
 
 def note_ran_on(db: Db, attempt_id: int, *, exit_code: int, reason: str) -> bool:
@@ -113,7 +113,7 @@ def note_ran_on(db: Db, attempt_id: int, *, exit_code: int, reason: str) -> bool
                       .where(JobAttempt.id == attempt_id, JobAttempt.exit_code.is_(None))
                       .values(exit_code=exit_code, reason=reason)
                       .execution_options(synchronize_session=False))
-    return done.rowcount == 1
+    return done.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
 
 
 def save_log_tail(db: Db, attempt_id: int, text: str, now_s: float) -> None:

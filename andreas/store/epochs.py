@@ -180,7 +180,7 @@ def profiling_runs(db: Db, apps: Collection[str]) -> list[ProfilingRun]:
     """Every profiling attempt of a job of these applications (any job state), oldest
     first, with its epochs: what the automatic profiling has measured so far."""
     A = JobAttempt
-    rows = []
+    rows: list[Any] = []
     for chunk in chunks(sorted(set(apps))):
         rows.extend(db.execute(
             select(A.job_id, Job.application, A.attempt, A.node_id, Node.gpu_type, A.gpu_ids,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from andreas.errors import AndreasError
 
 
@@ -30,7 +32,7 @@ class TransitionConflict(AndreasError):
 def describe_error(e: BaseException) -> str:
     """The driver's message, one line, without SQLAlchemy's background links."""
     orig = getattr(e, "orig", None) or e
-    args = getattr(orig, "args", ())
+    args: tuple[Any, ...] = getattr(orig, "args", ())
     if len(args) == 2 and isinstance(args[0], int):
         return f"({args[0]}) {args[1]}"
     return first_line(orig)
@@ -42,5 +44,5 @@ def first_line(e: BaseException) -> str:
 
 
 def error_code(e: BaseException) -> int | None:
-    args = getattr(getattr(e, "orig", None), "args", ())
+    args: tuple[Any, ...] = getattr(getattr(e, "orig", None), "args", ())
     return args[0] if args and isinstance(args[0], int) else None

@@ -111,7 +111,7 @@ def transition(db: Session | Connection, job_id: str, new: JobState | str, *,
     result = db.execute(update(Job).where(Job.id == job_id, Job.state == old)
                         .values(state=new, state_changed_s=stamp)
                         .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
+    if result.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
         # A locking read sees the latest committed state (a plain read on MariaDB would
         # still show this transaction's snapshot).
         now = db.execute(select(Job.state).where(Job.id == job_id)

@@ -62,7 +62,7 @@ Db: TypeAlias = "Session | Connection"
 transaction (callers outside the store name the type through this alias)."""
 
 
-def run(db: Db, statement: Executable) -> CursorResult[Any]:
+def run(db: Db, statement: Executable) -> CursorResult[*tuple[Any, ...]]:
     """Execute a Core statement (on :mod:`andreas.store.tables`) in the caller's
     transaction. A Session flushes its pending objects first when it autoflushes, as it
     does before its ORM statements, so a caller's unflushed changes are seen as before."""
@@ -123,7 +123,7 @@ def insert_node(db: Db, *, name: str, docker_endpoint: str, gpu_type: str,
     """A new node, ``up``; returns its id."""
     return run(db, insert(Node).values(name=name, state=UP, docker_endpoint=docker_endpoint,
                                        gpu_type=gpu_type, gpu_count=gpu_count)
-               ).inserted_primary_key[0]
+               ).inserted_primary_key[0]  # type: ignore[index]  # set after every INSERT
 
 
 def state_of(db: Db, name: str) -> NodeState:

@@ -163,7 +163,7 @@ def signalled(e: DBAPIError) -> InputError | NotPermitted | None:
     """A procedure's refusal (SIGNAL) as the error andreas raises; None for any other."""
     if error_code(e) != SIGNAL_CODE:
         return None
-    args = getattr(e.orig, "args", ())
+    args: tuple[Any, ...] = getattr(e.orig, "args", ())
     text = str(args[1]) if len(args) > 1 else str(e.orig)
     if "only its owner" in text or "only an operator" in text:
         return NotPermitted(text)

@@ -77,14 +77,15 @@ def _upsert(db: Db, table: Any, rows: Sequence[Mapping[str, Any]], keys: Sequenc
         return
     conn = _conn(db)
     columns = [c for c in rows[0] if c not in keys]
+    stmt: Any
     if conn.dialect.name == "sqlite":
         from sqlalchemy.dialects.sqlite import insert
         stmt = insert(table)
         stmt = stmt.on_conflict_do_update(index_elements=list(keys),
                                           set_={c: stmt.excluded[c] for c in columns})
     else:
-        from sqlalchemy.dialects.mysql import insert
-        stmt = insert(table)
+        from sqlalchemy.dialects.mysql import insert as mysql_insert
+        stmt = mysql_insert(table)
         stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in columns})
     conn.execute(stmt, [dict(r) for r in rows])
 

@@ -303,7 +303,7 @@ def _mysql_add(conn: Any, integrity: type[BaseException],
 
 def _signalled(e: BaseException) -> str | None:
     """The message of a procedure's SIGNAL (error 1644), meant for the user."""
-    args = getattr(e, "args", ())
+    args: tuple[Any, ...] = getattr(e, "args", ())
     if len(args) > 1 and args[0] == 1644:
         return str(args[1])
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -72,7 +73,7 @@ def total(parts: Iterable[EnergyTotal]) -> EnergyTotal | None:
                        rows=sum(p.rows for p in parts))
 
 
-def _total(gpu: object, host: object, rows: int) -> EnergyTotal:
+def _total(gpu: Any, host: Any, rows: int) -> EnergyTotal:
     return EnergyTotal(gpu_mj=None if gpu is None else int(gpu),
                        host_mj=None if host is None else int(host), rows=int(rows))
 
@@ -99,7 +100,7 @@ def latest_host_power(db: Db, node_ids: Collection[int], since_s: float) -> dict
                   .where(HostSample.node_id.in_(chunk), HostSample.t >= since_s,
                          HostSample.host_power_w.is_not(None))
                   .group_by(HostSample.node_id).subquery())
-        out.update((n, float(p)) for n, p in db.execute(
+        out.update((n, float(p)) for n, p in db.execute(  # type: ignore[arg-type]  # NULLs excluded
             select(HostSample.node_id, HostSample.host_power_w)
             .join(latest, (HostSample.node_id == latest.c.node_id)
                   & (HostSample.t == latest.c.t))))

@@ -11,7 +11,7 @@ still matches (``write=False``). On SQLite (one machine) the agent registers its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
@@ -84,7 +84,7 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
 
     node = conn.execute(select(Node.c.id, Node.c.docker_endpoint, Node.c.gpu_type,
                                Node.c.gpu_count).where(Node.c.name == spec.name)).one_or_none()
-    values = dict(docker_endpoint=spec.docker_endpoint, gpu_type=spec.gpu_type[:64],
+    values: dict[str, Any] = dict(docker_endpoint=spec.docker_endpoint, gpu_type=spec.gpu_type[:64],
                   gpu_count=len(spec.gpus))
     if node is None:
         need("not registered", "node registered")
@@ -105,6 +105,7 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
     mine = {r.uuid: r for r in conn.execute(select(Gpu.c.id, Gpu.c.uuid, Gpu.c.gpu_index)
                                             .where(Gpu.c.node_id == node_id))}
     wanted_index = {g.index for g in spec.gpus}
+    r: Any
     for uuid, r in mine.items():      # GPUs that left this node: free their index
         if uuid not in {g.uuid for g in spec.gpus} and r.gpu_index in wanted_index:
             need(f"GPU {uuid} is gone", f"GPU {uuid} gone (its index freed)")
@@ -127,7 +128,7 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
         if r is None:
             need(f"GPU {g.uuid} not registered", f"GPU {g.uuid} registered")
             gpu_ids[g.uuid] = conn.execute(insert(Gpu).values(uuid=g.uuid, **values)
-                                           ).inserted_primary_key[0]
+                                           ).inserted_primary_key[0]  # type: ignore[index]  # set after every INSERT
             continue
         gpu_ids[g.uuid] = r.id
         was_moved = r.id in moved_ids

@@ -29,7 +29,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, delete, func, insert, select, text
 from sqlalchemy.exc import DBAPIError
@@ -137,7 +137,8 @@ def _compact(engine: Engine, table, key_col, key: int, busy_values: Iterable[int
         groups: dict[tuple, list] = {}
         for row in rows:
             groups.setdefault((row.minute_s, row.busy_gpus), []).append(row)
-        ids, merged = [], []
+        ids: list[Any] = []
+        merged: list[Any] = []
         for parts in groups.values():
             if len(parts) > 1:
                 ids.extend(p.id for p in parts)

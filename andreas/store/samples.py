@@ -132,7 +132,7 @@ def _connection(db: Db) -> Connection:
     return db if isinstance(db, Connection) else db.connection()
 
 
-def _rows(rows: Iterable[Any], kind: type[NamedTuple]) -> list[tuple]:
+def _rows(rows: Iterable[Any], kind: type[Any]) -> list[tuple]:
     out = []
     for row in rows:
         if isinstance(row, Mapping):
@@ -305,7 +305,7 @@ def _host_minutes(rows: list[tuple]) -> list[tuple]:
 def _new_rows(conn: Connection, key_col, t_col, data: list[tuple]) -> list[tuple]:
     """The rows whose (key, t) is not stored yet; repeats within the batch are dropped too."""
     times = [r[1] for r in data]
-    stored = set(conn.execute(select(key_col, t_col).where(
+    stored: set[tuple[Any, ...]] = set(conn.execute(select(key_col, t_col).where(
         key_col.in_(sorted({r[0] for r in data})), t_col >= min(times),
         t_col <= max(times))).all())
     out = []

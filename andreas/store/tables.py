@@ -46,7 +46,7 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-MYSQL = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4",
+MYSQL: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4",
          "mysql_collate": "utf8mb4_unicode_ci"}
 
 metadata = MetaData(naming_convention=NAMING)
