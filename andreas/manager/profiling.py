@@ -285,11 +285,12 @@ class Profiling:
                                  samples=len(ds), updated_s=now_s)
                             for g, ds in sorted(kept.items()) if ds])
         write_model(s, app, gpu_type, fit, source="profiler", now_s=now_s)
+        error = ("unknown (one GPU count)" if fit.mape is None
+                 else f"{100 * fit.mape:.1f}%")
         log.info("profiled application %s on %s: %s; t1 %.3g s, serial fraction %.2f, "
-                 "mape %.1f%%", app, gpu_type,
+                 "mape %s", app, gpu_type,
                  ", ".join(f"g={g} {statistics.median(ds):.3g} s" for g, ds in
-                           sorted(kept.items()) if ds), fit.t1_s, fit.serial_fraction,
-                 100 * fit.mape)  # type: ignore[operator]  # BUG: mape is None with one GPU count
+                           sorted(kept.items()) if ds), fit.t1_s, fit.serial_fraction, error)
         return True
 
     def _levels(self, s: Session, node: NodeView, gpu_type: str) -> tuple[float, ...]:

@@ -234,3 +234,25 @@ def test_a_job_left_profiling_when_the_node_is_unmarked_goes_back_to_the_queue(m
     assert attempts(mstore, "a")[0].stop_requested_s is not None
     assert "no profiling node any more" in (job(mstore, "a").reason or "")
     assert state_of(mstore, "a") is JobState.RUNNING
+
+
+def test_a_one_gpu_profiling_node_fits_one_count_and_says_its_error_is_unknown(mstore,
+                                                                             caplog):
+    """One GPU count measured: the fit has no error of its own (mape None), which the log
+    line says instead of failing the review with a TypeError."""
+    p1 = add_node(mstore, "p1", gpus=1, profiling=True)
+    add_node(mstore, "n1", gpus=2)
+    add_job(mstore, "a", application=APP, epochs=20, submit_s=0.0)
+    m, ex, clock = _manager(mstore)
+    m.tick()
+    [a1] = attempts(mstore, "a")
+    assert a1.profiling and a1.node_id == p1 and len(a1.gpu_ids) == 1
+    _epochs(mstore, "a", 1, p1, 1, [30.0, 10.0, 10.4], first=1, t0=clock())
+    clock.advance(60)
+    with caplog.at_level(logging.INFO, logger="andreas.manager"):
+        _ticks(m, 4)
+    [fit] = [r.getMessage() for r in caplog.records if "profiled application" in r.getMessage()]
+    assert "g=1 10.2 s" in fit and "mape unknown (one GPU count)" in fit
+    with mstore.session() as s:
+        assert (APP, "V100") in app_models(s, [APP])
+    assert state_of(mstore, "a") is JobState.RUNNING
