@@ -13,16 +13,13 @@ import sqlalchemy as sa
 
 import pytest
 
-from agents.config import AgentConfig
 from agents.daemon import Agent
 from agents.epochs import ContainerInfo
 from agents.gpu import GpuSampler
 from agents.host import HostPowerModel, HostSampler
 from agents.nvml_fake import make_fake_nvml
-from andreas.store.engine import make_engine
 
-from .helpers_agent import sqlite_store
-from .test_agent_loop_jobs import CID, StubClient, StubTracker
+from .test_agent_loop_jobs import CID, StubClient, StubTracker, store_with_running_job
 
 pytestmark = pytest.mark.slow      # seconds each: out of the quick loop
 
@@ -62,23 +59,8 @@ def killed(a):
     a.close()
 
 
-def setup(tmp_path):
-    url = sqlite_store(tmp_path)
-    engine = make_engine(url)
-    with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, due_s, "
-            "weight, application, grace_s, state) VALUES ('j1', 'img', '[]', '{}', 3, 0, 0, "
-            "1, 1, 'a', 120, 'running')")
-    cfg = AgentConfig(node_name="gap", db_url=url, docker_url="unix:///stub.sock",
-                      spool_dir=str(tmp_path / "spool"), interval_s=0.1,
-                      min_energy_interval_s=0.1, heartbeat_s=0.5, job_energy_window_s=0.5,
-                      batch_s=0.1)
-    return engine, cfg
-
-
 def test_the_gap_is_charged_from_the_counters(tmp_path):
-    engine, cfg = setup(tmp_path)
+    engine, cfg = store_with_running_job(tmp_path, "gap")
     fake = make_fake_nvml("1xV100", node="gap")
     (gpu,) = fake.uuids
     job = ContainerInfo(container_id=CID, name="j1", job_id="j1", attempt=1,
@@ -119,7 +101,7 @@ def test_the_gap_is_charged_from_the_counters(tmp_path):
 
 
 def test_a_reloaded_driver_leaves_the_gap_recorded_as_not_measured(tmp_path):
-    engine, cfg = setup(tmp_path)
+    engine, cfg = store_with_running_job(tmp_path, "gap")
     fake = make_fake_nvml("1xV100", node="gap")
     a1 = agent(cfg, fake, tmp_path, [])
     live(a1, 1.0)

@@ -61,8 +61,8 @@ class StubTracker:
                                    epochs=1, open_epoch=None))
 
 
-@pytest.mark.slow
-def test_jobs_get_their_gpus_and_host_share_and_the_store_gets_exact_energy(tmp_path):
+def store_with_running_job(tmp_path, node: str):
+    """An SQLite store with job j1 running, and a fast agent configuration for ``node``."""
     url = sqlite_store(tmp_path)
     engine = make_engine(url)
     with engine.begin() as conn:
@@ -70,10 +70,16 @@ def test_jobs_get_their_gpus_and_host_share_and_the_store_gets_exact_energy(tmp_
             "INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, due_s, "
             "weight, application, grace_s, state) VALUES ('j1', 'img', '[]', '{}', 3, 0, 0, "
             "1, 1, 'a', 120, 'running')")
-    cfg = AgentConfig(node_name="loop", db_url=url, docker_url="unix:///stub.sock",
+    cfg = AgentConfig(node_name=node, db_url=url, docker_url="unix:///stub.sock",
                       spool_dir=str(tmp_path / "spool"), interval_s=0.1,
                       min_energy_interval_s=0.1, heartbeat_s=0.5, job_energy_window_s=0.5,
                       batch_s=0.1)
+    return engine, cfg
+
+
+@pytest.mark.slow
+def test_jobs_get_their_gpus_and_host_share_and_the_store_gets_exact_energy(tmp_path):
+    engine, cfg = store_with_running_job(tmp_path, "loop")
     fake = make_fake_nvml("2xV100", node="loop")
     gpu0, gpu1 = fake.uuids
     trackers: list[StubTracker] = []
