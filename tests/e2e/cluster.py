@@ -54,8 +54,34 @@ class NodeSetup:
     agent: subprocess.Popen | None = None
 
 
+class ManagerRuns:
+    """The ``andreas manager run`` processes of an end-to-end site (its ``manager``, the
+    ``manager_runs`` started so far, their logs ``tmp/manager-N.log``): Docker's
+    :class:`Cluster` and the Slurm site (tests/e2e/slurm_site.py) alike."""
+
+    tmp: Path
+    manager: subprocess.Popen | None
+    manager_runs: int
+
+    def kill_manager(self) -> None:
+        """SIGKILL: no clean-up of any kind (the lease expires on its own)."""
+        assert self.manager is not None and self.manager.poll() is None, self.manager_log()
+        self.manager.send_signal(signal.SIGKILL)
+        self.manager.wait(timeout=10)
+
+    def stop_manager(self) -> int:
+        if self.manager is None or self.manager.poll() is not None:
+            return self.manager.returncode if self.manager is not None else 0
+        self.manager.send_signal(signal.SIGTERM)
+        return self.manager.wait(timeout=60)
+
+    def manager_log(self) -> str:
+        return "\n".join((self.tmp / f"manager-{i}.log").read_text()
+                         for i in range(1, self.manager_runs + 1))
+
+
 @dataclass
-class Cluster:
+class Cluster(ManagerRuns):
     """Build with :func:`start_cluster`; :meth:`close` stops and removes everything."""
 
     tmp: Path
@@ -106,22 +132,6 @@ class Cluster:
         except subprocess.TimeoutExpired:
             agent.kill()
             return agent.wait(timeout=10)
-
-    def kill_manager(self) -> None:
-        """SIGKILL: no clean-up of any kind (the lock dies with the connection)."""
-        assert self.manager is not None and self.manager.poll() is None, self.manager_log()
-        self.manager.send_signal(signal.SIGKILL)
-        self.manager.wait(timeout=10)
-
-    def stop_manager(self) -> int:
-        if self.manager is None or self.manager.poll() is not None:
-            return self.manager.returncode if self.manager is not None else 0
-        self.manager.send_signal(signal.SIGTERM)
-        return self.manager.wait(timeout=60)
-
-    def manager_log(self) -> str:
-        return "\n".join((self.tmp / f"manager-{i}.log").read_text()
-                         for i in range(1, self.manager_runs + 1))
 
     def engine_db(self) -> sa.Engine:
         return sa.create_engine(self.db_url_admin, pool_pre_ping=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from tests.e2e.cluster import BIN, ROOT, _base_env, _fresh_database, _run
+from tests.e2e.cluster import BIN, ROOT, ManagerRuns, _base_env, _fresh_database, _run
 from tests.slurm_cluster import SlurmCluster
 
 APP = "example"
@@ -33,7 +32,7 @@ TRAIN = f"{sys.executable} {ROOT / 'examples' / 'train' / 'train.py'}"
 
 
 @dataclass
-class Site:
+class Site(ManagerRuns):
     tmp: Path
     slurm: SlurmCluster
     db_admin: str
@@ -76,21 +75,6 @@ class Site:
         self.manager = subprocess.Popen([str(BIN / "andreas"), "--log-level", "info",
                                          "manager", "run", *args], env=self.manager_env,
                                         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-
-    def kill_manager(self) -> None:
-        assert self.manager is not None and self.manager.poll() is None, self.manager_log()
-        self.manager.send_signal(signal.SIGKILL)
-        self.manager.wait(timeout=10)
-
-    def stop_manager(self) -> int:
-        if self.manager is None or self.manager.poll() is not None:
-            return self.manager.returncode if self.manager is not None else 0
-        self.manager.send_signal(signal.SIGTERM)
-        return self.manager.wait(timeout=60)
-
-    def manager_log(self) -> str:
-        return "\n".join((self.tmp / f"manager-{i}.log").read_text()
-                         for i in range(1, self.manager_runs + 1))
 
     def start_agent(self, node: str) -> None:
         log = (self.tmp / f"agent-{node}.log").open("a")
