@@ -29,7 +29,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from andreas.infra.backoff import Backoff
 from andreas.config import mask_url
-from andreas.errors import InputError
+from andreas.errors import InputError, error_line
 from andreas.store.credentials import read_password_file
 from andreas.store.errors import StoreUnavailable, describe_error, error_code, first_line
 
@@ -87,6 +87,22 @@ def sqlite_path(url: URL) -> Path | None:
     if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
         return None
     return Path(url.database)
+
+
+class _OneLinePoolErrors(logging.Filter):
+    """SQLAlchemy's pool logs a traceback when it cannot reset a connection the server
+    dropped (a database restart). During an outage that is expected, and the store's
+    callers report the outage once, in one line; the pool's record keeps one line too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {error_line(record.exc_info[1])}"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+# a logger's filters see only its own records: the pool class's logger, by name
+logging.getLogger("sqlalchemy.pool.impl.QueuePool").addFilter(_OneLinePoolErrors())
 
 
 def make_engine(url: str | URL, *, password_file: str | None = None,

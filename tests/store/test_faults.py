@@ -132,3 +132,22 @@ def test_password_from_a_file(backend, db_url, tmp_path):
     env["ANDREAS_DB_PASSWORD_FILE"] = str(tmp_path / "missing")
     result = CliRunner().invoke(main, ["db", "check"], env=env)
     assert result.exit_code == 2 and "database password file" in result.output
+
+
+def test_the_pools_reset_failure_is_one_line_without_a_traceback(caplog):
+    """A connection the server dropped cannot be reset: SQLAlchemy's pool logs that with a
+    traceback, which the store keeps to one line (an outage is reported once, briefly)."""
+    import logging
+
+    import andreas.store.engine  # noqa: F401  (installs the filter)
+
+    pool_log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    with caplog.at_level(logging.ERROR, logger="sqlalchemy.pool.impl.QueuePool"):
+        try:
+            raise ConnectionError("(2013, 'Lost connection to MySQL server during query')")
+        except ConnectionError:
+            pool_log.error("Exception during reset or similar", exc_info=True)
+    [record] = caplog.records
+    assert record.getMessage() == ("Exception during reset or similar: (2013, 'Lost "
+                                   "connection to MySQL server during query')")
+    assert record.exc_info is None and "Traceback" not in caplog.text
