@@ -144,6 +144,18 @@ class Agent:
 
     # ------------------------------------------------------------------ life cycle
 
+    def _gpu_source(self) -> GpuSource:
+        """The GPU source that :meth:`start` set; asking before it is a bug."""
+        if self.gpus is None:
+            raise RuntimeError("agent: GPU source used before start()")
+        return self.gpus
+
+    def _host_source(self) -> HostSource:
+        """The host source that :meth:`start` set; asking before it is a bug."""
+        if self.host is None:
+            raise RuntimeError("agent: host source used before start()")
+        return self.host
+
     def start(self) -> None:
         """Open the spool, the samplers (NVML must work: NvmlUnavailable otherwise) and
         delivery, and start following containers. The database may be down: delivery
@@ -224,8 +236,9 @@ class Agent:
             log.info("delivery: %d written, %d spooled, %d replayed, %d rejected, %d refused "
                      "(spool full); %d outage(s)", s.written, s.spooled, s.replayed,
                      s.rejected, s.refused, s.outages)
-            if s.mode == "direct" and hasattr(self.writer, "mark_down"):
-                self.writer.mark_down()  # type: ignore[union-attr]  # hasattr is False on None
+            mark_down = getattr(self.writer, "mark_down", None)
+            if s.mode == "direct" and mark_down is not None:
+                mark_down()
         elif self.spool is not None:          # start() failed before delivery took it over
             self.spool.close()
         if self.writer is not None and hasattr(self.writer, "close"):
@@ -269,11 +282,11 @@ class Agent:
         if self.limits is not None and current != self._current:
             self.limits.wake()               # a container started or ended: apply now
         self._current = current
-        readings = self.gpus.sample(now_mono, now_wall)  # type: ignore[union-attr]  # set by start()
+        readings = self._gpu_source().sample(now_mono, now_wall)
         if self.stats.ticks == 0 and self.resume is not None \
                 and self.resume.previous is not None:
             self._gap_at = (now_mono, now_wall,  # the baseline
-                            self.gpus.counters())  # type: ignore[union-attr]  # set by start()
+                            self._gpu_source().counters())
         if self.limits is not None:
             in_force = self.limits.controller.in_force
             readings = [dataclasses.replace(r, power_limit_w=in_force.get(r.uuid))
@@ -281,7 +294,7 @@ class Agent:
         self._refresh_spec()
         sampled = set(self._spec_sampled)
         busy = {u for c in current for u in c.gpu_uuids if u in sampled}
-        host = self.host.sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))  # type: ignore[union-attr]  # set by start()
+        host = self._host_source().sample(now_mono, now_wall, len(busy) / max(1, len(sampled)))
         entries = [to_entry(r, busy_gpus=len(busy)) for r in readings
                    if isinstance(r, (GpuSample, GpuGap))]
         shares: list[Any] = []
@@ -316,7 +329,7 @@ class Agent:
             self._gap_ready = connected     # one more tick: its starts reach _running
             return []
         self._gap_at = None
-        limits = {g.uuid: g.power_limit_w for g in self.gpus.inventory}  # type: ignore[union-attr]  # set by start()
+        limits = {g.uuid: g.power_limit_w for g in self._gpu_source().inventory}
         gap = self.resume.gap(first_wall, counters, current, power_limits_w=limits)
         if gap is None:
             return []
@@ -391,7 +404,7 @@ class Agent:
 
     def _uuid_at(self, index: int) -> str | None:
         """The UUID of this node's GPU at NVML index ``index`` (Slurm's GPU index)."""
-        return next((g.uuid for g in self.gpus.inventory if g.index == index), None)  # type: ignore[union-attr]  # set by start()
+        return next((g.uuid for g in self._gpu_source().inventory if g.index == index), None)
 
     def _start_fence(self) -> None:
         """The fence thread (agents/fence.py): stale andreas containers here are stopped."""
@@ -426,7 +439,7 @@ class Agent:
         if engine is None:
             return
         client = PowerdClient(self.cfg.powerd_socket) if self.cfg.powerd_socket else None
-        uuids = [g.uuid for g in self.gpus.inventory if not g.mig_enabled]  # type: ignore[union-attr]  # set by start()
+        uuids = [g.uuid for g in self._gpu_source().inventory if not g.mig_enabled]
         controller = LimitController(client, self.cfg.node_name, uuids)
         self.limits = LimitApplier(
             controller, planned=functools.partial(store_limits, engine, self.cfg.node_name),
@@ -485,7 +498,8 @@ class Agent:
         if container_id not in cache:
             pid = 0
             try:
-                c = self.tracker.client.containers.get(container_id)  # type: ignore[union-attr]  # followed: a tracker runs
+                client = getattr(self.tracker, "client")  # Docker's tracker: followed, so one runs
+                c = client.containers.get(container_id)
                 pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
             except Exception as e:  # noqa: BLE001
                 log.debug("container %s: no PID (%s)", container_id[:12], e)
@@ -497,8 +511,8 @@ class Agent:
     # ------------------------------------------------------------------ helpers
 
     def _refresh_spec(self) -> None:
-        inventory = tuple(self.gpus.inventory)  # type: ignore[union-attr]  # set by start()
-        unhealthy = frozenset(self.gpus.unhealthy)  # type: ignore[union-attr]  # set by start()
+        inventory = tuple(self._gpu_source().inventory)
+        unhealthy = frozenset(self._gpu_source().unhealthy)
         key = (inventory, unhealthy)
         if key == self._spec_key:
             return

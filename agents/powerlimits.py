@@ -141,9 +141,11 @@ class LimitController:
             bad = next((c.error for c in self.caps.values() if not c.settable),
                        "no GPU")
             return {"settable": False, "why": bad}
-        return {"settable": True, "min_w": max(c.min_w for c in ok),          # type: ignore
-                "max_w": min(c.max_w for c in ok),                            # type: ignore
-                "default_w": min(c.default_w for c in ok)}                    # type: ignore
+        def watts(values: Iterable[float | None]) -> list[float]:
+            return [v for v in values if v is not None]   # settable: all three are set
+        return {"settable": True, "min_w": max(watts(c.min_w for c in ok)),
+                "max_w": min(watts(c.max_w for c in ok)),
+                "default_w": min(watts(c.default_w for c in ok))}
 
     def apply(self, wanted: Mapping[str, tuple[float | None, str]]) -> None:
         """``wanted``: GPU -> (limit or None for the default, holder "job/attempt"). Every

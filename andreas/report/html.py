@@ -251,9 +251,10 @@ def _days(ax, days: Sequence[PeriodRow]) -> None:
 
 
 def _job_scatter(ax, report: Report) -> None:
-    jobs = [j for j in report.jobs if j.deviation_pct is not None]
-    pred: list[float] = [j.predicted_cost for j in jobs]  # type: ignore[misc]  # compared jobs
-    act = [j.actual_cost for j in jobs]
+    pairs = [(j.predicted_cost, j.actual_cost) for j in report.jobs
+             if j.deviation_pct is not None and j.predicted_cost is not None]
+    pred = [p for p, _ in pairs]
+    act = [a for _, a in pairs]
     ax.scatter(pred, act, color="#aa3377", s=14)
     top = max(pred + act) * 1.05
     ax.plot([0, top], [0, top], color="#999", linewidth=1, label="actual = predicted")

@@ -65,9 +65,9 @@ def render(data: ReportData, prices: Prices, *, by: str = "job", fmt: str = "tab
     if fmt == "html":
         from andreas.report.html import render_html
 
-        v = validate_slots(data) if data.decisions else None  # type: ignore[assignment]  # reused name
+        checked = validate_slots(data) if data.decisions else None
         return Output(text=render_html(report, period_rows(data, prices, "day"),
-                                       power_series(data), v))
+                                       power_series(data), checked))
     rows: tuple[Any, ...]
     row_type: type
     if by == "job":

@@ -98,7 +98,7 @@ def validate(data: ReportData) -> Validation:
     compared = [s for s in slots if s.deviation_pct is not None]
     pred = sum(s.predicted_cost for s in compared)
     act = sum(s.actual_cost for s in compared)
-    devs: list[float] = [s.deviation_pct for s in compared]  # type: ignore[misc]  # compared
+    devs = [s.deviation_pct for s in slots if s.deviation_pct is not None]
     return Validation(
         slots=tuple(slots), compared=len(compared), predicted_cost=pred, actual_cost=act,
         deviation_pct=100.0 * (pred - act) / pred if pred > 0 else None,
@@ -131,9 +131,10 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
     pieces: list[Iterable[tuple[float, float, float]]] = []
     for name, doc in nodes.items():
         node_id = names.get(name)
-        mine = [m for m in minutes.get(node_id, ())  # type: ignore[arg-type]  # None finds nothing
+        mine = [m for m in (minutes.get(node_id, ()) if node_id is not None else ())
                 if overlap_s(m.minute_s, m.minute_s + MINUTE_S, start, end) > 0]
-        samples = _in_slot(raw.get(node_id), start, end) if raw is not None else None  # type: ignore[arg-type]  # None finds nothing
+        series = raw.get(node_id) if raw is not None and node_id is not None else None
+        samples = _in_slot(series, start, end) if raw is not None else None
         if (not mine and samples is None) or not isinstance(doc, Mapping):
             unmeasured += 1
             continue
@@ -149,7 +150,7 @@ def _slot(d, start: float, end: float, names: Mapping[str, int],
         watts = _num(curve[g]) if isinstance(curve, list) and 0 <= g < len(curve) else None
         pred_kwh = None if pred_kwh is None or watts is None else pred_kwh + watts * hours / 1e3
         act_mj += samples if samples is not None else minute_energy_mj(mine, start, end)
-        pieces.append(_sample_pieces(raw.get(node_id), start, end) if samples is not None  # type: ignore[union-attr, arg-type]  # samples come from raw
+        pieces.append(_sample_pieces(series, start, end) if samples is not None
                       else minute_pieces(mine, start, end))
         resolution = "samples" if samples is not None else "minutes"
     act_kwh = act_mj / MJ_PER_KWH

@@ -204,7 +204,8 @@ def queue(store: Store, settings: ManagerSettings, now_s: float, *,
         here = placed[-1] if placed else None
         rows.append(QueueRow(
             id=j.id, state=j.state.value, application=j.application,
-            node=names.get(here.node_id) if here is not None else None,  # type: ignore[arg-type]  # placed: node_id is set
+            node=names.get(here.node_id) if here is not None and here.node_id is not None
+            else None,
             gpus=len(here.gpu_ids) if here is not None else None,
             epochs_done=min(j.epochs, max(j.epochs_done, measured.get(j.id, 0))),
             epochs=j.epochs, submit_s=j.submit_s, due_s=j.due_s, finish_s=finish,
@@ -332,11 +333,12 @@ def log_source(store: Store, job_id: str, attempt: int | None = None) -> LogSour
         if attempt is None:
             row = rows[-1]
         else:
-            row = next((r for r in rows if r.attempt == attempt), None)  # type: ignore[assignment]  # reused name
-            if row is None:
+            found = next((r for r in rows if r.attempt == attempt), None)
+            if found is None:
                 known = ", ".join(str(r.attempt) for r in rows)
                 raise InputError(f"attempt {attempt}: job {job_id} has attempt(s) {known}",
                                  field="attempt")
+            row = found
         node = None
         if row.node_id is not None:
             node = next((n for n in load_nodes(s).values() if n.id == row.node_id), None)

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from andreas.errors import InputError
 from andreas.infra.fileio import read_text_capped
@@ -180,6 +180,15 @@ def user_account(name: str, host: str = DEFAULT_HOST,
     return Account(SUBMITTER, name, host)
 
 
+def _dbapi_cursor(conn: Connection) -> Any:
+    """A raw DB-API cursor: account statements bind passwords as parameters, which
+    SQLAlchemy's text() cannot do inside CREATE USER / ALTER USER."""
+    raw = conn.connection.dbapi_connection
+    if raw is None:
+        raise RuntimeError("connection already closed")
+    return raw.cursor()
+
+
 def _case_clash(cursor: Any, name: str) -> str | None:
     """An existing account or role whose name differs from ``name`` only in case: owners
     are compared byte for byte, but two such people would be one to a person reading
@@ -204,7 +213,7 @@ def add_user(engine: Engine, name: str, *, password: str | None, host: str = DEF
     account = user_account(name, host, prefix)
     role = f"`{submitter_role(prefix)}`"
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
+        cursor = _dbapi_cursor(conn)
         try:
             clash = _case_clash(cursor, name)
             if clash is not None:
@@ -234,7 +243,7 @@ def remove_user(engine: Engine, name: str, *, host: str = DEFAULT_HOST,
     """Drop a person's account (their jobs keep their owner)."""
     account = user_account(name, host, prefix)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
+        cursor = _dbapi_cursor(conn)
         try:
             cursor.execute(f"DROP USER IF EXISTS {account.sql_name}")
         finally:
@@ -278,7 +287,7 @@ def add_agent(engine: Engine, database: str, node: str, *, password: str,
     account = Account("agent", login, host)
     statements = grants(database, account)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
+        cursor = _dbapi_cursor(conn)
         try:
             quoted = account.sql_name.replace("%", "%%")
             cursor.execute(f"CREATE USER IF NOT EXISTS {quoted} IDENTIFIED BY %s", (password,))
@@ -375,7 +384,7 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
     """
     accts = accounts(prefix, host, passwords)
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
+        cursor = _dbapi_cursor(conn)
         try:
             for a in accts:
                 name = a.sql_name.replace("%", "%%")
@@ -397,13 +406,13 @@ def apply(engine: Engine, database: str, passwords: Mapping[str, str],
 
 def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST) -> None:
     with engine.begin() as conn:
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]  # an open connection
+        cursor = _dbapi_cursor(conn)
         try:
             for a in accounts(prefix, host):
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
             cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_accounts'")
-            if cursor.fetchone()[0]:  # type: ignore[index]  # COUNT(*) gives one row; a migrated database: forget its agents
+            if cursor.fetchone()[0]:  # COUNT(*) gives one row; a migrated database: forget its agents
                 cursor.execute("DELETE FROM agent_accounts WHERE login LIKE %s",
                                (prefix.replace("_", "\\_") + "agent%",))
             cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from andreas.limits import REASON_CHARS
 from andreas.store.errors import TransitionConflict
 from andreas.store.models import JobAttempt
-from andreas.store.nodes import Db
+from andreas.store.nodes import Db, run
 from andreas.store.owners import attempts_table
 
 
@@ -98,22 +98,22 @@ def note_stop(db: Db, attempt_id: int, now_s: float) -> None:
 def end_attempt(db: Db, attempt_id: int, end_s: float, *, exit_code: int | None,
                 reason: str) -> bool:
     """Close the attempt if it is still open; returns whether it was."""
-    done = db.execute(update(JobAttempt)
-                      .where(JobAttempt.id == attempt_id, JobAttempt.end_s.is_(None))
-                      .values(end_s=end_s, exit_code=exit_code, reason=reason)
-                      .execution_options(synchronize_session=False))
-    return done.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
+    done = run(db, update(JobAttempt)
+               .where(JobAttempt.id == attempt_id, JobAttempt.end_s.is_(None))
+               .values(end_s=end_s, exit_code=exit_code, reason=reason)
+               .execution_options(synchronize_session=False))
+    return done.rowcount == 1
 
 
 def note_ran_on(db: Db, attempt_id: int, *, exit_code: int, reason: str) -> bool:
     """An ended attempt whose container ran on after the end (its engine was unreachable
     when the manager ended it): its real exit code and the reason saying so. Once only
     (where the exit code is still unknown); returns whether it was noted now."""
-    done = db.execute(update(JobAttempt)
-                      .where(JobAttempt.id == attempt_id, JobAttempt.exit_code.is_(None))
-                      .values(exit_code=exit_code, reason=reason)
-                      .execution_options(synchronize_session=False))
-    return done.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
+    done = run(db, update(JobAttempt)
+               .where(JobAttempt.id == attempt_id, JobAttempt.exit_code.is_(None))
+               .values(exit_code=exit_code, reason=reason)
+               .execution_options(synchronize_session=False))
+    return done.rowcount == 1
 
 
 def save_log_tail(db: Db, attempt_id: int, text: str, now_s: float) -> None:

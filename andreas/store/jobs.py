@@ -38,6 +38,7 @@ from sqlalchemy.orm.util import identity_key
 from andreas.errors import InputError
 from andreas.store.errors import InvalidTransition, TransitionConflict
 from andreas.store.models import Job, JobState
+from andreas.store.nodes import run
 
 Q, R, PG, PD = JobState.QUEUED, JobState.RUNNING, JobState.PREEMPTING, JobState.PREEMPTED
 P = JobState.PROFILING
@@ -108,10 +109,10 @@ def transition(db: Session | Connection, job_id: str, new: JobState | str, *,
                                  f"{old.value}; not moved to {new.value}")
     check_transition(job_id, old, new)
     stamp = time.time() if now_s is None else now_s
-    result = db.execute(update(Job).where(Job.id == job_id, Job.state == old)
-                        .values(state=new, state_changed_s=stamp)
-                        .execution_options(synchronize_session=False))
-    if result.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
+    result = run(db, update(Job).where(Job.id == job_id, Job.state == old)
+                 .values(state=new, state_changed_s=stamp)
+                 .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
         # A locking read sees the latest committed state (a plain read on MariaDB would
         # still show this transaction's snapshot).
         now = db.execute(select(Job.state).where(Job.id == job_id)

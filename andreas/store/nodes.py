@@ -71,6 +71,14 @@ def run(db: Db, statement: Executable) -> CursorResult[*tuple[Any, ...]]:
     return db.execute(statement)  # type: ignore[return-value]
 
 
+def inserted_id(result: CursorResult[*tuple[Any, ...]]) -> int:
+    """The new row's id: an INSERT of one row on an autoincrement key always sets it."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("INSERT returned no primary key")
+    return int(key[0])
+
+
 class UnknownNode(InputError):
     """No node has this name; ``name`` lets a command name its own option or argument."""
 
@@ -121,9 +129,9 @@ def move_if(db: Db, node_id: int, old: NodeState, new: NodeState, *,
 def insert_node(db: Db, *, name: str, docker_endpoint: str, gpu_type: str,
                 gpu_count: int) -> int:
     """A new node, ``up``; returns its id."""
-    return run(db, insert(Node).values(name=name, state=UP, docker_endpoint=docker_endpoint,
-                                       gpu_type=gpu_type, gpu_count=gpu_count)
-               ).inserted_primary_key[0]  # type: ignore[index]  # set after every INSERT
+    return inserted_id(run(db, insert(Node).values(
+        name=name, state=UP, docker_endpoint=docker_endpoint, gpu_type=gpu_type,
+        gpu_count=gpu_count)))
 
 
 def state_of(db: Db, name: str) -> NodeState:

@@ -19,7 +19,7 @@ from andreas.store.engine import is_sqlite, make_engine, parse_url
 from andreas.store.errors import StoreError
 from andreas.store.tables import gpus as Gpu
 from andreas.store.tables import nodes as Node
-from andreas.store.nodes import insert_node
+from andreas.store.nodes import insert_node, inserted_id
 
 
 class GpuInventory(Protocol):
@@ -127,8 +127,8 @@ def register(conn: Connection, spec: NodeSpec, *, write: bool = True) -> Registr
         r = stored.get(g.uuid)
         if r is None:
             need(f"GPU {g.uuid} not registered", f"GPU {g.uuid} registered")
-            gpu_ids[g.uuid] = conn.execute(insert(Gpu).values(uuid=g.uuid, **values)
-                                           ).inserted_primary_key[0]  # type: ignore[index]  # set after every INSERT
+            gpu_ids[g.uuid] = inserted_id(conn.execute(insert(Gpu).values(uuid=g.uuid,
+                                                                          **values)))
             continue
         gpu_ids[g.uuid] = r.id
         was_moved = r.id in moved_ids
