@@ -14,7 +14,6 @@ import json
 import secrets
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from tests.e2e.cluster import BIN, ROOT, ManagerRuns, _base_env, _fresh_database, _run
+from tests.e2e.poller import Poller
 from tests.slurm_cluster import SlurmCluster
 
 APP = "example"
@@ -166,7 +166,7 @@ class Site(ManagerRuns):
 # ---------------------------------------------------------------------- monitor
 
 @dataclass
-class SlurmMonitor:
+class SlurmMonitor(Poller):
     """Polls squeue every ``interval_s``: which andreas jobs run on which node with how
     many GPUs, so a test can assert that no job ever ran in two Slurm jobs at once and no
     node ever ran more GPUs than it has, as Slurm itself reported them."""
@@ -178,44 +178,32 @@ class SlurmMonitor:
     seen: dict[str, set[str]] = field(default_factory=dict)       # job -> nodes
     names: set[str] = field(default_factory=set)
     polls: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    thread_name = "slurm-monitor"
 
-    def start(self) -> SlurmMonitor:
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="slurm-monitor")
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                out = self.slurm.squeue("--noheader", "--states=running,completing",
-                                        "--format=%j|%N|%b")
-            except subprocess.SubprocessError:
+    def poll(self) -> None:
+        try:
+            out = self.slurm.squeue("--noheader", "--states=running,completing",
+                                    "--format=%j|%N|%b")
+        except subprocess.SubprocessError:
+            return
+        where: dict[str, list[str]] = {}
+        used: dict[str, int] = {}
+        for line in out.splitlines():
+            name, node, gres = (line.split("|") + ["", ""])[:3]
+            if not name.startswith("andreas-"):
                 continue
-            where: dict[str, list[str]] = {}
-            used: dict[str, int] = {}
-            for line in out.splitlines():
-                name, node, gres = (line.split("|") + ["", ""])[:3]
-                if not name.startswith("andreas-"):
-                    continue
-                self.names.add(name)
-                job = name[len("andreas-"):].rsplit("-", 1)[0]
-                where.setdefault(job, []).append(node)
-                self.seen.setdefault(job, set()).add(node)
-                used[node] = used.get(node, 0) + int(gres.rsplit(":", 1)[-1] or 0
-                                                     if gres.rsplit(":", 1)[-1].isdigit() else 0)
-            for node, n in used.items():
-                self.max_gpus[node] = max(self.max_gpus.get(node, 0), n)
-            for job, nodes in where.items():
-                if len(nodes) > 1:
-                    self.duplicates.append((time.time(), job, nodes))
-            self.polls += 1
+            self.names.add(name)
+            job = name[len("andreas-"):].rsplit("-", 1)[0]
+            where.setdefault(job, []).append(node)
+            self.seen.setdefault(job, set()).add(node)
+            used[node] = used.get(node, 0) + int(gres.rsplit(":", 1)[-1] or 0
+                                                 if gres.rsplit(":", 1)[-1].isdigit() else 0)
+        for node, n in used.items():
+            self.max_gpus[node] = max(self.max_gpus.get(node, 0), n)
+        for job, nodes in where.items():
+            if len(nodes) > 1:
+                self.duplicates.append((time.time(), job, nodes))
+        self.polls += 1
 
 
 # ---------------------------------------------------------------------- set-up

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.cluster import IMAGE, ROOT, Cluster, running_cluster
+from tests.e2e.poller import Poller
 from tests.e2e.test_end_to_end import APP, Store, _history, wait_until
 
 NODES = [("pw-v100", "1xV100", 1), ("pw-t4", "1xT4", 1)]
@@ -60,7 +61,7 @@ echo "$(now) end $1 $2" >> "{calls}"
 
 
 @dataclass
-class Switchboard:
+class Switchboard(Poller):
     """Acts on the script's requests: ``off`` stops the node's agent and engine, ``on``
     starts them again. Records when each node's engine stopped / answered again."""
 
@@ -68,28 +69,22 @@ class Switchboard:
     requests: Path
     events: list[tuple[float, str, str]] = field(default_factory=list)  # (t, node, what)
     errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
-
-    def start(self) -> Switchboard:
-        t = threading.Thread(target=self._loop, daemon=True, name="e2e-switchboard")
-        t.start()
-        self._threads.append(t)
-        return self
+    _acting: list[threading.Thread] = field(default_factory=list)
+    interval_s = 0.05
+    thread_name = "e2e-switchboard"
 
     def stop(self) -> None:
-        self._stop.set()
-        for t in self._threads:
+        super().stop()
+        for t in self._acting:
             t.join(timeout=90)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(0.05):
-            for req in sorted(self.requests.glob("*.req")):
-                taken = req.with_suffix(".taken")
-                req.rename(taken)
-                t = threading.Thread(target=self._act, args=(taken,), daemon=True)
-                t.start()
-                self._threads.append(t)
+    def poll(self) -> None:
+        for req in sorted(self.requests.glob("*.req")):
+            taken = req.with_suffix(".taken")
+            req.rename(taken)
+            t = threading.Thread(target=self._act, args=(taken,), daemon=True)
+            t.start()
+            self._acting.append(t)
 
     def _act(self, taken: Path) -> None:
         _, verb, node = taken.stem.split("-", 2)
@@ -109,33 +104,25 @@ class Switchboard:
 
 
 @dataclass
-class NodeWatch:
+class NodeWatch(Poller):
     """Polls the nodes' states: every change with the store's ``state_changed_s``."""
 
     cluster: Cluster
     seen: list[tuple[str, str, float | None]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _last: dict[str, str] = field(default_factory=dict)
+    thread_name = "e2e-nodes"
 
-    def start(self) -> NodeWatch:
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="e2e-nodes")
-        self._thread.start()
-        return self
+    def opened(self) -> None:
+        self._db = Store(self.cluster)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+    def poll(self) -> None:
+        for r in self._db.rows("SELECT name, state, state_changed_s FROM nodes"):
+            if self._last.get(r.name) != r.state:
+                self._last[r.name] = r.state
+                self.seen.append((r.name, r.state, r.state_changed_s))
 
-    def _loop(self) -> None:
-        db = Store(self.cluster)
-        last: dict[str, str] = {}
-        while not self._stop.wait(0.1):
-            for r in db.rows("SELECT name, state, state_changed_s FROM nodes"):
-                if last.get(r.name) != r.state:
-                    last[r.name] = r.state
-                    self.seen.append((r.name, r.state, r.state_changed_s))
-        db.engine.dispose()
+    def closed(self) -> None:
+        self._db.engine.dispose()
 
     def states(self, node: str) -> list[str]:
         return [s for n, s, _ in self.seen if n == node]
