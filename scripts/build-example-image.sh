@@ -75,17 +75,11 @@ fi
 docker_cli=$(command -v docker || true)
 [ -n "$docker_cli" ] || die "the docker client is missing (Debian: apt-get install docker.io)"
 
-apt_updated=
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 apt_install() {
-    # apt_install WHAT PACKAGES...: install with apt-get when root, else explain.
-    local what=$1; shift
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        die "$what is missing: install the Debian package(s) $* (apt-get install $*)"
-    fi
-    echo "== installing $* (apt-get)"
-    if [ -z "$apt_updated" ]; then apt-get update -qq; apt_updated=1; fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
-        >/dev/null
+    # apt_install WHAT PACKAGES...: installed, or the script ends with what to install.
+    andreas_apt_install build-example-image "$@" || exit 1
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/andreas-example-image.XXXXXX")

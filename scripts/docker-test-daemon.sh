@@ -23,6 +23,9 @@
 # The docker CLI (/usr/local/bin/docker may be newer than Debian's daemon) and the Python
 # SDK (version="auto") negotiate the API version with the daemon.
 
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+
 DOCKER_TEST_IMAGE=andreas-test/busybox:latest
 
 _docker_bin() {
@@ -44,21 +47,6 @@ _docker_static_busybox() {
         case $out in *"not a dynamic executable"*) echo "$bb"; return 0 ;; esac
     done
     return 1
-}
-
-_docker_apt_install() {
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "docker-test-daemon: $1 is missing; install the Debian package(s) $2" \
-             "(apt-get install $2) and run again" >&2
-        return 1
-    fi
-    echo "== installing $2 (apt-get)"
-    if [ -z "${_DOCKER_APT_UPDATED:-}" ]; then
-        apt-get update -qq
-        _DOCKER_APT_UPDATED=1
-    fi
-    # shellcheck disable=SC2086  # $2 is a list of packages
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $2 >/dev/null
 }
 
 _docker_answers() {
@@ -100,10 +88,11 @@ docker_test_install() {
     _docker_bin dockerd >/dev/null || need="$need docker.io"
     _docker_static_busybox >/dev/null || need="$need busybox-static"
     if [ -n "$need" ]; then
-        _docker_apt_install "dockerd or a static busybox" "${need# }" || return 1
+        # shellcheck disable=SC2086  # a list of packages
+        andreas_apt_install docker-test-daemon "dockerd or a static busybox" $need || return 1
     fi
     if ! _docker_bin docker >/dev/null; then
-        _docker_apt_install "the docker client" docker.io || return 1
+        andreas_apt_install docker-test-daemon "the docker client" docker.io || return 1
     fi
 }
 

@@ -20,6 +20,9 @@
 # killed (their shell is gone) are stopped and removed at the next start.
 # Extra server options: MARIADB_TEST_OPTIONS (e.g. a bigger --innodb-buffer-pool-size).
 
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+
 _mariadb_bin() {
     local name
     for name in "$@"; do
@@ -34,14 +37,7 @@ mariadb_test_install() {
             mysql_install_db >/dev/null; then
         return 0
     fi
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "mariadb-test-server: mariadbd not found; install the Debian package" \
-             "mariadb-server (apt-get install mariadb-server) and run again" >&2
-        return 1
-    fi
-    echo "== installing mariadb-server (apt-get)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
+    andreas_apt_install --recommends mariadb-test-server mariadbd mariadb-server
 }
 
 mariadb_test_start() {

@@ -20,6 +20,9 @@
 # left by runs that were killed (their shell is gone) are stopped and removed at the next
 # start.
 
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+
 _prometheus_bin() {
     if command -v prometheus >/dev/null 2>&1; then command -v prometheus; return 0; fi
     if [ -x /usr/bin/prometheus ]; then echo /usr/bin/prometheus; return 0; fi
@@ -30,15 +33,7 @@ prometheus_test_install() {
     if _prometheus_bin >/dev/null; then
         return 0
     fi
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "prometheus-test-server: prometheus not found; install the Debian package" \
-             "prometheus (apt-get install prometheus) and run again" >&2
-        return 1
-    fi
-    echo "== installing prometheus (apt-get)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus \
-        >/dev/null
+    andreas_apt_install prometheus-test-server prometheus prometheus
 }
 
 prometheus_test_start() {

@@ -27,6 +27,9 @@
 # `$ANDREAS_TEST_SLURM_DIR/node.sh stop|start|kill NODE` stops, starts or kills (SIGKILL,
 # with the node's job processes: a node lost) one node's slurmd; the tests use it.
 
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+
 SLURM_TEST_PARTITION=gpu
 
 _slurm_bin() {
@@ -43,22 +46,11 @@ slurm_test_install() {
         _slurm_bin "${prog%%:*}" >/dev/null || need="$need ${prog##*:}"
     done
     [ -z "$need" ] && return 0
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "slurm-test-cluster: missing$need; install the Debian package(s)" \
-             "(apt-get install$need) and run again" >&2
-        return 1
-    fi
-    echo "== installing$need (apt-get)"
-    if [ -z "${_DOCKER_APT_UPDATED:-}" ]; then
-        apt-get update -qq
-        _DOCKER_APT_UPDATED=1
-    fi
     for pkg in $need; do
         if [ "$pkg" = slurm-wlm-emulator ]; then return 1; fi   # never the emulator
     done
     # shellcheck disable=SC2086  # a list of packages
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need \
-        >/dev/null
+    andreas_apt_install slurm-test-cluster "a Slurm program" $need
 }
 
 _slurm_free_port() {

@@ -36,17 +36,10 @@ fi
 need=
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
 command -v chromium >/dev/null 2>&1 || need="$need chromium"
-if [ -n "$need" ]; then
-    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "test.sh: missing Debian package(s)$need; install them (apt-get install$need)" >&2
-        exit 1
-    fi
-    echo "== installing$need (apt-get)"
-    apt-get update -qq
-    # shellcheck disable=SC2086  # a list of packages
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
-    _DOCKER_APT_UPDATED=1
-fi
+# shellcheck source=scripts/apt-install.sh
+source scripts/apt-install.sh
+# shellcheck disable=SC2086  # a list of packages
+[ -z "$need" ] || andreas_apt_install test.sh "a system package" $need || exit 1
 
 # --- Services ------------------------------------------------------------------------
 # Start them here, stop them in one EXIT trap, and never let a test skip because one is
