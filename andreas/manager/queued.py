@@ -31,7 +31,7 @@ from andreas.store.read import AttemptView, JobView, NodeView
 
 log = logging.getLogger("andreas.manager")
 
-End = Callable[..., bool]        # Reconciler._end(job, attempt, end_s, reason=, new=)
+End = Callable[..., bool]        # Closer.end(job, attempt, end_s, reason=, new=)
 
 
 class QueuedRuns:
