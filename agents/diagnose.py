@@ -114,7 +114,7 @@ def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
     from agents.daemon import node_gpu_type
     from andreas.store.registry import NodeSpec, RegistrationRefused, agent_engine, register
     from andreas.store.engine import connect, is_sqlite, parse_url
-    from andreas.store.migrate import status
+    from andreas.store.migrate import SchemaState, status
 
     shown = cfg.db_url_masked
     try:
@@ -125,7 +125,7 @@ def _database(cfg: AgentConfig, report: CheckReport, inventory: list[Any],
     try:
         connect(engine)
         st = status(engine)
-        if st.state != "head":
+        if st.state is not SchemaState.HEAD:
             report.fail(f"Database: {st.describe()}")
             return
         report.add(f"Database: {shown} reachable; schema at revision {st.revision} (head)")

@@ -49,7 +49,8 @@ from typing import Any
 
 from agents.epochs import ContainerExit, ContainerInfo, EpochPairer, LineSplitter, split_timestamp
 from andreas.infra.backoff import Backoff
-from andreas.executor.events import ContainerEvent, EventFollower, close_stream, docker_time
+from andreas.executor.events import (ContainerAction, ContainerEvent, EventFollower,
+                                     close_stream, docker_time)
 from andreas.infra import procs
 from andreas.job import LABEL_JOB, job_labels, parse_progress
 
@@ -58,7 +59,8 @@ log = logging.getLogger(__name__)
 Sink = Callable[[Any], object]
 
 LOOKBACK_S = 1.0        # Docker stamps StartedAt after the process may have printed
-EVENTS = ("start", "die", "destroy")
+EVENTS = tuple(a.value for a in (ContainerAction.START, ContainerAction.DIE,
+                                 ContainerAction.DESTROY))
 
 
 def default_client(base_url: str | None = None) -> Any:
@@ -238,7 +240,7 @@ class EpochTracker:
             return
         cid = event.container_id
         try:
-            if event.action == "start":
+            if event.action == ContainerAction.START:
                 try:
                     container = self.client.containers.get(cid)
                 except Exception as e:
@@ -248,9 +250,9 @@ class EpochTracker:
                         return
                     raise
                 self._follow(container)
-            elif event.action == "die":
+            elif event.action == ContainerAction.DIE:
                 self._died(cid, event.exit_code, event.time_s)
-            elif event.action == "destroy":
+            elif event.action == ContainerAction.DESTROY:
                 for run in self._runs_of(cid):
                     run.removed = True
         except Exception as e:  # noqa: BLE001 — one bad event must not end the loop

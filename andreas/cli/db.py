@@ -78,7 +78,7 @@ def current_cmd() -> None:
         engine.dispose()
     click.echo(f"url: {st.url} (from {settings.db_url_source})")
     click.echo(f"revision: {st.revision or 'none'}; head: {st.head}; state: {st.state}")
-    if st.state != "head":
+    if st.state is not migrate.SchemaState.HEAD:
         click.echo(st.describe())
 
 
@@ -154,7 +154,7 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
     _, engine = _engine()
     try:
         st = migrate.status(engine)
-        if st.state != "head":
+        if st.state is not migrate.SchemaState.HEAD:
             raise SchemaError(st.describe())
         made = accounts.apply(engine, database or engine.url.database, passwords, prefix,
                               account_host, submitter=submitter)

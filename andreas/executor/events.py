@@ -25,6 +25,7 @@ Stdlib only: the caller makes the Docker client.
 
 from __future__ import annotations
 
+import enum
 import logging
 import re
 import threading
@@ -41,9 +42,20 @@ from andreas.job import LABEL_JOB
 
 log = logging.getLogger("andreas.executor")
 
+
+
+class ContainerAction(enum.StrEnum):
+    """The container events andreas follows (Docker's ``Action``; the engine has more)."""
+
+    START = "start"
+    DIE = "die"            # exited; its ``exitCode`` attribute says how
+    OOM = "oom"
+    DESTROY = "destroy"    # removed
+
+
 # events that can change what the manager sees (docker-py: values of one key are OR-ed,
 # keys AND-ed; a bare label name matches any value)
-WATCH_EVENTS = ("start", "die", "oom", "destroy")
+WATCH_EVENTS = tuple(a.value for a in ContainerAction)
 WATCH_NODES_S = 10.0           # nodes() is re-read this often (every 1 s while empty)
 WATCH_BACKOFF_S = (1.0, 30.0)  # first and longest wait before a stream is reopened
 WATCH_HEALTHY_S = 5.0          # a stream open this long ends an outage (back-off reset)
@@ -82,7 +94,7 @@ def docker_time(value: object) -> float | None:
 class ContainerEvent:
     """One container event as the engine reported it."""
 
-    action: str                 # "start", "die", "oom", "destroy", ...
+    action: str                 # a ContainerAction's value, or another the engine has
     container_id: str
     time_s: float
     attributes: Mapping[str, str] = field(default_factory=dict, hash=False)  # labels, exitCode

@@ -24,11 +24,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from andreas.config import ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
-from andreas.infra.nudge import listen
+from andreas.infra.nudge import Listener, listen
 from andreas.manager.decider import make_decider
 from andreas.manager.lock import Lease, LeaseLost, Renewer, acquire, make_lock
 from andreas.manager.loop import run_loop
@@ -37,6 +38,9 @@ from andreas.store.engine import Store
 from andreas.store.opener import open_store
 from andreas.store.lease import install_fence
 from andreas.store.owners import require_manager
+
+if TYPE_CHECKING:
+    from andreas.metrics import MetricsServer
 
 log = logging.getLogger("andreas.manager")
 
@@ -86,12 +90,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
     """The daemon's life; returns the exit code (0: stopped cleanly)."""
     stop = stop or threading.Event()
     if install_signals:
-        def on_signal(signum, _frame):
-            log.info("%s received: finishing the current tick, then stopping",
-                     signal.Signals(signum).name)
-            stop.set()
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        _stop_on_signals(stop)
     own_store = store is None
     store = store or open_store(settings=settings)
     lock = make_lock(store.engine, ttl_s=settings.manager.lease_s)
@@ -120,12 +119,8 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
                  settings.manager.poll_s, " (dry run: no container is touched)"
                  if dry_run else "")
         if settings.manager.metrics_port is not None and not once:
-            from andreas.manager.exporter import manager_collector
-            from andreas.metrics import serve
-
-            metrics = serve([manager_collector(manager)],
-                            address=settings.manager.metrics_address,
-                            port=settings.manager.metrics_port)
+            metrics = _serve_metrics(manager, settings.manager.metrics_address,
+                                     settings.manager.metrics_port)
         manager.decider.start()   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
@@ -140,16 +135,40 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         return 1
     finally:
         watching.set()
-        if renewer is not None:
-            renewer.stop()
-        if wake is not None:
-            wake.close()
-        if metrics is not None:
-            metrics.close()
-        if manager is not None:
-            manager.close()
+        _shut_down(renewer, wake, metrics, manager)
         lock.release()
         if unfence is not None:
             unfence()
         if own_store:
             store.dispose()
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT finish the current tick, then stop the daemon."""
+    def on_signal(signum, _frame):
+        log.info("%s received: finishing the current tick, then stopping",
+                 signal.Signals(signum).name)
+        stop.set()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def _serve_metrics(manager: Manager, address: str, port: int) -> MetricsServer:
+    """The manager's ``/metrics`` endpoint (prometheus_client imported only here)."""
+    from andreas.manager.exporter import manager_collector
+    from andreas.metrics import serve
+
+    return serve([manager_collector(manager)], address=address, port=port)
+
+
+def _shut_down(renewer: Renewer | None, wake: Listener | None, metrics: MetricsServer | None,
+               manager: Manager | None) -> None:
+    """Stop, in this order, what the daemon started before its lease is released."""
+    if renewer is not None:
+        renewer.stop()
+    if wake is not None:
+        wake.close()
+    if metrics is not None:
+        metrics.close()
+    if manager is not None:
+        manager.close()

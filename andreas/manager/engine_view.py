@@ -29,6 +29,7 @@ from typing import Any
 from andreas.executor.base import Capability, EngineNodeState, Executor, NodeInventory
 from andreas.executor.errors import ExecutorError
 from andreas.manager.state import StoreState, node_ref
+from andreas.manager.triggers import Trigger
 from andreas.store.read import NodeView
 
 log = logging.getLogger("andreas.manager")
@@ -67,7 +68,7 @@ class EngineView:
         self._said: dict[str, str] = {}
         self._failing = False
 
-    def refresh(self, state: StoreState) -> set[str]:
+    def refresh(self, state: StoreState) -> set[Trigger]:
         """Read the inventory; returns the triggers a change of usable GPUs raises."""
         if not self.enabled:
             return set()
@@ -83,15 +84,15 @@ class EngineView:
                             e)
             self._failing = True
             return set()
-        triggers: set[str] = set()
+        triggers: set[Trigger] = set()
         for node in state.nodes.values():
             inv = self.inventory.get(node.name)
             held, why = held_indexes(node, inv)
             before = self._held.get(node.name, frozenset())
             if held - before:
-                triggers.add("node-down")
+                triggers.add(Trigger.NODE_DOWN)
             if before - held:
-                triggers.add("node-up")
+                triggers.add(Trigger.NODE_UP)
             self._held[node.name] = held
             self._say(node, inv, why)
         return triggers

@@ -29,6 +29,7 @@ from typing import Any
 from andreas.infra.backoff import Backoff
 from andreas.manager.lock import LeaseLost, ManagerLock
 from andreas.manager.manager import Manager
+from andreas.manager.triggers import Trigger
 from andreas.store.engine import connect
 from andreas.store.faults import describe, error_kind
 
@@ -46,7 +47,7 @@ def period_scheduler(manager: Manager, period_s: float) -> Any:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     scheduler = BackgroundScheduler(daemon=True, timezone="UTC")
-    scheduler.add_job(manager.request, "interval", seconds=period_s, args=("period",),
+    scheduler.add_job(manager.request, "interval", seconds=period_s, args=(Trigger.PERIOD,),
                       id="andreas-period", coalesce=True, max_instances=1,
                       misfire_grace_time=None)
     scheduler.start()

@@ -3,9 +3,9 @@
 ``Manager.reschedule(trigger)`` builds a snapshot, asks the configured policy, checks the
 plan, and writes it as a ``decisions`` row (the plan document of ``plandoc.py``); the
 plan becomes the *target* that every :meth:`Manager.tick` reconciles the nodes towards.
-Triggers (``submit``, ``complete``, ``failed``, ``node-down``, ``node-up``, ``period``,
-``start``) are collected during a tick, from the reconciliation and from other threads
-(:meth:`Manager.request`, e.g. the period timer), and answered by one rescheduling.
+Triggers (:class:`~andreas.manager.triggers.Trigger`) are collected during a tick, from
+the reconciliation and from other threads (:meth:`Manager.request`, e.g. the period
+timer), and answered by one rescheduling.
 :meth:`Manager.request` and :meth:`Manager.wake` (the executor's container events) set
 :attr:`Manager.wakeup`, so the loop ticks soon instead of at its next poll.
 """
@@ -33,13 +33,14 @@ from andreas.manager.decider import Decider, InProcess
 from andreas.manager.engine_view import EngineView
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
-from andreas.manager.plandoc import Target, plan_document
+from andreas.manager.plandoc import DecisionDoc, Target, plan_document
 from andreas.manager.power import Power
 from andreas.manager.profiling import Profiling, Review
 from andreas.manager.reconcile import Reconciler
 from andreas.manager.levels import levels_for_build
 from andreas.manager.snapshot import SnapshotBuild, build_snapshot
 from andreas.manager.state import StoreState, load_state
+from andreas.manager.triggers import Trigger
 from andreas.model import Config, Plan
 from andreas.store.decisions import add_decision, latest_decision
 from andreas.store.engine import Store
@@ -51,8 +52,6 @@ from andreas.store.nodes import set_profiling_by_name, states
 
 log = logging.getLogger("andreas.manager")
 
-TRIGGERS = ("submit", "complete", "failed", "node-down", "node-up", "period", "start",
-            "profile")
 RESCHEDULE_BACKOFF = Backoff(initial_s=1.0, max_s=60.0)   # after a policy error
 POWER_REFRESH_S = 300.0          # the 24-h mean power is re-read at most this often
 
@@ -61,7 +60,7 @@ POWER_REFRESH_S = 300.0          # the 24-h mean power is re-read at most this o
 class TickReport:
     """What one tick did: the triggers it saw and the decision it made (if any)."""
 
-    triggers: frozenset[str]
+    triggers: frozenset[Trigger]
     decision_id: int | None
 
 
@@ -96,7 +95,7 @@ class Manager:
         self.engine_view = EngineView(executor)     # the engine's inventory (Slurm)
         self.review = Review()               # the automatic profiling's latest wants
         self.target = Target()
-        self._pending: set[str] = set()
+        self._pending: set[Trigger] = set()
         self._lock = threading.Lock()
         self._schedulable: frozenset[str] | None = None
         self._retry_after = 0.0
@@ -110,8 +109,8 @@ class Manager:
 
     def request(self, *triggers: str) -> None:
         """Ask for a rescheduling at the next tick, and wake the loop so that tick comes
-        soon (thread-safe; several become one)."""
-        self._defer(*triggers)
+        soon (thread-safe; several become one). Each is a :class:`Trigger`'s value."""
+        self._defer(*(Trigger(t) for t in triggers))
         self.wakeup.set()
 
     def wake(self, why: str = "") -> None:
@@ -125,13 +124,13 @@ class Manager:
         off = self.power.unwatched
         return [ref for ref in self.reconciler.polled if ref.name not in off]
 
-    def _defer(self, *triggers: str) -> None:
+    def _defer(self, *triggers: Trigger) -> None:
         """A rescheduling at the next tick, without waking the loop (from inside a tick:
         a back-off or a retry must not make the loop spin)."""
         with self._lock:
             self._pending.update(triggers)
 
-    def _take_pending(self) -> set[str]:
+    def _take_pending(self) -> set[Trigger]:
         with self._lock:
             out, self._pending = self._pending, set()
         return out
@@ -210,25 +209,9 @@ class Manager:
                 if len(second[1].postponed) + len(second[0].unrunnable) < left:
                     build, plan = second[0], second[1]
         snap = build.snapshot
-        held = tuple(j for j in review.held if j in state.jobs)
-        doc = plan_document(snap, plan, build.curves,
-                            extra_postponed=(*build.unrunnable, *held),
-                            extra_reasons={**{j: f"wait: a GPU share, and policy {self.policy} "
-                                              "plans whole GPUs only" for j in build.unshared},
-                                           **review.held},
-                            profiling=tuple(
-                                {"job": st.job, "node": st.node, "gpus": st.gpus,
-                                 "reason": st.reason, "start": st.job in review.starts,
-                                 **({"power_limit_w": st.power_limit_w}
-                                    if st.power_limit_w is not None else {})}
-                                for st in review.steps.values()),
-                            sources={(app, t, g + 1): (e.source, e.confidence)
-                                     for (app, t), est in build.epochs.items()
-                                     for g, e in enumerate(est)},
-                            pinned=build.pinned, unreachable=tuple(self.reconciler.unreachable),
-                            tariff_path=self.settings.manager.tariff,
-                            stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
-                                   "snapshot_s": snapshot_s, "decide_s": decide_s})
+        doc = self._document(build, plan, review, state,
+                             stats={"jobs": len(snap.jobs), "nodes": len(snap.nodes),
+                                    "snapshot_s": snapshot_s, "decide_s": decide_s})
         costs = {a["job"]: a["predicted_cost"] for a in doc["assignments"]
                  if a["predicted_cost"] is not None
                  and state.jobs.get(a["job"]) is not None
@@ -242,15 +225,44 @@ class Manager:
         self.target = Target.from_doc(decision_id, doc)
         self.meter.decision(seconds=decide_s, objective=plan.objective,
                             objective_name=plan.objective_name, t=now, doc=doc)
+        self._log_decision(decision_id, trigger, doc, build, plan, decide_s)
+        return decision_id
+
+    def _document(self, build: SnapshotBuild, plan: Plan, review: Review, state: StoreState,
+                  *, stats: dict[str, Any]) -> DecisionDoc:
+        """The plan document, with what the snapshot left out and the profiling's runs."""
+        held = tuple(j for j in review.held if j in state.jobs)
+        return plan_document(build.snapshot, plan, build.curves,
+                             extra_postponed=(*build.unrunnable, *held),
+                             extra_reasons={**{j: f"wait: a GPU share, and policy "
+                                               f"{self.policy} plans whole GPUs only"
+                                               for j in build.unshared},
+                                            **review.held},
+                             profiling=tuple(
+                                 {"job": st.job, "node": st.node, "gpus": st.gpus,
+                                  "reason": st.reason, "start": st.job in review.starts,
+                                  **({"power_limit_w": st.power_limit_w}
+                                     if st.power_limit_w is not None else {})}
+                                 for st in review.steps.values()),
+                             sources={(app, t, g + 1): (e.source, e.confidence)
+                                      for (app, t), est in build.epochs.items()
+                                      for g, e in enumerate(est)},
+                             pinned=build.pinned,
+                             unreachable=tuple(self.reconciler.unreachable),
+                             tariff_path=self.settings.manager.tariff, stats=stats)
+
+    def _log_decision(self, decision_id: int, trigger: str, doc: DecisionDoc,
+                      build: SnapshotBuild, plan: Plan, decide_s: float) -> None:
         counts: dict[str, int] = {}
         for a in doc["actions"]:
             counts[a["kind"]] = counts.get(a["kind"], 0) + 1
+        snap = build.snapshot
         log.info("decision %d (%s, %s): %d jobs on %d nodes, %s; %s %s in %.3f s",
                  decision_id, trigger, self.policy, len(snap.jobs) + len(build.unrunnable),
                  len(snap.nodes), ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
                  or "nothing to do", plan.objective_name,
                  f"{plan.objective:.6g}" if math.isfinite(plan.objective) else "-", decide_s)
-        return decision_id
+
 
     def _plan(self, trigger: str, state: StoreState, review: Review, now: float, *,
               wake: frozenset[str]) -> tuple[SnapshotBuild, Plan, float, float] | None:
@@ -297,7 +309,7 @@ class Manager:
         target, reconcile, reschedule, apply."""
         self.load_target()
         self.power.warn_left_off()
-        self._defer("start")
+        self._defer(Trigger.START)
         return self.tick()
 
     def tick(self) -> TickReport:
@@ -324,32 +336,32 @@ class Manager:
         state = self.engine_view.apply(state)
         review = self.review_profiling(state)
         if review.changed:
-            triggers.add("profile")
+            triggers.add(Trigger.PROFILE)
             state = self._load_state()
             review = self.review_profiling(state)
         if any(self.target.profiling.get(j) != Config(node=st.node, gpus=st.gpus,
                                                       power_limit_w=st.power_limit_w)
                for j, st in review.starts.items()):
-            triggers.add("profile")
+            triggers.add(Trigger.PROFILE)
         triggers |= self._take_pending()
         revisit = self.target.revisit_s
         if (revisit is not None and self.clock() >= revisit
                 and self._revisited != self.target.decision_id):
             self._revisited = self.target.decision_id     # once per decision
-            triggers.add("revisit")
+            triggers.add(Trigger.REVISIT)
         if any(j.state in WAITING and not self.target.covers(j.id) for j in state.jobs.values()):
-            triggers.add("submit")
+            triggers.add(Trigger.SUBMIT)
         now_schedulable = frozenset(
             n.name for n in state.nodes.values()
             if n.state is NodeState.UP and not n.profiling and n.name not in rec.unreachable)
         if self._schedulable is not None:
             if self._schedulable - now_schedulable:
-                triggers.add("node-down")
+                triggers.add(Trigger.NODE_DOWN)
             if now_schedulable - self._schedulable:
-                triggers.add("node-up")
+                triggers.add(Trigger.NODE_UP)
         self._schedulable = now_schedulable
         decision_id = None
-        if "period" in triggers:
+        if Trigger.PERIOD in triggers:
             self.refresh_models()
         if triggers:
             decision_id = self._reschedule_debounced(triggers, state)
@@ -390,7 +402,7 @@ class Manager:
                      ", ".join(f"{r.app}/{r.gpu_type}" for r in done))
         return len(done)
 
-    def _reschedule_debounced(self, triggers: set[str], state: StoreState) -> int | None:
+    def _reschedule_debounced(self, triggers: set[Trigger], state: StoreState) -> int | None:
         now = self.clock()
         if now < self._retry_after:
             self._defer(*triggers)

@@ -51,7 +51,7 @@ from andreas.costs import c_ng_per_hour, job_time_s, node_classes, run_energy_co
 from andreas.deferral import deferrals
 from andreas.levels import DEFAULT, option_at
 from andreas.manager.estimates import PowerCurve
-from andreas.model import ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
+from andreas.model import Action, ActionKind, Config, Energy, Job, Plan, Snapshot, Tariff
 
 FORMAT = "andreas-decision/1"
 
@@ -351,6 +351,42 @@ def _below_default(node: Any, limit_w: float | None) -> bool:
     return limit_w is not None and lim is not None and abs(limit_w - lim.default_w) > 1e-9
 
 
+def _assignments(snapshot: Snapshot, plan: Plan,
+                 sources: Mapping[tuple[str, str, int], tuple[str, float | None]]
+                 ) -> tuple[list[AssignmentDoc], dict[str, tuple[int, float]]]:
+    """The plan's assignments as documents, and per node the GPUs they keep busy (named
+    GPUs counted once, shares too) and their power levels' change of draw."""
+    jobs = {j.id: j for j in snapshot.jobs}
+    assignments: list[AssignmentDoc] = []
+    named: dict[str, set[int]] = {}     # GPUs a plan names, per node (shares count once)
+    unnamed: dict[str, int] = {}        # GPUs of assignments that name none
+    by_name = {n.name: n for n in snapshot.nodes}
+    classes = node_classes(snapshot)
+    level_w: dict[str, float] = {}      # per node: its jobs' power levels' change of draw
+    for a in plan.assignments:
+        t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
+                                      classes=classes, power_limit_w=a.power_limit_w)
+        level = option_at(jobs[a.job], by_name[a.node], a.power_limit_w) or DEFAULT
+        level_w[a.node] = level_w.get(a.node, 0.0) + a.gpus * level.delta_w
+        if a.gpu_ids:
+            named.setdefault(a.node, set()).update(a.gpu_ids)
+        else:
+            unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
+        source, conf = sources.get(
+            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))  # type: ignore[arg-type]  # assignments name their node
+        assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
+                            "gpu_ids": list(a.gpu_ids),
+                            "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
+                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
+                            "estimate_source": source, "confidence": _num(conf),
+                            **({"power_limit_w": a.power_limit_w}  # type: ignore[typeddict-item]  # the optional key, spread
+                               if _below_default(by_name[a.node], a.power_limit_w)
+                               else {})})  # type: ignore[typeddict-item]  # the optional key, spread
+    busy = {n: (len(named.get(n, ())) + unnamed.get(n, 0), level_w.get(n, 0.0))
+            for n in {*named, *unnamed, *level_w}}
+    return assignments, busy
+
+
 def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
     """A short human reason for every job's action."""
     jobs = {j.id: j for j in snapshot.jobs}
@@ -384,43 +420,53 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
         if kind is ActionKind.CONTINUE:
             out[job.id] = "continue"
             continue
-        options = []
-        for cls, n in reps.items():      # identical nodes have identical options
-            for g in range(1, n.gpus + 1):
-                t = job_time_s(snapshot, job, cls, n.gpu_type, g, classes)
-                if t is not None:
-                    cost = run_energy_cost(snapshot, n.power_w[g], t)
-                    options.append((cls, g, t, cost))
-        on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
-        mine = next((o for o in options
-                     if o[0] == classes[action.node] and o[1] == action.gpus), None)  # type: ignore[index]  # a placed action names its node
-        if mine is None:
-            why = "placed by the policy"
-        elif on_time:
-            best = min(o[3] for o in on_time)
-            why = ("cheapest config meeting due" if mine in on_time and mine[3] <= best + 1e-9
-                   else "meets due, cheaper configs are taken" if mine in on_time
-                   else "late, configs meeting due are taken")
-        else:
-            fastest = min(o[2] for o in options)
-            why = ("fastest config, due cannot be met" if mine[2] <= fastest + 1e-9
-                   else "due cannot be met, faster configs are taken")
+        why = _placed_why(snapshot, job, action, reps, classes)
         if kind is ActionKind.START:
             out[job.id] = f"start: {why}"
         elif kind is ActionKind.MOVE and job.running.node == action.node:  # type: ignore[union-attr]  # a moved job runs
-            here = (job.running.node, job.running.gpu_ids)  # type: ignore[union-attr]  # a moved job runs
-            theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
-                        and (j.running.node, j.running.gpu_ids) == here)
-            out[job.id] = (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "  # type: ignore[union-attr]  # a moved job runs
-                           f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
-                           + (f"interference (measured slowdown on its GPU {theta:.0%})"
-                              if theta > 0
-                              else "placed by the policy"))
+            out[job.id] = _slot_move(snapshot, job, action)
         elif kind is ActionKind.MOVE:
             out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"  # type: ignore[union-attr]  # a moved job runs
         else:
             out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"  # type: ignore[union-attr]  # a resized job runs
     return out
+
+
+def _placed_why(snapshot: Snapshot, job: Job, action: Action, reps: Mapping[tuple, Any],
+                classes: Mapping[str, tuple]) -> str:
+    """Why a started, moved or resized job got its configuration: the cheapest one that
+    meets its due date, the fastest one, or what the other jobs left."""
+    options = []
+    for cls, n in reps.items():      # identical nodes have identical options
+        for g in range(1, n.gpus + 1):
+            t = job_time_s(snapshot, job, cls, n.gpu_type, g, classes)
+            if t is not None:
+                cost = run_energy_cost(snapshot, n.power_w[g], t)
+                options.append((cls, g, t, cost))
+    on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
+    mine = next((o for o in options
+                 if o[0] == classes[action.node] and o[1] == action.gpus), None)  # type: ignore[index]  # a placed action names its node
+    if mine is None:
+        return "placed by the policy"
+    if on_time:
+        best = min(o[3] for o in on_time)
+        return ("cheapest config meeting due" if mine in on_time and mine[3] <= best + 1e-9
+                else "meets due, cheaper configs are taken" if mine in on_time
+                else "late, configs meeting due are taken")
+    fastest = min(o[2] for o in options)
+    return ("fastest config, due cannot be met" if mine[2] <= fastest + 1e-9
+            else "due cannot be met, faster configs are taken")
+
+
+def _slot_move(snapshot: Snapshot, job: Job, action: Action) -> str:
+    """A share moved to other GPUs of its node: by interference, or by the policy."""
+    here = (job.running.node, job.running.gpu_ids)  # type: ignore[union-attr]  # a moved job runs
+    theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
+                and (j.running.node, j.running.gpu_ids) == here)
+    return (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "  # type: ignore[union-attr]  # a moved job runs
+            f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
+            + (f"interference (measured slowdown on its GPU {theta:.0%})" if theta > 0
+               else "placed by the policy"))
 
 
 def _hhmm(t_s: float) -> str:
@@ -474,33 +520,8 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     run to start, which becomes a "profile" action); ``sources``: (app, GPU type, g) ->
     (estimate source, confidence) of the epoch times, stored with each assignment;
     ``tariff_path``: the tariff file the snapshot's energy was read from (recorded)."""
-    jobs = {j.id: j for j in snapshot.jobs}
     reasons = _reasons(snapshot, plan) if snapshot.nodes else {}
-    assignments: list[AssignmentDoc] = []
-    named: dict[str, set[int]] = {}     # GPUs a plan names, per node (shares count once)
-    unnamed: dict[str, int] = {}        # GPUs of assignments that name none
-    by_name = {n.name: n for n in snapshot.nodes}
-    classes = node_classes(snapshot)
-    level_w: dict[str, float] = {}      # per node: its jobs' power levels' change of draw
-    for a in plan.assignments:
-        t, epoch, cost = job_estimate(snapshot, jobs[a.job], a.node, a.gpus, nodes=by_name,
-                                      classes=classes, power_limit_w=a.power_limit_w)
-        level = option_at(jobs[a.job], by_name[a.node], a.power_limit_w) or DEFAULT
-        level_w[a.node] = level_w.get(a.node, 0.0) + a.gpus * level.delta_w
-        if a.gpu_ids:
-            named.setdefault(a.node, set()).update(a.gpu_ids)
-        else:
-            unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
-        source, conf = (sources or {}).get(
-            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))  # type: ignore[arg-type]  # assignments name their node
-        assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
-                            "gpu_ids": list(a.gpu_ids),
-                            "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
-                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
-                            "estimate_source": source, "confidence": _num(conf),
-                            **({"power_limit_w": a.power_limit_w}  # type: ignore[typeddict-item]  # the optional key, spread
-                               if _below_default(by_name[a.node], a.power_limit_w)
-                               else {})})  # type: ignore[typeddict-item]  # the optional key, spread
+    assignments, busy = _assignments(snapshot, plan, sources or {})
     actions: list[ActionDoc] = [{"job": x.job, "kind": x.kind.value, "node": x.node,
                                  "gpus": x.gpus, "reason": reasons.get(x.job, "")}
                                 for x in plan.actions(snapshot)]
@@ -515,10 +536,11 @@ def plan_document(snapshot: Snapshot, plan: Plan, curves: Mapping[str, PowerCurv
     nodes: dict[str, dict[str, Any]] = {}
     for n in snapshot.nodes:
         curve = curves[n.name]
-        g = min(len(named.get(n.name, ())) + unnamed.get(n.name, 0), n.gpus)
+        g, level_w = busy.get(n.name, (0, 0.0))
+        g = min(g, n.gpus)
         nodes[n.name] = {"busy_gpus": g, "power_w": list(n.power_w),
                          "power_source": curve.source, "samples": curve.samples,
-                         "cost_per_hour": c_ng_per_hour(n.power_w[g] + level_w.get(n.name, 0.0),
+                         "cost_per_hour": c_ng_per_hour(n.power_w[g] + level_w,
                                                         snapshot.energy)}
     return {
         "format": FORMAT,

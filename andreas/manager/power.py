@@ -49,6 +49,7 @@ from andreas.config import PowerSettings
 from andreas.executor.base import Capability, Executor
 from andreas.manager.plandoc import Target
 from andreas.manager.state import StoreState, node_ref
+from andreas.manager.triggers import Trigger
 from andreas.store.engine import Store
 from andreas.store.models import NodeState
 from andreas.store.nodes import last_attempt_ends, move_if, states
@@ -175,7 +176,7 @@ class Power:
     # ------------------------------------------------------------------ the tick
 
     def step(self, state: StoreState, target: Target, *,
-             answered: Mapping[str, bool], unreachable: set[str]) -> set[str]:
+             answered: Mapping[str, bool], unreachable: set[str]) -> set[Trigger]:
         """One pass: waking nodes that answer go up, planned-on ``off`` nodes are switched
         on, idle empty ``up`` nodes are switched off. ``answered``: node -> whether its
         engine answered this tick with no running container (the reconciler's poll).
@@ -226,7 +227,7 @@ class Power:
         return CommandResult(ok=True, seconds=time.monotonic() - t0)
 
     def _finish(self, node: NodeView, which: str, old: NodeState, new: NodeState,
-                result: CommandResult, now: float) -> set[str]:
+                result: CommandResult, now: float) -> set[Trigger]:
         program = ("the engine" if self.via_engine
                    else self.settings.argv(which, node.name)[0])
         verb = "off" if which == "off_command" else "on"
@@ -287,9 +288,9 @@ class Power:
 
     # ------------------------------------------------------------------ waking
 
-    def _probe_waking(self, state: StoreState, now: float) -> set[str]:
+    def _probe_waking(self, state: StoreState, now: float) -> set[Trigger]:
         """Background probes of waking nodes' engines; answer -> up, too long -> off."""
-        triggers: set[str] = set()
+        triggers: set[Trigger] = set()
         for name in [k for k in self._probes if k not in state.nodes
                      or state.nodes[k].state is not NodeState.WAKING]:
             del self._probes[name]
@@ -305,7 +306,7 @@ class Power:
                             self._up_since[node.name] = now
                             log.info("node %s: woke up (engine answers after %.0f s); up",
                                      node.name, now - (node.state_changed_s or now))
-                            triggers.add("node-up")
+                            triggers.add(Trigger.NODE_UP)
                     continue
             since = node.state_changed_s if node.state_changed_s is not None else now
             if now - since > self.wake_timeout_s():
@@ -317,7 +318,7 @@ class Power:
                         log.warning("node %s: switched on but its engine did not answer "
                                     "within %.0f s; off again, next try in %.0f s",
                                     node.name, self.wake_timeout_s(), self.settings.idle_s)
-                        triggers.add("node-down")
+                        triggers.add(Trigger.NODE_DOWN)
                 continue
             if node.name not in self._probes and now >= self._probe_after.get(node.name, 0.0):
                 self._probe_after[node.name] = now + self.probe_every_s

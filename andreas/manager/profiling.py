@@ -40,11 +40,10 @@ import logging
 import statistics
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from andreas.config import ProfilerSettings
 from andreas.limits import REASON_CHARS
-from andreas.manager.estimates import Estimator
+from andreas.manager.estimates import EpochEstimate, Estimator
 from andreas.manager.state import StoreState
 from andreas.profiler.fit import fit_amdahl, prior_serial_fraction
 from andreas.profiler.store import write_model
@@ -89,6 +88,37 @@ class Review:
     @property
     def steps(self) -> dict[str, Step]:
         return {**self.running, **self.starts}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Scene:
+    """What one review reads once for all applications."""
+
+    state: StoreState
+    candidates: list[JobView]
+    apps: list[str]
+    ready: dict[str, NodeView]             # GPU type -> the profiling node that can run
+    waiting_types: dict[str, NodeView]     # GPU type -> a profiling node not ready yet
+    types: dict[str, int]                  # GPU type -> GPUs of its profiling node
+    tables: Mapping[tuple[str, str], tuple[EpochEstimate, ...]]   # (app, type) -> g = 1..
+    runs: dict[tuple[str, str], list[ProfilingRun]]
+    prior: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class _Wants:
+    """A review's answer while it is gathered, application by application."""
+
+    starts: dict[str, Step] = field(default_factory=dict)
+    running: dict[str, Step] = field(default_factory=dict)
+    stops: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)
+    guesses: dict[str, str] = field(default_factory=dict)
+    changed: bool = False
+
+    def review(self) -> Review:
+        return Review(starts=self.starts, running=self.running, stops=self.stops,
+                      held=self.held, guesses=self.guesses, changed=self.changed)
 
 
 def summarise(epoch_s: tuple[float, ...]) -> tuple[float, ...]:
@@ -142,6 +172,20 @@ class Profiling:
                                    reason="profiling ended: no profiling node any more; "
                                           "estimates are a guess") if stuck else False
             return Review(stops=stops, changed=changed)
+        candidates = [j for j in state.jobs.values() if j.gpu_milli is None
+                      and (j.state in WAITING or j.state is JobState.PROFILING)]
+        if not candidates:
+            return Review()
+        scene = self._scene(s, state, flagged, candidates, unreachable)
+        wants = _Wants()
+        for app in scene.apps:
+            self._review_app(s, scene, app, wants, now_s)
+        return wants.review()
+
+    def _scene(self, s: Session, state: StoreState, flagged: list[NodeView],
+               candidates: list[JobView], unreachable: Collection[str]) -> _Scene:
+        """The profiling nodes (ready or waiting per GPU type) and what the store holds
+        of the candidates' applications."""
         ready: dict[str, NodeView] = {}
         waiting_types: dict[str, NodeView] = {}
         for n in sorted(flagged, key=lambda n: n.name):
@@ -151,10 +195,6 @@ class Profiling:
                     ready[n.gpu_type] = n
             else:
                 waiting_types.setdefault(n.gpu_type, n)
-        candidates = [j for j in state.jobs.values() if j.gpu_milli is None
-                      and (j.state in WAITING or j.state is JobState.PROFILING)]
-        if not candidates:
-            return Review()
         apps = sorted({j.application for j in candidates})
         types = {t: len(n.usable) for t, n in ready.items()}
         types.update({t: max(len(n.usable), 1) for t, n in waiting_types.items()
@@ -164,109 +204,127 @@ class Profiling:
         for r in profiling_runs(s, apps):
             if r.gpu_type is not None:
                 runs.setdefault((r.application, r.gpu_type), []).append(r)
-        prior = {name: app.serial_fraction
-                 for name, app in self.estimator.profiles.apps.items()}
+        return _Scene(state=state, candidates=candidates, apps=apps, ready=ready,
+                      waiting_types=waiting_types, types=types, tables=tables, runs=runs,
+                      prior={name: app.serial_fraction
+                             for name, app in self.estimator.profiles.apps.items()})
 
-        starts: dict[str, Step] = {}
-        running: dict[str, Step] = {}
-        stops = {}
-        held: dict[str, str] = {}
-        guesses: dict[str, str] = {}
-        changed = False
-        for app in apps:
-            jobs = sorted((j for j in candidates if j.application == app),
-                          key=lambda j: (j.state is not JobState.PROFILING, j.submit_s, j.id))
-            # a type is unknown while it has only the guess, or while a job of the
-            # application is profiling on it (its first runs' epochs already count as
-            # measured, but the profiling goes on until every g is measured)
-            busy = {t for (a, t), rs in runs.items() if a == app
-                    for r in rs if state.jobs.get(r.job_id) is not None
-                    and state.jobs[r.job_id].state is JobState.PROFILING}
-            unknown = [t for t in sorted(types) if t in busy
-                       or ((est := tables.get((app, t))) and all(e.source == GUESS
-                                                                  for e in est))]
-            failed = next(((t, r, why) for t in unknown for r in runs.get((app, t), ())
-                           if (why := _failure(r, self.settings, now_s)) is not None), None)
-            now_ready = [t for t in unknown if t in ready]
-            if failed is not None or not now_ready:
-                if failed is not None:
-                    t, r, why = failed
-                    where = state.nodes_by_id.get(r.node_id) if r.node_id is not None else None
-                    node: Any = where.name if where is not None else "?"
-                    guesses[app] = (f"profiling on {node} failed ({why}); estimates are a "
-                                    f"guess ({self.estimator.unprofiled_epoch_s:g} s per epoch)")
-                    self._once(app, f"application {app}: {guesses[app]}")
-                    for j in jobs:          # say why on the jobs themselves (andreas show)
-                        if j.state in WAITING and j.reason != guesses[app][:REASON_CHARS]:
-                            record(s, j.id, reason=guesses[app][:REASON_CHARS])
-                elif unknown:
-                    node = waiting_types[unknown[0]]
-                    status = (node.state.value if node.state is not NodeState.UP
-                              else "unreachable")
-                    why = (f"wait: application {app} is profiled first, on {node.name}, "
-                           f"which is {status}")
-                    for j in jobs:
-                        if j.state in WAITING:
-                            held[j.id] = why
-                changed |= self._finish(s, jobs, stops, now_s,
-                                        reason=guesses.get(app))
-                continue
-            gpu_type = now_ready[0]
-            node = ready[gpu_type]
-            leader = jobs[0]
-            cap = leader.max_gpus if leader.max_gpus and leader.max_gpus > 0 else len(node.usable)
-            counts = tuple(range(1, min(len(node.usable), cap) + 1))
-            mine = runs.get((app, gpu_type), [])
-            kept: dict[int, list[float]] = {}
-            done: set[int] = set()
-            at: dict[float, list[ProfilingRun]] = {}      # level runs by limit
-            for r in mine:
-                finished = (len(r.epoch_s) >= self.settings.epochs
-                            or (r.exit_code == 0 and bool(r.epoch_s)))
-                if r.power_limit_w is not None:
-                    at.setdefault(r.power_limit_w, []).append(r)
-                    continue
-                kept.setdefault(r.gpus, []).extend(summarise(r.epoch_s))
-                if finished:
-                    done.add(r.gpus)
-            todo = [g for g in counts if g not in done]
-            levels = self._levels(s, node, gpu_type) if not todo else ()
-            level_todo = [w for w in levels[1:] if not any(
-                len(r.epoch_s) >= self.settings.epochs or (r.exit_code == 0 and r.epoch_s)
-                for r in at.get(w, ()))]
-            if not todo and not level_todo:
-                fitted = self._fit(s, app, gpu_type, kept, prior, now_s)
-                if fitted and levels:       # once per fit, with the level runs it had
-                    self._fit_levels(s, app, node, gpu_type, levels, mine, now_s)
-                changed |= fitted
-                self._finish(s, jobs, stops, now_s, reason=None)
-                continue
-            g, limit = (todo[0], None) if todo else (1, level_todo[0])
-            what = (f"profile: application {app} has no profile for {gpu_type}; "
-                    + (f"{g} GPU(s), run {counts.index(g) + 1} of {len(counts)}" if todo else
-                       f"1 GPU at {limit:g} W, power level {levels.index(limit)} of "
-                       f"{len(levels) - 1}"))
-            open_ = [a for a in leader.open_attempts if a.profiling]
-            if leader.state is JobState.PROFILING and open_:
-                a = open_[0]
-                run = next((r for r in mine if (r.job_id, r.attempt) == (leader.id, a.attempt)),
-                           None)
-                measured = len(run.epoch_s) if run is not None else 0
-                running[leader.id] = Step(job=leader.id, node=node.name,
-                                          gpus=len(a.gpu_ids), reason=what,
-                                          power_limit_w=run.power_limit_w if run else None)
-                if measured >= self.settings.epochs:
-                    stops[leader.id] = (f"profiled {len(a.gpu_ids)} GPU(s): {measured} epochs "
-                                        "measured")
-            elif not leader.open_attempts:
-                starts[leader.id] = Step(job=leader.id, node=node.name, gpus=g, reason=what,
-                                         power_limit_w=limit)
-            for j in jobs[1:]:
+    def _review_app(self, s: Session, scene: _Scene, app: str, wants: _Wants,
+                    now_s: float) -> None:
+        """One application: blocked (failed, or no ready node), fitted, or its next run."""
+        state, runs = scene.state, scene.runs
+        jobs = sorted((j for j in scene.candidates if j.application == app),
+                      key=lambda j: (j.state is not JobState.PROFILING, j.submit_s, j.id))
+        # a type is unknown while it has only the guess, or while a job of the
+        # application is profiling on it (its first runs' epochs already count as
+        # measured, but the profiling goes on until every g is measured)
+        busy = {t for (a, t), rs in runs.items() if a == app
+                for r in rs if state.jobs.get(r.job_id) is not None
+                and state.jobs[r.job_id].state is JobState.PROFILING}
+        unknown = [t for t in sorted(scene.types) if t in busy
+                   or ((est := scene.tables.get((app, t))) and all(e.source == GUESS
+                                                                    for e in est))]
+        failed = next(((t, r, why) for t in unknown for r in runs.get((app, t), ())
+                       if (why := _failure(r, self.settings, now_s)) is not None), None)
+        now_ready = [t for t in unknown if t in scene.ready]
+        if failed is not None or not now_ready:
+            self._blocked(s, scene, app, jobs, unknown, failed, wants, now_s)
+            return
+        gpu_type = now_ready[0]
+        node = scene.ready[gpu_type]
+        leader = jobs[0]
+        cap = leader.max_gpus if leader.max_gpus and leader.max_gpus > 0 else len(node.usable)
+        counts = tuple(range(1, min(len(node.usable), cap) + 1))
+        mine = runs.get((app, gpu_type), [])
+        kept, done, at = self._measured(mine)
+        todo = [g for g in counts if g not in done]
+        levels = self._levels(s, node, gpu_type) if not todo else ()
+        level_todo = [w for w in levels[1:] if not any(
+            len(r.epoch_s) >= self.settings.epochs or (r.exit_code == 0 and r.epoch_s)
+            for r in at.get(w, ()))]
+        if not todo and not level_todo:
+            fitted = self._fit(s, app, gpu_type, kept, scene.prior, now_s)
+            if fitted and levels:       # once per fit, with the level runs it had
+                self._fit_levels(s, app, node, gpu_type, levels, mine, now_s)
+            wants.changed |= fitted
+            self._finish(s, jobs, wants.stops, now_s, reason=None)
+            return
+        g, limit = (todo[0], None) if todo else (1, level_todo[0])
+        what = (f"profile: application {app} has no profile for {gpu_type}; "
+                + (f"{g} GPU(s), run {counts.index(g) + 1} of {len(counts)}" if todo else
+                   f"1 GPU at {limit:g} W, power level {levels.index(limit)} of "
+                   f"{len(levels) - 1}"))
+        self._next_step(leader, node, mine, g, limit, what, wants)
+        for j in jobs[1:]:
+            if j.state in WAITING:
+                wants.held[j.id] = (f"wait: application {app} is being profiled on "
+                                    f"{node.name} (job {leader.id})")
+
+    def _blocked(self, s: Session, scene: _Scene, app: str, jobs: list[JobView],
+                 unknown: list[str],
+                 failed: tuple[str, ProfilingRun, str] | None, wants: _Wants,
+                 now_s: float) -> None:
+        """An application whose profiling failed (planned on the guess, said on its jobs)
+        or waits for its profiling node (its waiting jobs held)."""
+        if failed is not None:
+            t, r, why = failed
+            where = scene.state.nodes_by_id.get(r.node_id) if r.node_id is not None else None
+            name = where.name if where is not None else "?"
+            guess = (f"profiling on {name} failed ({why}); estimates are a "
+                     f"guess ({self.estimator.unprofiled_epoch_s:g} s per epoch)")
+            wants.guesses[app] = guess
+            self._once(app, f"application {app}: {guess}")
+            for j in jobs:          # say why on the jobs themselves (andreas show)
+                if j.state in WAITING and j.reason != guess[:REASON_CHARS]:
+                    record(s, j.id, reason=guess[:REASON_CHARS])
+        elif unknown:
+            node = scene.waiting_types[unknown[0]]
+            status = (node.state.value if node.state is not NodeState.UP
+                      else "unreachable")
+            why = (f"wait: application {app} is profiled first, on {node.name}, "
+                   f"which is {status}")
+            for j in jobs:
                 if j.state in WAITING:
-                    held[j.id] = (f"wait: application {app} is being profiled on {node.name} "
-                                  f"(job {leader.id})")
-        return Review(starts=starts, running=running, stops=stops, held=held,
-                      guesses=guesses, changed=changed)
+                    wants.held[j.id] = why
+        wants.changed |= self._finish(s, jobs, wants.stops, now_s,
+                                      reason=wants.guesses.get(app))
+
+    def _measured(self, mine: list[ProfilingRun]) -> tuple[
+            dict[int, list[float]], set[int], dict[float, list[ProfilingRun]]]:
+        """An application's runs on one type: the epochs kept per GPU count, the counts
+        finished, and the level runs by limit."""
+        kept: dict[int, list[float]] = {}
+        done: set[int] = set()
+        at: dict[float, list[ProfilingRun]] = {}      # level runs by limit
+        for r in mine:
+            finished = (len(r.epoch_s) >= self.settings.epochs
+                        or (r.exit_code == 0 and bool(r.epoch_s)))
+            if r.power_limit_w is not None:
+                at.setdefault(r.power_limit_w, []).append(r)
+                continue
+            kept.setdefault(r.gpus, []).extend(summarise(r.epoch_s))
+            if finished:
+                done.add(r.gpus)
+        return kept, done, at
+
+    def _next_step(self, leader: JobView, node: NodeView, mine: list[ProfilingRun], g: int,
+                   limit: float | None, what: str, wants: _Wants) -> None:
+        """The leader's run: running (stopped once measured) or to start."""
+        open_ = [a for a in leader.open_attempts if a.profiling]
+        if leader.state is JobState.PROFILING and open_:
+            a = open_[0]
+            run = next((r for r in mine if (r.job_id, r.attempt) == (leader.id, a.attempt)),
+                       None)
+            measured = len(run.epoch_s) if run is not None else 0
+            wants.running[leader.id] = Step(job=leader.id, node=node.name,
+                                            gpus=len(a.gpu_ids), reason=what,
+                                            power_limit_w=run.power_limit_w if run else None)
+            if measured >= self.settings.epochs:
+                wants.stops[leader.id] = (f"profiled {len(a.gpu_ids)} GPU(s): {measured} "
+                                          "epochs measured")
+        elif not leader.open_attempts:
+            wants.starts[leader.id] = Step(job=leader.id, node=node.name, gpus=g, reason=what,
+                                           power_limit_w=limit)
 
     def _fit(self, s: Session, app: str, gpu_type: str, kept: Mapping[int, list[float]],
              prior: Mapping[str, float], now_s: float) -> bool:

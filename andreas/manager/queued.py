@@ -22,6 +22,7 @@ from andreas.executor.base import Capability, ContainerState, Executor
 from andreas.executor.errors import ExecutorError
 from andreas.limits import REASON_CHARS
 from andreas.manager.state import node_ref
+from andreas.manager.triggers import Trigger
 from andreas.store.attempts import note_pending, record_container, set_gpus
 from andreas.store.engine import Store
 from andreas.store.jobs import LIVE, TERMINAL
@@ -30,7 +31,7 @@ from andreas.store.read import AttemptView, JobView, NodeView
 
 log = logging.getLogger("andreas.manager")
 
-End = Callable[..., bool]        # Reconciler._end(job, attempt, end_s, reason=, new=)
+End = Callable[..., bool]        # Closer.end(job, attempt, end_s, reason=, new=)
 
 
 class QueuedRuns:
@@ -42,7 +43,7 @@ class QueuedRuns:
         self.settings = settings
 
     def pending(self, job: JobView, a: AttemptView, node: NodeView, c: ContainerState,
-                now: float, *, end: End) -> set[str]:
+                now: float, *, end: End) -> set[Trigger]:
         """Note why it waits; cancel it past the bound (see the module docstring)."""
         if a.container_id != c.container_id:
             with self.store.session() as s:
@@ -64,7 +65,7 @@ class QueuedRuns:
                 new=JobState.PREEMPTED if job.state in LIVE else None)
             log.warning("job=%s attempt=%d node=%s: %s; planned again", job.id, a.attempt,
                         node.name, reason)
-            return {"failed"}
+            return {Trigger.FAILED}
         if a.reason != why:
             with self.store.session() as s:
                 note_pending(s, a.id, why)

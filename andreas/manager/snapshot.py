@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from andreas.config import ManagerSettings
 from andreas.costs import with_tariff
@@ -118,9 +117,45 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
     largest: dict[str, int] = {}
     for n in model_nodes:
         largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)  # type: ignore[index, arg-type]  # model nodes have a GPU type
+    planned, pinned, unshared, unrunnable = _sort_jobs(state, names, held=held, shares=shares)
+    done = max_epochs(s, [j.id for j, _ in planned])
+    shared_runs = [(j.id, j.latest.attempt) for j, run in planned
+                   if run is not None and j.gpu_milli is not None and j.latest is not None]
+    recent = attempt_epochs(s, shared_runs) if shared_runs else {}
+    write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
+    checkpointed = last_epoch_end(s, [j.id for j, run in planned if run is not None])
+    tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
 
+    jobs = []
+    for job, running in sorted(planned, key=lambda p: (p[0].submit_s, p[0].id)):
+        times = _times(job, largest, tables)
+        if not times and running is None:
+            unrunnable.append(job.id)
+            continue
+        progress: float = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
+        if running is not None:
+            progress = _partial(progress, job, running, times.get(gpu_of[running.node]),
+                                checkpointed.get(job.id), now_s)
+        if running is not None and job.gpu_milli is not None and job.latest is not None:
+            running = _measured(running, recent.get((job.id, job.latest.attempt)),
+                                times.get(gpu_of[running.node]))
+        jobs.append(Job(id=job.id, submit_s=job.submit_s, due_s=job.due_s, weight=job.weight,
+                        epochs=job.epochs, epoch_time_s=times, app=job.application,
+                        epochs_done=progress, running=running, demand=_demand(job)))
+    snapshot = Snapshot(nodes=model_nodes, jobs=tuple(jobs), now_s=now_s,
+                        energy=settings_energy(settings), params=settings_params(settings),
+                        name=f"store@{now_s:.0f}")
+    return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
+                         pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable),
+                         unshared=tuple(sorted(unshared)))
+
+
+def _sort_jobs(state: StoreState, names: set[str], *, held: Collection[str], shares: bool
+               ) -> tuple[list[tuple[JobView, Config | None]], list[str], list[str], list[str]]:
+    """The jobs to plan (with the configuration a running one holds), and those pinned
+    (left alone), left out for their GPU share, and unrunnable."""
     pinned: list[str] = []
-    planned: list[tuple[Any, Config | None]] = []
+    planned: list[tuple[JobView, Config | None]] = []
     unshared: list[str] = []
     unrunnable: list[str] = []
     for job in state.jobs.values():
@@ -143,44 +178,23 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                                             gpu_ids=slots)))
             else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)
-    done = max_epochs(s, [j.id for j, _ in planned])
-    shared_runs = [(j.id, j.latest.attempt) for j, run in planned
-                   if run is not None and j.gpu_milli is not None and j.latest is not None]
-    recent = attempt_epochs(s, shared_runs) if shared_runs else {}
-    write_epochs_done(s, done, {j.id: j.epochs_done for j, _ in planned})
-    checkpointed = last_epoch_end(s, [j.id for j, run in planned if run is not None])
-    tables = estimator.epoch_tables(s, {j.application for j, _ in planned}, largest)
+    return planned, pinned, unshared, unrunnable
 
-    jobs = []
-    for job, running in sorted(planned, key=lambda p: (p[0].submit_s, p[0].id)):
-        cap = job.max_gpus if job.max_gpus and job.max_gpus > 0 else None
-        if job.gpu_milli is not None:
-            cap = 1
-        times = {}
-        for gpu_type, g_max in largest.items():
-            est = tables.get((job.application, gpu_type))
-            limit = min(g_max, cap) if cap else g_max
-            if est and limit >= 1:
-                times[gpu_type] = tuple(e.seconds for e in est[:limit])
-        if not times and running is None:
-            unrunnable.append(job.id)
-            continue
-        progress = min(max(done.get(job.id, 0), job.epochs_done), job.epochs)
-        if running is not None:
-            progress = _partial(progress, job, running, times.get(gpu_of[running.node]),
-                                checkpointed.get(job.id), now_s)
-        if running is not None and job.gpu_milli is not None and job.latest is not None:
-            running = _measured(running, recent.get((job.id, job.latest.attempt)),
-                                times.get(gpu_of[running.node]))
-        jobs.append(Job(id=job.id, submit_s=job.submit_s, due_s=job.due_s, weight=job.weight,
-                        epochs=job.epochs, epoch_time_s=times, app=job.application,
-                        epochs_done=progress, running=running, demand=_demand(job)))
-    snapshot = Snapshot(nodes=model_nodes, jobs=tuple(jobs), now_s=now_s,
-                        energy=settings_energy(settings), params=settings_params(settings),
-                        name=f"store@{now_s:.0f}")
-    return SnapshotBuild(snapshot=snapshot, curves=curves, epochs=tables,
-                         pinned=tuple(sorted(pinned)), unrunnable=tuple(unrunnable),
-                         unshared=tuple(sorted(unshared)))
+
+def _times(job: JobView, largest: Mapping[str, int],
+           tables: Mapping[tuple[str, str], tuple[EpochEstimate, ...]]
+           ) -> dict[str, tuple[float, ...]]:
+    """A job's epoch times per GPU type, g = 1 .. its cap (1 for a GPU share)."""
+    cap = job.max_gpus if job.max_gpus and job.max_gpus > 0 else None
+    if job.gpu_milli is not None:
+        cap = 1
+    times = {}
+    for gpu_type, g_max in largest.items():
+        est = tables.get((job.application, gpu_type))
+        limit = min(g_max, cap) if cap else g_max
+        if est and limit >= 1:
+            times[gpu_type] = tuple(e.seconds for e in est[:limit])
+    return times
 
 
 def _partial(progress: float, job: JobView, running: Config,

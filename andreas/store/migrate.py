@@ -12,6 +12,7 @@ going back would drop data; restore a backup instead.
 from __future__ import annotations
 
 import contextlib
+import enum
 import fcntl
 import io
 from collections.abc import Iterator
@@ -48,26 +49,34 @@ def script_directory() -> ScriptDirectory:
     return ScriptDirectory.from_config(alembic_config())
 
 
+class SchemaState(enum.StrEnum):
+    """Where a database's schema stands against this andreas (printed as its value)."""
+
+    HEAD = "head"          # ready
+    BEHIND = "behind"      # needs `andreas db upgrade`
+    NONE = "none"          # not migrated
+    UNKNOWN = "unknown"    # a revision this andreas does not know (a newer andreas's?)
+
+
 @dataclass(frozen=True)
 class SchemaStatus:
-    """``state``: ``head`` (ready), ``behind`` (needs upgrade), ``none`` (not migrated),
-    ``unknown`` (a revision this andreas does not know, e.g. migrated by a newer one)."""
+    """A database's revision against this andreas's head (:class:`SchemaState`)."""
 
     url: str
     revision: str | None
     head: str
-    state: str
+    state: SchemaState
     has_tables: bool = False
 
     def describe(self) -> str:
-        if self.state == "head":
+        if self.state is SchemaState.HEAD:
             return f"database {self.url}: revision {self.revision} (head, up to date)"
-        if self.state == "none":
+        if self.state is SchemaState.NONE:
             extra = (" but has tables that `andreas db upgrade` did not create"
                      if self.has_tables else "")
             return (f"database {self.url} is not migrated (no andreas schema{extra}); "
                     f"{UPGRADE_HINT}")
-        if self.state == "behind":
+        if self.state is SchemaState.BEHIND:
             return (f"database {self.url} is at revision {self.revision}, this andreas needs "
                     f"{self.head}; {UPGRADE_HINT}")
         return (f"database {self.url} is at revision {self.revision}, which this andreas "
@@ -91,20 +100,21 @@ def _status(conn: Connection, url: str) -> SchemaStatus:
     head = head_revision()
     if revision is None:
         has_tables = any(t != "alembic_version" for t in inspect(conn).get_table_names())
-        return SchemaStatus(url, None, head, "none", has_tables)
+        return SchemaStatus(url, None, head, SchemaState.NONE, has_tables)
     if revision == head:
-        return SchemaStatus(url, revision, head, "head")
+        return SchemaStatus(url, revision, head, SchemaState.HEAD)
     try:
         known = script_directory().get_revision(revision) is not None
     except CommandError:
         known = False
-    return SchemaStatus(url, revision, head, "behind" if known else "unknown")
+    return SchemaStatus(url, revision, head,
+                        SchemaState.BEHIND if known else SchemaState.UNKNOWN)
 
 
 def require_head(engine: Engine) -> None:
     """The check every component makes before it uses the database."""
     st = status(engine)
-    if st.state != "head":
+    if st.state is not SchemaState.HEAD:
         raise SchemaError(st.describe())
 
 
@@ -118,12 +128,12 @@ def upgrade(engine: Engine, target: str = "heads") -> tuple[str | None, str | No
     try:
         with _migration_lock(engine, url), engine.begin() as conn:
             before = _status(conn, url)
-            if before.state == "unknown":
+            if before.state is SchemaState.UNKNOWN:
                 raise SchemaError(before.describe())
-            if before.state == "none" and before.has_tables:
+            if before.state is SchemaState.NONE and before.has_tables:
                 raise SchemaError(f"database {url} has tables but no andreas revision: it was "
                                   "not created by `andreas db upgrade`; use an empty database")
-            if before.state != "head":
+            if before.state is not SchemaState.HEAD:
                 command.upgrade(alembic_config(conn), target)
             after = MigrationContext.configure(conn).get_current_revision()
     except DBAPIError as e:
@@ -154,7 +164,7 @@ def upgrade_sql(dialect_name: str, target: str = "heads") -> str:
 def downgrade(engine: Engine, target: str) -> None:
     """Refused unless it changes nothing: andreas migrations are forward-only."""
     st = status(engine)
-    if target == st.revision or (target in ("head", "heads") and st.state == "head"):
+    if target == st.revision or (target in ("head", "heads") and st.state is SchemaState.HEAD):
         return
     raise SchemaError(f"downgrade of {st.url} from revision {st.revision or 'none'} to "
                       f"{target!r} refused: andreas migrations are forward-only (going back "

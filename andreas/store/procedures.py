@@ -108,14 +108,7 @@ def _range(name: str, low: str, high: str, *, required: bool = True) -> str:
     return f"IF {null}NOT p_{name} BETWEEN {low} AND {high}\n  THEN {fail(message)};\n  END IF;"
 
 
-def submit_sql() -> str:
-    """``andreas_submit``: the arguments of 0006's procedure, checked as the CLI does."""
-    j = jobspec
-    reserved = " OR ".join(f"CAST(k AS BINARY) = BINARY {literal(n)}" for n in j.RESERVED_ENV)
-    prefix = literal(j.RESERVED_ENV_PREFIX)
-    grace = (f"CONCAT('grace_s ', IFNULL(p_grace_s, 'NULL'), ': must be above 0, at most "
-             f"{j.MAX_GRACE_S:.0f}')")
-    return f"""
+_SUBMIT_HEAD = """
 CREATE PROCEDURE andreas_submit(
     IN p_id LONGTEXT, IN p_image LONGTEXT, IN p_command LONGTEXT, IN p_env LONGTEXT,
     IN p_epochs BIGINT, IN p_due_s DOUBLE, IN p_weight DOUBLE, IN p_application LONGTEXT,
@@ -135,6 +128,25 @@ BEGIN
   DECLARE v_distinct BIGINT;
   DECLARE v_bytes BIGINT;
   DECLARE v_key LONGTEXT;
+"""
+
+_SUBMIT_INSERT = """\
+  INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, due_s, weight,
+                    application, grace_s, state, state_changed_s, max_gpus, failures,
+                    gpu_milli, gpu_memory_mib)
+  VALUES (p_id, p_image, p_command, p_env, p_epochs, 0, v_now, p_due_s, p_weight,
+          p_application, p_grace_s, 'queued', v_now, p_max_gpus, 0, p_gpu_milli,
+          p_gpu_memory_mib);
+END
+"""
+
+
+def _submit_fields() -> str:
+    """The scalar arguments, checked against the bounds ``jobspec`` owns."""
+    j = jobspec
+    grace = (f"CONCAT('grace_s ', IFNULL(p_grace_s, 'NULL'), ': must be above 0, at most "
+             f"{j.MAX_GRACE_S:.0f}')")
+    return f"""\
   IF p_id IS NULL OR NOT {matches('p_id', j.JOB_ID)}
   THEN {fail(_quoted('job id', 'p_id') + "1-64 of A-Z a-z 0-9 _ . -, not starting with _ . -')")};
   END IF;
@@ -156,6 +168,13 @@ BEGIN
   IF p_gpu_milli IS NOT NULL AND p_max_gpus > 1
   THEN {fail("'max_gpus: a job with a GPU share runs on one GPU'")};
   END IF;
+"""
+
+
+def _submit_command() -> str:
+    """The command: a JSON list of strings, without NUL, within its bounds."""
+    j = jobspec
+    return f"""\
   SET p_command = IFNULL(p_command, '[]');
   SET p_env = IFNULL(p_env, '{{}}');
   IF LENGTH(p_command) > {j.MAX_JSON_TEXT_BYTES} OR NOT JSON_VALID(p_command)
@@ -180,6 +199,15 @@ BEGIN
   IF v_bytes > {j.MAX_COMMAND_BYTES}
   THEN {fail(f"CONCAT('command: ', v_bytes, ' bytes, at most {j.MAX_COMMAND_BYTES}')")};
   END IF;
+"""
+
+
+def _submit_env() -> str:
+    """The environment: a JSON object of strings, valid names, none reserved, bounded."""
+    j = jobspec
+    reserved = " OR ".join(f"CAST(k AS BINARY) = BINARY {literal(n)}" for n in j.RESERVED_ENV)
+    prefix = literal(j.RESERVED_ENV_PREFIX)
+    return f"""\
   IF LENGTH(p_env) > {j.MAX_JSON_TEXT_BYTES} OR NOT JSON_VALID(p_env)
      OR JSON_TYPE(p_env) <> 'OBJECT'
   THEN {fail("'env: must be a JSON object of strings'")};
@@ -229,14 +257,13 @@ BEGIN
   IF v_bytes > {j.MAX_ENV_BYTES}
   THEN {fail(f"CONCAT('env: ', v_bytes, ' bytes, at most {j.MAX_ENV_BYTES}')")};
   END IF;
-  INSERT INTO jobs (id, image, command, env, epochs, epochs_done, submit_s, due_s, weight,
-                    application, grace_s, state, state_changed_s, max_gpus, failures,
-                    gpu_milli, gpu_memory_mib)
-  VALUES (p_id, p_image, p_command, p_env, p_epochs, 0, v_now, p_due_s, p_weight,
-          p_application, p_grace_s, 'queued', v_now, p_max_gpus, 0, p_gpu_milli,
-          p_gpu_memory_mib);
-END
 """
+
+
+def submit_sql() -> str:
+    """``andreas_submit``: the arguments of 0006's procedure, checked as the CLI does."""
+    return (_SUBMIT_HEAD + _submit_fields() + _submit_command() + _submit_env()
+            + _SUBMIT_INSERT)
 
 
 _NO_OWNER = ("CONCAT('job ', v_id, ': no recorded owner (older than owners); only an "

@@ -218,7 +218,7 @@ def test_exited_containers_go_after_keep_exited_s_and_their_log_stays_in_the_sto
     """Retention on the nodes: the latest attempt's container stays keep_exited_s (3600 s
     by default) after it ended, then the end of its log goes to the store and it is
     removed; a superseded attempt's container goes at once, its log kept too."""
-    from andreas.manager.reconcile import kept_log
+    from andreas.manager.stopping import kept_log
     from andreas.store.attempts import stored_log
 
     add_node(mstore, "a", gpus=2)
