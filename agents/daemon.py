@@ -37,6 +37,7 @@ from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcCon
 from agents.config import AgentConfig
 from agents.delivery import Delivery, Writer
 from agents.entries import heartbeat, to_entry
+from agents.fake_gpus import drive_fake
 from agents.fence import Fence, Verdicts
 from agents.meter import Meter
 from agents.records import GpuGap, GpuSample
@@ -462,33 +463,9 @@ class Agent:
         self._events.put(("exit", info))
 
     def _drive_fake(self, current: list[ContainerJob]) -> None:
-        """Fake GPUs run at 100 % while containers hold them, idle otherwise; each
-        container's main PID is a 'process' NVML lists (so the PID check works), using
-        its share of the SMs (a whole GPU: all of it; shares: in proportion)."""
-        held: dict[str, int] = {}                       # milli-GPU held per GPU
-        procs: dict[str, list[tuple[int, int]]] = {}    # (PID, share) per GPU
-        for job in current:
-            for uuid in job.gpu_uuids:
-                held[uuid] = held.get(uuid, 0) + job.share
-                procs.setdefault(uuid, []).extend(
-                    (pid, job.share) for pid in self._container_pids(job.container_id))
-        wanted = {uuid: (min(1000, m), tuple(sorted(procs[uuid]))) for uuid, m in held.items()}
-        busy = self._fake_busy
-        for uuid in set(busy) | set(wanted):
-            if busy.get(uuid) == wanted.get(uuid):
-                continue
-            try:
-                if uuid in wanted:
-                    milli, ps = wanted[uuid]
-                    util = 100.0 * milli / 1000.0
-                    total = sum(s for _, s in ps)
-                    self.fake.set_busy(uuid, util, [p for p, _ in ps],
-                                       process_sm=[util * s / total for _, s in ps])
-                else:
-                    self.fake.set_idle(uuid)
-            except Exception as e:  # noqa: BLE001 - a label naming a GPU the fake lacks
-                log.debug("fake GPU %s: %s", uuid, e)
-        self._fake_busy = wanted
+        """Fake GPUs follow the containers that hold them (:func:`drive_fake`)."""
+        self._fake_busy = drive_fake(self.fake, current, self._container_pids,
+                                     self._fake_busy)
 
     def _container_pids(self, container_id: str) -> tuple[int, ...]:
         pids_of = getattr(self.tracker, "pids_of", None)
@@ -498,8 +475,8 @@ class Agent:
         if container_id not in cache:
             pid = 0
             try:
-                client = getattr(self.tracker, "client")  # Docker's tracker: followed, so one runs
-                c = client.containers.get(container_id)
+                docker_tracker: Any = self.tracker   # followed here: Docker's, with a client
+                c = docker_tracker.client.containers.get(container_id)
                 pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
             except Exception as e:  # noqa: BLE001
                 log.debug("container %s: no PID (%s)", container_id[:12], e)

@@ -8,13 +8,18 @@ integral of its power, which the fake NVML's energy counter and tests read.
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from agents.attribution import ContainerJob
 from andreas.errors import InputError
 from andreas.profiles import Profiles, load_profiles
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -154,3 +159,37 @@ class _Timeline:
         else:
             self.steps.append(step)
             self.times.append(t)
+
+
+Busy = dict[str, tuple[int, tuple[tuple[int, int], ...]]]   # GPU -> (milli-GPU, (PID, share))
+
+
+def drive_fake(fake: Any, current: Sequence[ContainerJob],
+               pids_of: Callable[[str], tuple[int, ...]], busy: Busy) -> Busy:
+    """Fake GPUs run at 100 % while containers hold them, idle otherwise; each
+    container's main PID is a 'process' NVML lists (so the PID check works), using its
+    share of the SMs (a whole GPU: all of it; shares: in proportion). ``busy``: what was
+    set last time (only changes are sent); returns what is set now."""
+    held: dict[str, int] = {}                       # milli-GPU held per GPU
+    procs: dict[str, list[tuple[int, int]]] = {}    # (PID, share) per GPU
+    for job in current:
+        for uuid in job.gpu_uuids:
+            held[uuid] = held.get(uuid, 0) + job.share
+            procs.setdefault(uuid, []).extend(
+                (pid, job.share) for pid in pids_of(job.container_id))
+    wanted = {uuid: (min(1000, m), tuple(sorted(procs[uuid]))) for uuid, m in held.items()}
+    for uuid in set(busy) | set(wanted):
+        if busy.get(uuid) == wanted.get(uuid):
+            continue
+        try:
+            if uuid in wanted:
+                milli, ps = wanted[uuid]
+                util = 100.0 * milli / 1000.0
+                total = sum(s for _, s in ps)
+                fake.set_busy(uuid, util, [p for p, _ in ps],
+                              process_sm=[util * s / total for _, s in ps])
+            else:
+                fake.set_idle(uuid)
+        except Exception as e:  # noqa: BLE001 - a label naming a GPU the fake lacks
+            log.debug("fake GPU %s: %s", uuid, e)
+    return wanted

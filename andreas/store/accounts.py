@@ -412,7 +412,8 @@ def drop(engine: Engine, prefix: str = DEFAULT_PREFIX, host: str = DEFAULT_HOST)
                 cursor.execute(f"DROP USER IF EXISTS {a.sql_name}")
             cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agent_accounts'")
-            if cursor.fetchone()[0]:  # COUNT(*) gives one row; a migrated database: forget its agents
+            # COUNT(*) gives one row; a migrated database: forget its agents
+            if cursor.fetchone()[0]:
                 cursor.execute("DELETE FROM agent_accounts WHERE login LIKE %s",
                                (prefix.replace("_", "\\_") + "agent%",))
             cursor.execute(f"DROP ROLE IF EXISTS `{submitter_role(prefix)}`")
