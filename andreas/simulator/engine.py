@@ -77,16 +77,7 @@ class Simulator:
                                   "need the periodic rescheduling that starts them")
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
-        if any(j.demand is not None for j in trace.jobs) and not spec.plans_demands:
-            raise SimulationError(
-                f"policy {policy}: plans whole dedicated GPUs only, but trace "
-                f"{trace.name or '(unnamed)'} has multi-resource demands (GPU fractions, CPU, "
-                "memory); use a packing policy (andreas simulate --help lists them)")
-        if trace.cloud and not spec.cloud:
-            raise SimulationError(
-                f"policy {policy}: places jobs on on-premise GPUs, but trace "
-                f"{trace.name or '(unnamed)'} is a cloud trace (VM catalog); use an energy "
-                "policy (rg, pr, greedy, ...)")
+        _check_fits(trace, policy, spec)
         self.names = [n.name for n in trace.nodes]
         self.index = {name: i for i, name in enumerate(self.names)}
         n = len(trace.nodes)
@@ -320,6 +311,20 @@ class Simulator:
             migrations=self.counts[ActionKind.MOVE], resizes=self.counts[ActionKind.RESIZE],
             wakeups=self.power_down.wakeups, revisits=self.revisits,
             attempts=tuple(self.attempts))
+
+
+def _check_fits(trace: Trace, policy: str, spec: policies.PolicySpec) -> None:
+    """SimulationError when the policy cannot plan this kind of trace."""
+    if any(j.demand is not None for j in trace.jobs) and not spec.plans_demands:
+        raise SimulationError(
+            f"policy {policy}: plans whole dedicated GPUs only, but trace "
+            f"{trace.name or '(unnamed)'} has multi-resource demands (GPU fractions, CPU, "
+            "memory); use a packing policy (andreas simulate --help lists them)")
+    if trace.cloud and not spec.cloud:
+        raise SimulationError(
+            f"policy {policy}: places jobs on on-premise GPUs, but trace "
+            f"{trace.name or '(unnamed)'} is a cloud trace (VM catalog); use an energy "
+            "policy (rg, pr, greedy, ...)")
 
 
 def simulate(trace: Trace, policy: str, options: SimOptions = SimOptions(),
