@@ -249,12 +249,7 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
     nodes = stratified_nodes(all_nodes, max_nodes, np.random.default_rng([seed, 0]))
     fitting, notes = _sampled(_fitting(eligible, nodes, dropped, pods_path), sample, seed,
                               dropped)
-    if max_nodes is not None and max_nodes > len(all_nodes):
-        notes.append(f"--max-nodes {max_nodes} > {len(all_nodes)} GPU nodes: kept them all")
-    if not timed:
-        notes.append(f"{Path(pods_path).name} has no time, qos or phase columns: every task "
-                     f"runs {duration_s:g} s (--duration-s), weighs as {DEFAULT_QOS} and "
-                     "counts as scheduled")
+    notes += _notes(pods_path, max_nodes, len(all_nodes), timed, duration_s)
 
     gpus = sum(n.gpus for n in nodes)
     trace_nodes = _trace_nodes(nodes)
@@ -342,6 +337,19 @@ def _sampled(fitting: list[tuple[Pod, int, set[str]]], sample: int | None, seed:
     elif sample is not None and sample > len(fitting):
         notes.append(f"--sample {sample} > {len(fitting)} pods that fit: kept them all")
     return fitting, notes
+
+
+def _notes(pods_path: str | Path, max_nodes: int | None, gpu_nodes: int, timed: bool,
+           duration_s: float) -> list[str]:
+    """The summary's notes on what the options could not do and what the file lacks."""
+    notes = []
+    if max_nodes is not None and max_nodes > gpu_nodes:
+        notes.append(f"--max-nodes {max_nodes} > {gpu_nodes} GPU nodes: kept them all")
+    if not timed:
+        notes.append(f"{Path(pods_path).name} has no time, qos or phase columns: every task "
+                     f"runs {duration_s:g} s (--duration-s), weighs as {DEFAULT_QOS} and "
+                     "counts as scheduled")
+    return notes
 
 
 def _dropped_in_order(dropped: Counter) -> dict[str, int]:
