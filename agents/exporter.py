@@ -49,8 +49,17 @@ class AgentCollector(Collector):
         self.fence = fence
 
     def collect(self) -> Iterator[Metric]:
-        node = self.node
         view: MeterView = self.meter.view()
+        yield from self._gpu_metrics(view)
+        yield from self._host_metrics(view)
+        yield from self._sampler_metrics(view)
+        yield from self._spool_metrics()
+        yield from self._delivery_metrics()
+        yield from self._fence_metrics()
+
+    def _gpu_metrics(self, view: MeterView) -> Iterator[Metric]:
+        """Per GPU: identity, health, power, energy, gaps and the power limit in force."""
+        node = self.node
         gpus = {g.uuid: g for g in self.inventory()}
         unhealthy = self.unhealthy()
         labels = ["node", "gpu"]
@@ -83,6 +92,9 @@ class AgentCollector(Collector):
                 limit.add_metric([node, index], g.power_limit_w)
         yield from (info, up, power, energy, gaps, limit)
 
+    def _host_metrics(self, view: MeterView) -> Iterator[Metric]:
+        """The host's power and energy, and the energy attributed to each job."""
+        node = self.node
         host_power = GaugeMetricFamily("andreas_host_power_watts", "Host (CPU package and "
                                        "DRAM, RAPL; else the host power model) power at the "
                                        "last sample.", labels=["node"])
@@ -99,6 +111,9 @@ class AgentCollector(Collector):
             jobs.add_metric([node, job], mj / MJ_PER_J)
         yield from (host_power, host_energy, jobs)
 
+    def _sampler_metrics(self, view: MeterView) -> Iterator[Metric]:
+        """The sampling loop's ticks, failures and overruns, and its last tick."""
+        node = self.node
         stats = self.stats
         ticks = CounterMetricFamily("andreas_sampler_ticks", "Sampling intervals run.",
                                     labels=["node"])
@@ -115,52 +130,67 @@ class AgentCollector(Collector):
             last.add_metric([node], view.last_tick_wall)
         yield from (ticks, errors, last)
 
+    def _spool_metrics(self) -> Iterator[Metric]:
+        """The local spool's size and limit (none before the daemon started it)."""
         spool = self.spool()
-        if spool is not None:
-            size = GaugeMetricFamily("andreas_spool_bytes", "Bytes in the local spool "
-                                     "(records waiting for the database).", labels=["node"])
-            size.add_metric([node], float(spool.bytes))
-            limit = GaugeMetricFamily("andreas_spool_max_bytes", "The spool's limit; new "
-                                      "records are refused (lost) above it.", labels=["node"])
-            limit.add_metric([node], float(spool.max_bytes))
-            pending = GaugeMetricFamily("andreas_spool_records", "Records in the spool not "
-                                        "yet stored.", labels=["node"])
-            pending.add_metric([node], float(spool.pending))
-            yield from (size, limit, pending)
+        if spool is None:
+            return
+        node = self.node
+        size = GaugeMetricFamily("andreas_spool_bytes", "Bytes in the local spool "
+                                 "(records waiting for the database).", labels=["node"])
+        size.add_metric([node], float(spool.bytes))
+        limit = GaugeMetricFamily("andreas_spool_max_bytes", "The spool's limit; new "
+                                  "records are refused (lost) above it.", labels=["node"])
+        limit.add_metric([node], float(spool.max_bytes))
+        pending = GaugeMetricFamily("andreas_spool_records", "Records in the spool not "
+                                    "yet stored.", labels=["node"])
+        pending.add_metric([node], float(spool.pending))
+        yield from (size, limit, pending)
+
+    def _delivery_metrics(self) -> Iterator[Metric]:
+        """How far the database lags and what became of the records (none before the
+        daemon started delivering)."""
         delivery = self.delivery()
-        if delivery is not None:
-            s = delivery.stats
-            lag = GaugeMetricFamily("andreas_delivery_lag_seconds", "Now minus the time of "
-                                    "the newest record stored in the database (since the "
-                                    "agent started while nothing is stored).", labels=["node"])
-            stored = s.stored_t if s.stored_t is not None else self.started_wall
-            lag.add_metric([node], max(0.0, self.wall() - stored))
-            records = CounterMetricFamily("andreas_delivery_records", "Records by outcome: "
-                                          "written directly, spooled, replayed from the "
-                                          "spool, rejected by the database as data, refused "
-                                          "by a full spool (lost).",
-                                          labels=["node", "outcome"])
-            for outcome in ("written", "spooled", "replayed", "rejected", "refused"):
-                records.add_metric([node, outcome], float(getattr(s, outcome)))
-            spooling = GaugeMetricFamily("andreas_delivery_spooling", "1 while the database "
-                                         "is unreachable and records go to the spool.",
-                                         labels=["node"])
-            spooling.add_metric([node], 1.0 if s.mode == "spool" else 0.0)
-            yield from (lag, records, spooling)
+        if delivery is None:
+            return
+        node = self.node
+        s = delivery.stats
+        lag = GaugeMetricFamily("andreas_delivery_lag_seconds", "Now minus the time of "
+                                "the newest record stored in the database (since the "
+                                "agent started while nothing is stored).", labels=["node"])
+        stored = s.stored_t if s.stored_t is not None else self.started_wall
+        lag.add_metric([node], max(0.0, self.wall() - stored))
+        records = CounterMetricFamily("andreas_delivery_records", "Records by outcome: "
+                                      "written directly, spooled, replayed from the "
+                                      "spool, rejected by the database as data, refused "
+                                      "by a full spool (lost).",
+                                      labels=["node", "outcome"])
+        for outcome in ("written", "spooled", "replayed", "rejected", "refused"):
+            records.add_metric([node, outcome], float(getattr(s, outcome)))
+        spooling = GaugeMetricFamily("andreas_delivery_spooling", "1 while the database "
+                                     "is unreachable and records go to the spool.",
+                                     labels=["node"])
+        spooling.add_metric([node], 1.0 if s.mode == "spool" else 0.0)
+        yield from (lag, records, spooling)
+
+    def _fence_metrics(self) -> Iterator[Metric]:
+        """What the fence stopped here (none without a fence)."""
         fence = self.fence()
-        if fence is not None:
-            f = fence.stats
-            stops = CounterMetricFamily("andreas_fence_containers", "andreas containers the "
-                                        "fence stopped here: SIGTERM sent (action=sigterm), "
-                                        "then SIGKILL after their grace (action=sigkill).",
-                                        labels=["node", "action"])
-            stops.add_metric([node, "sigterm"], float(f.stopped))
-            stops.add_metric([node, "sigkill"], float(f.killed))
-            fenced = CounterMetricFamily("andreas_fence_self_fenced", "Times the store stayed "
-                                         "unreachable for fence_after_s and every andreas "
-                                         "container here was stopped.", labels=["node"])
-            fenced.add_metric([node], float(f.self_fenced))
-            yield from (stops, fenced)
+        if fence is None:
+            return
+        node = self.node
+        f = fence.stats
+        stops = CounterMetricFamily("andreas_fence_containers", "andreas containers the "
+                                    "fence stopped here: SIGTERM sent (action=sigterm), "
+                                    "then SIGKILL after their grace (action=sigkill).",
+                                    labels=["node", "action"])
+        stops.add_metric([node, "sigterm"], float(f.stopped))
+        stops.add_metric([node, "sigkill"], float(f.killed))
+        fenced = CounterMetricFamily("andreas_fence_self_fenced", "Times the store stayed "
+                                     "unreachable for fence_after_s and every andreas "
+                                     "container here was stopped.", labels=["node"])
+        fenced.add_metric([node], float(f.self_fenced))
+        yield from (stops, fenced)
 
 
 def agent_collector(agent: Any) -> AgentCollector:

@@ -279,7 +279,6 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     it), what the recent decisions did with it and why (the last 100 since its
     submission; equal neighbours as one row), and its measured epoch times per
     configuration."""
-    from andreas.manager.plandoc import describe_estimate
     from andreas.service import views
 
     now = _now(ctx)
@@ -292,13 +291,30 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
     if as_json:
         _json(dataclasses.asdict(d))
         return
+    out = console()
+    out.print(_show_info(d, now))
+    _show_attempts(out, d, now)
+    _show_history(out, d)
+    _show_epochs(out, d)
+
+
+def _show_info(d: views.JobDetail, now: float) -> Any:
+    """The job's spec, state, plan and costs: a grid of one row per field."""
     from rich.table import Table
     from rich.text import Text
 
-    out = console()
     info = Table.grid(padding=(0, 2))
     info.add_column(style="bold")
     info.add_column()
+    for key, value in _show_fields(d, now):
+        info.add_row(key, Text(printable(value)))
+    return info
+
+
+def _show_fields(d: views.JobDetail, now: float) -> list[tuple[str, str]]:
+    """(field, value) rows, values in the words and units people read."""
+    from andreas.manager.plandoc import describe_estimate
+
     finish = "-" if d.finish_s is None else (
         f"{stamp(d.finish_s)} (ended)" if d.finish_actual
         else f"{stamp(d.finish_s)} ({relative(d.finish_s, now)}, expected by decision "
@@ -310,85 +326,106 @@ def show_cmd(ctx: click.Context, job_id: str, as_json: bool) -> None:
         where = f"{d.plan.node}, {d.plan.gpus if d.plan.gpus is not None else '?'} GPU(s)"
         if d.plan.power_limit_w is not None:
             where += f" at {d.plan.power_limit_w:g} W"
-    for key, value in (
-            ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
-            ("state", ("dry-run (the manager recorded a start; no container runs)"
-                       if d.dry_run else d.state) + (f" ({d.reason})" if d.reason else "")),
-            ("since", stamp_relative(d.state_changed_s, now)),
-            ("image", d.image or "- (a command job)"), ("application", d.application),
-            ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
-            ("env", " ".join(f"{k}={_quote(v)}" for k, v in sorted(d.env.items())) or "-"),
-            ("epochs", f"{d.epochs_done}/{d.epochs}"),
-            ("submitted", stamp_relative(d.submit_s, now)),
-            ("due", stamp_relative(d.due_s, now)),
-            ("weight", f"{d.weight:g} per second late"),
-            ("max GPUs", "-" if d.max_gpus is None else str(d.max_gpus)),
-            ("GPU share", "whole GPUs" if d.gpu_milli is None else
-             f"{d.gpu_milli / 10:g}% of one GPU"
-             + ("" if d.gpu_memory_mib is None else f", {d.gpu_memory_mib} MiB GPU memory")),
-            ("grace", f"{d.grace_s:g} s"), ("failures", str(d.failures)),
-            ("planned on", where), ("finish", finish),
-            ("estimate", (describe_estimate(d.plan.estimate_source, d.plan.confidence)
-                          if d.plan is not None else None) or "-"),
-            ("plan", d.plan.reason if d.plan is not None and d.plan.reason else "-"),
-            ("energy", "-" if c.energy_kwh is None else f"{c.energy_kwh:.3f} kWh"),
-            ("cost so far", f"{_money(c.so_far)} (energy {_money(c.energy_cost)}, "
-                            f"tardiness {_money(c.tardiness_cost)})"),
-            ("cost to go", _money(c.to_go)),
-            ("predicted at submit", _money(d.predicted_cost_at_submit))):
-        info.add_row(key, Text(printable(value)))
-    out.print(info)
-    if d.attempts:
-        t = Table(title="attempts")
-        for col in ("#", "node", "GPUs", "container", "start", "end", "exit", "reason", "kWh",
-                    "decisions"):
-            t.add_column(col, overflow="fold", no_wrap=col in ("start", "end", "container"))
-        refs: dict[int, views.DecisionRef] = {}
-        for a in d.attempts:
-            for ref in (a.started_by, a.stopped_by):
-                if ref is not None:
-                    refs[ref.id] = ref
-            if a.end_s is not None:
-                end = stamp(a.end_s)
-            elif a.start_s is not None:
-                end = f"running {duration(now - a.start_s)}"
-            else:
-                end = "-"
-            t.add_row(*map(Text, (
-                str(a.attempt), a.node or "-", ",".join(map(str, a.gpus)) or "-",
-                (a.container_id or "-")[:12], stamp(a.start_s), end,
-                "-" if a.exit_code is None else str(a.exit_code), printable(a.reason or "-"),
-                "-" if a.energy_kwh is None else f"{a.energy_kwh:.3f}",
-                f"{_decision(a.started_by)} -> {_decision(a.stopped_by)}")))
-        out.print(t)
-        for ref in sorted(refs.values(), key=lambda r: r.id):
-            what = ("(no longer stored)" if ref.t is None
-                    else f"{stamp(ref.t)} {ref.trigger}, policy {ref.policy}")
-            out.print(f"decision #{ref.id}: {what}", highlight=False)
-    else:
+    return [
+        ("job", d.id), ("owner", d.owner or "- (before owners were recorded)"),
+        ("state", ("dry-run (the manager recorded a start; no container runs)"
+                   if d.dry_run else d.state) + (f" ({d.reason})" if d.reason else "")),
+        ("since", stamp_relative(d.state_changed_s, now)),
+        ("image", d.image or "- (a command job)"), ("application", d.application),
+        ("command", " ".join(_quote(c_) for c_ in d.command) or "(image default)"),
+        ("env", " ".join(f"{k}={_quote(v)}" for k, v in sorted(d.env.items())) or "-"),
+        ("epochs", f"{d.epochs_done}/{d.epochs}"),
+        ("submitted", stamp_relative(d.submit_s, now)),
+        ("due", stamp_relative(d.due_s, now)),
+        ("weight", f"{d.weight:g} per second late"),
+        ("max GPUs", "-" if d.max_gpus is None else str(d.max_gpus)),
+        ("GPU share", "whole GPUs" if d.gpu_milli is None else
+         f"{d.gpu_milli / 10:g}% of one GPU"
+         + ("" if d.gpu_memory_mib is None else f", {d.gpu_memory_mib} MiB GPU memory")),
+        ("grace", f"{d.grace_s:g} s"), ("failures", str(d.failures)),
+        ("planned on", where), ("finish", finish),
+        ("estimate", (describe_estimate(d.plan.estimate_source, d.plan.confidence)
+                      if d.plan is not None else None) or "-"),
+        ("plan", d.plan.reason if d.plan is not None and d.plan.reason else "-"),
+        ("energy", "-" if c.energy_kwh is None else f"{c.energy_kwh:.3f} kWh"),
+        ("cost so far", f"{_money(c.so_far)} (energy {_money(c.energy_cost)}, "
+                        f"tardiness {_money(c.tardiness_cost)})"),
+        ("cost to go", _money(c.to_go)),
+        ("predicted at submit", _money(d.predicted_cost_at_submit))]
+
+
+def _show_attempts(out: Any, d: views.JobDetail, now: float) -> None:
+    """Every attempt, then the decisions that started and stopped them."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not d.attempts:
         out.print("no attempts yet", highlight=False)
-    if d.history:
-        t = Table(title="decisions (newest first)")
-        for col in ("decision", "time", "trigger", "action", "node", "GPUs", "reason"):
-            t.add_column(col, overflow="fold", no_wrap=col in ("time", "decision"))
-        for h in d.history:
-            when = stamp(h.t) if h.decisions == 1 else (
-                f"{stamp(h.first_t)} .. {stamp(h.t)}" if h.first_t is not None else stamp(h.t))
-            t.add_row(*map(Text, (
-                f"#{h.decision_id}" + (f" (x{h.decisions})" if h.decisions > 1 else ""),
-                when, h.trigger, h.action, h.node or "-",
-                "-" if h.gpus is None else str(h.gpus), printable(h.reason or "-"))))
-        out.print(t)
-    if d.epoch_stats:
-        t = Table(title="epochs")
-        for col in ("node", "GPU type", "GPUs", "epochs", "mean", "min", "max", "last epoch",
-                    "last end"):
-            t.add_column(col)
-        for e in d.epoch_stats:
-            t.add_row(*map(Text, (e.node or "-", e.gpu_type, str(e.gpus), str(e.epochs),
-                                  f"{e.mean_s:.1f} s", f"{e.min_s:.1f} s", f"{e.max_s:.1f} s",
-                                  str(e.last_epoch), stamp(e.last_end_s))))
-        out.print(t)
+        return
+    t = Table(title="attempts")
+    for col in ("#", "node", "GPUs", "container", "start", "end", "exit", "reason", "kWh",
+                "decisions"):
+        t.add_column(col, overflow="fold", no_wrap=col in ("start", "end", "container"))
+    refs: dict[int, views.DecisionRef] = {}
+    for a in d.attempts:
+        for ref in (a.started_by, a.stopped_by):
+            if ref is not None:
+                refs[ref.id] = ref
+        if a.end_s is not None:
+            end = stamp(a.end_s)
+        elif a.start_s is not None:
+            end = f"running {duration(now - a.start_s)}"
+        else:
+            end = "-"
+        t.add_row(*map(Text, (
+            str(a.attempt), a.node or "-", ",".join(map(str, a.gpus)) or "-",
+            (a.container_id or "-")[:12], stamp(a.start_s), end,
+            "-" if a.exit_code is None else str(a.exit_code), printable(a.reason or "-"),
+            "-" if a.energy_kwh is None else f"{a.energy_kwh:.3f}",
+            f"{_decision(a.started_by)} -> {_decision(a.stopped_by)}")))
+    out.print(t)
+    for ref in sorted(refs.values(), key=lambda r: r.id):
+        what = ("(no longer stored)" if ref.t is None
+                else f"{stamp(ref.t)} {ref.trigger}, policy {ref.policy}")
+        out.print(f"decision #{ref.id}: {what}", highlight=False)
+
+
+def _show_history(out: Any, d: views.JobDetail) -> None:
+    """What the recent decisions did with the job, newest first."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not d.history:
+        return
+    t = Table(title="decisions (newest first)")
+    for col in ("decision", "time", "trigger", "action", "node", "GPUs", "reason"):
+        t.add_column(col, overflow="fold", no_wrap=col in ("time", "decision"))
+    for h in d.history:
+        when = stamp(h.t) if h.decisions == 1 else (
+            f"{stamp(h.first_t)} .. {stamp(h.t)}" if h.first_t is not None else stamp(h.t))
+        t.add_row(*map(Text, (
+            f"#{h.decision_id}" + (f" (x{h.decisions})" if h.decisions > 1 else ""),
+            when, h.trigger, h.action, h.node or "-",
+            "-" if h.gpus is None else str(h.gpus), printable(h.reason or "-"))))
+    out.print(t)
+
+
+def _show_epochs(out: Any, d: views.JobDetail) -> None:
+    """Its measured epoch times per configuration."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not d.epoch_stats:
+        return
+    t = Table(title="epochs")
+    for col in ("node", "GPU type", "GPUs", "epochs", "mean", "min", "max", "last epoch",
+                "last end"):
+        t.add_column(col)
+    for e in d.epoch_stats:
+        t.add_row(*map(Text, (e.node or "-", e.gpu_type, str(e.gpus), str(e.epochs),
+                              f"{e.mean_s:.1f} s", f"{e.min_s:.1f} s", f"{e.max_s:.1f} s",
+                              str(e.last_epoch), stamp(e.last_end_s))))
+    out.print(t)
 
 
 def _decision(ref: views.DecisionRef | None) -> str:

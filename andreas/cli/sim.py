@@ -209,25 +209,11 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
         return
     if (shard or dask_address) and not sweep:
         raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
-    names = _csv_list(policy_list, "--policies")
-    unknown = [p for p in names if p not in POLICIES]
-    if unknown:
-        raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
-                         f"(known: {', '.join(POLICIES)})")
-    with option_names(iterations="--iterations", order="--order", floor="--floor",
-                      population="--ga-population", generations="--ga-generations",
-                      fitness="--ga-fitness", backfill="--ga-backfill"):
-        policies.check_applicable(names, {
-            "iterations": iterations, "order": order, "floor": floor or None,
-            "population": ga_population, "generations": ga_generations,
-            "fitness": ga_fitness, "backfill": ga_backfill})
-    if tariff_blind and not tariff_path:
-        raise InputError("--tariff-blind: needs --tariff FILE")
-    tariff_file = None
-    if tariff_path:
-        from andreas.formats.tariff import load_tariff
-        with option_names(tariff="--tariff"):
-            tariff_file = load_tariff(tariff_path)
+    names = _policy_names(policy_list, {
+        "iterations": iterations, "order": order, "floor": floor or None,
+        "population": ga_population, "generations": ga_generations,
+        "fitness": ga_fitness, "backfill": ga_backfill})
+    tariff_file = _read_tariff(tariff_path, tariff_blind)
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
             raise InputError(f"--arrival: must be one of {', '.join(ARRIVALS)}, got {a!r}")
@@ -256,20 +242,59 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
                trace_seeds, seeds, cloud, workers, out_dir, as_json, quiet, tariff_file,
                shard=parse_shard(shard) if shard else None, dask=dask_address)
         return
-    from andreas.simulator.compare import run_policies
-    from andreas.simulator.report import print_table, write_outputs
-
-    trace = _one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud)
-    if tariff_file is not None:
-        if trace.cloud:
-            raise InputError("--tariff: a cloud trace pays VM prices, not energy")
-        from dataclasses import replace
-
-        from andreas.costs import with_tariff
-        trace = replace(trace, energy=with_tariff(trace.energy, tariff_file))
+    trace = _priced(_one_trace(trace_path, nodes, scenarios, arrivals, trace_seeds, cloud),
+                    tariff_file)
     if power_levels == "both":
         _levels_both(trace, names, options, workers, out_dir, as_json, quiet, no_plots)
         return
+    _simulate_trace(trace, names, options, workers=workers, out_dir=out_dir, as_json=as_json,
+                    quiet=quiet, no_plots=no_plots, bound=bound)
+
+
+def _policy_names(policy_list: str, taken: dict) -> tuple[str, ...]:
+    """The --policies list, each known and each taking the policy options given."""
+    names = _csv_list(policy_list, "--policies")
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown:
+        raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
+                         f"(known: {', '.join(POLICIES)})")
+    with option_names(iterations="--iterations", order="--order", floor="--floor",
+                      population="--ga-population", generations="--ga-generations",
+                      fitness="--ga-fitness", backfill="--ga-backfill"):
+        policies.check_applicable(names, taken)
+    return names
+
+
+def _read_tariff(tariff_path: str | None, tariff_blind: bool):
+    """The --tariff file read and checked (None without one)."""
+    if tariff_blind and not tariff_path:
+        raise InputError("--tariff-blind: needs --tariff FILE")
+    if not tariff_path:
+        return None
+    from andreas.formats.tariff import load_tariff
+    with option_names(tariff="--tariff"):
+        return load_tariff(tariff_path)
+
+
+def _priced(trace, tariff_file):
+    """The trace billed by the --tariff file (as it is without one)."""
+    if tariff_file is None:
+        return trace
+    if trace.cloud:
+        raise InputError("--tariff: a cloud trace pays VM prices, not energy")
+    from dataclasses import replace
+
+    from andreas.costs import with_tariff
+    return replace(trace, energy=with_tariff(trace.energy, tariff_file))
+
+
+def _simulate_trace(trace, names, options: SimOptions, *, workers: int | None,
+                    out_dir: str | None, as_json: bool, quiet: bool, no_plots: bool,
+                    bound: bool) -> None:
+    """Every policy on one trace: the table (or JSON), the files, the bound if asked."""
+    from andreas.simulator.compare import run_policies
+    from andreas.simulator.report import print_table, write_outputs
+
     results = run_policies(trace, names, options, workers=workers,
                            show_progress=not (quiet or as_json))
     target = Path(out_dir or Path("out") / "simulate" / safe_name(trace.name, "trace"))
@@ -277,13 +302,13 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
     lower = None
     if bound:
         from andreas.simulator.bounds import bound_row
-        lower = bound_row(trace, power_off_idle=power_off_idle)
+        lower = bound_row(trace, power_off_idle=options.power_off_idle)
     if as_json:
         click.echo(jsontext.dumps([r.summary() for r in results] + ([lower] if lower else []),
                                   indent=1))
         return
     print_table(results, f"{trace.name}: {len(trace.jobs)} jobs, {len(trace.nodes)} nodes, "
-                         f"policy seed {seed}")
+                         f"policy seed {options.seed}")
     if lower is not None:
         best = min(results, key=lambda r: r.total_cost)
         ratio = (f"; best policy {best.policy} = {best.total_cost / lower['total_cost']:.4f} "

@@ -240,52 +240,19 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
         raise InputError(f"since: the pod list {pods_path} has no time columns", field="since")
     all_nodes, cpu_only = read_nodes(nodes_path)
     eligible, dropped = _eligible(pods, timed, duration_s, pods_path)
-
-    # Per-pod GPU memory draws come first, in file order, so they do not depend on which
-    # nodes and pods the sampling keeps.
-    mem_rng = np.random.default_rng([seed, 2])
-    draws = {pod.name: (float(a), float(b), float(c)) for (pod, _), a, b, c in zip(
-        eligible, mem_rng.uniform(*GAMMA_RANGE, len(eligible)),
-        mem_rng.uniform(*DELTA_RANGE, len(eligible)),
-        mem_rng.uniform(0.0, PEAK_PROBABILITY_MAX, len(eligible)))}
-
+    draws = _memory_draws(eligible, seed)
     if since:
         eligible = _open_window(eligible, since, dropped)
         if not eligible:
             raise InputError(f"since: every GPU pod ended by {since:g}", field="since")
 
     nodes = stratified_nodes(all_nodes, max_nodes, np.random.default_rng([seed, 0]))
-    shapes = sorted({(n.model, n.gpus, n.cpu_milli, n.memory_mib) for n in nodes})
-    fitting: list[tuple[Pod, int, set[str]]] = []
-    for pod, duration in eligible:
-        present, fits = _fitting_types(pod, shapes)
-        if not fits:
-            dropped[DROP_NO_TYPE if not present else DROP_TOO_BIG] += 1
-            continue
-        fitting.append((pod, duration, fits))
-    if not fitting:
-        raise InputError(f"{pods_path}: no pod fits a kept node (--max-nodes too small?)")
-    notes: list[str] = []
-    if sample is not None and sample < len(fitting):
-        picks = np.random.default_rng([seed, 1]).choice(len(fitting), size=sample,
-                                                         replace=False)
-        chosen = set(int(i) for i in picks)
-        dropped[DROP_NOT_SAMPLED] += len(fitting) - sample
-        fitting = [f for i, f in enumerate(fitting) if i in chosen]
-    elif sample is not None and sample > len(fitting):
-        notes.append(f"--sample {sample} > {len(fitting)} pods that fit: kept them all")
-    if max_nodes is not None and max_nodes > len(all_nodes):
-        notes.append(f"--max-nodes {max_nodes} > {len(all_nodes)} GPU nodes: kept them all")
-    if not timed:
-        notes.append(f"{Path(pods_path).name} has no time, qos or phase columns: every task "
-                     f"runs {duration_s:g} s (--duration-s), weighs as {DEFAULT_QOS} and "
-                     "counts as scheduled")
+    fitting, notes = _sampled(_fitting(eligible, nodes, dropped, pods_path), sample, seed,
+                              dropped)
+    notes += _notes(pods_path, max_nodes, len(all_nodes), timed, duration_s)
 
     gpus = sum(n.gpus for n in nodes)
-    trace_nodes = tuple(Node(name=n.name, gpu_type=n.model, gpus=n.gpus,
-                             power_w=node_power_w(n.model, n.gpus), cpu_milli=n.cpu_milli,
-                             memory_mib=n.memory_mib,
-                             gpu_memory_mib=GPU_MODELS[n.model].memory_mib) for n in nodes)
+    trace_nodes = _trace_nodes(nodes)
     stem = Path(pods_path).stem
     title = name or f"alibaba-{stem}-n{len(nodes)}-j{len(fitting)}-s{seed}"
 
@@ -304,11 +271,7 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
     offered = _offered(trace) if new_span > 0 else None
     how, more = spacing_rules.describe(spacing, timed, scale, offered, duration_s)
     report = ImportReport(
-        pods=len(pods), jobs=len(trace.jobs),
-        dropped={k: dropped[k] for k in (DROP_CPU_ONLY, DROP_PENDING, DROP_NO_RUN,
-                                         DROP_BEFORE_SINCE, DROP_NO_TYPE, DROP_TOO_BIG,
-                                         DROP_NOT_SAMPLED)
-                 if dropped[k]},
+        pods=len(pods), jobs=len(trace.jobs), dropped=_dropped_in_order(dropped),
         phases=dict(sorted(Counter(p.phase or "(no phase column)"
                                    for p, _, _ in fitting).items())),
         slices=sum(1 for p, _, _ in fitting if p.gpu_milli < GPU_MILLI),
@@ -318,6 +281,84 @@ def import_alibaba(pods_path: str | Path, nodes_path: str | Path, *, sample: int
         offered=offered, span_s=new_span, notes=tuple(notes) + more, timed=timed,
         spacing=how)
     return trace, report
+
+
+def _trace_nodes(nodes: Sequence[NodeRow]) -> tuple[Node, ...]:
+    """The kept nodes as the trace's nodes, with their power and GPU memory."""
+    return tuple(Node(name=n.name, gpu_type=n.model, gpus=n.gpus,
+                      power_w=node_power_w(n.model, n.gpus), cpu_milli=n.cpu_milli,
+                      memory_mib=n.memory_mib, gpu_memory_mib=GPU_MODELS[n.model].memory_mib)
+                 for n in nodes)
+
+
+def _memory_draws(eligible: Sequence[tuple[Pod, int]], seed: int
+                  ) -> dict[str, tuple[float, float, float]]:
+    """Per-pod GPU memory draws (gamma, delta, peak probability). They come first, in file
+    order, so they do not depend on which nodes and pods the sampling keeps."""
+    import numpy as np
+
+    mem_rng = np.random.default_rng([seed, 2])
+    return {pod.name: (float(a), float(b), float(c)) for (pod, _), a, b, c in zip(
+        eligible, mem_rng.uniform(*GAMMA_RANGE, len(eligible)),
+        mem_rng.uniform(*DELTA_RANGE, len(eligible)),
+        mem_rng.uniform(0.0, PEAK_PROBABILITY_MAX, len(eligible)))}
+
+
+def _fitting(eligible: Sequence[tuple[Pod, int]], nodes: Sequence[NodeRow], dropped: Counter,
+             pods_path: str | Path) -> list[tuple[Pod, int, set[str]]]:
+    """(pod, run time, the GPU types it fits) of the pods some kept node can hold; the
+    others are counted in ``dropped``."""
+    shapes = sorted({(n.model, n.gpus, n.cpu_milli, n.memory_mib) for n in nodes})
+    fitting: list[tuple[Pod, int, set[str]]] = []
+    for pod, duration in eligible:
+        present, fits = _fitting_types(pod, shapes)
+        if not fits:
+            dropped[DROP_NO_TYPE if not present else DROP_TOO_BIG] += 1
+            continue
+        fitting.append((pod, duration, fits))
+    if not fitting:
+        raise InputError(f"{pods_path}: no pod fits a kept node (--max-nodes too small?)")
+    return fitting
+
+
+def _sampled(fitting: list[tuple[Pod, int, set[str]]], sample: int | None, seed: int,
+             dropped: Counter) -> tuple[list[tuple[Pod, int, set[str]]], list[str]]:
+    """``sample`` of the fitting pods, in file order (all of them without ``sample``), and
+    the notes for the summary."""
+    import numpy as np
+
+    notes: list[str] = []
+    if sample is not None and sample < len(fitting):
+        picks = np.random.default_rng([seed, 1]).choice(len(fitting), size=sample,
+                                                         replace=False)
+        chosen = set(int(i) for i in picks)
+        dropped[DROP_NOT_SAMPLED] += len(fitting) - sample
+        fitting = [f for i, f in enumerate(fitting) if i in chosen]
+    elif sample is not None and sample > len(fitting):
+        notes.append(f"--sample {sample} > {len(fitting)} pods that fit: kept them all")
+    return fitting, notes
+
+
+def _notes(pods_path: str | Path, max_nodes: int | None, gpu_nodes: int, timed: bool,
+           duration_s: float) -> list[str]:
+    """The summary's notes on what the options could not do and what the file lacks."""
+    notes = []
+    if max_nodes is not None and max_nodes > gpu_nodes:
+        notes.append(f"--max-nodes {max_nodes} > {gpu_nodes} GPU nodes: kept them all")
+    if not timed:
+        notes.append(f"{Path(pods_path).name} has no time, qos or phase columns: every task "
+                     f"runs {duration_s:g} s (--duration-s), weighs as {DEFAULT_QOS} and "
+                     "counts as scheduled")
+    return notes
+
+
+def _dropped_in_order(dropped: Counter) -> dict[str, int]:
+    """The pods dropped, by reason in the order the reasons apply (reasons with none left
+    out)."""
+    return {k: dropped[k] for k in (DROP_CPU_ONLY, DROP_PENDING, DROP_NO_RUN,
+                                    DROP_BEFORE_SINCE, DROP_NO_TYPE, DROP_TOO_BIG,
+                                    DROP_NOT_SAMPLED)
+            if dropped[k]}
 
 
 def _eligible(pods: Sequence[Pod], timed: bool, duration_s: float, pods_path: str | Path

@@ -312,7 +312,9 @@ def max_difference(a: dict[str, tuple[float, float]],
 
 # What is the engine's own machinery (not the policy, the ledger or the plan check, which
 # both share): the event loop, the snapshot's dataclass copies, the SimPy kernel.
-ENGINE_FILES = ("simulator/engine.py", "simpy/", "bench_engine.py", "dataclasses.py")
+ENGINE_FILES = ("simulator/engine.py", "simulator/accounts.py", "simulator/powerdown.py",
+                "simulator/sharing.py", "simulator/jobrun.py", "simpy/", "bench_engine.py",
+                "dataclasses.py")
 
 
 def profile(fn, trace: Trace, top: int = 5) -> dict[str, list[tuple[str, float, float]]]:
