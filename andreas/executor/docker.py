@@ -34,7 +34,8 @@ from typing import Any
 
 from andreas.config import ExecutorSettings, check_executor, parse_extra_volume
 from andreas.executor.base import (Capability, ContainerState, Executor, NodeRef,
-                                   StartRequest, container_name, image_allowed)
+                                   StartRequest, container_name)
+from andreas.jobspec import image_allowed
 from andreas.errors import InputError, error_line
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
