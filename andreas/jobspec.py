@@ -13,6 +13,8 @@ that recreates the procedure (``procedures.recreate``).
 
 from __future__ import annotations
 
+import fnmatch
+
 # the bounds both checkers read (owned by andreas/limits.py)
 from andreas.limits import (MAX_EPOCHS, MAX_GPUS_PER_JOB, MAX_GRACE_S,  # noqa: F401
                             MAX_IMAGE_CHARS, MAX_WEIGHT)
@@ -59,3 +61,19 @@ MAX_ENV_BYTES = 256 << 10
 # The JSON text the database is handed: refused unread above this (every valid value
 # fits: six bytes per escaped character at most).
 MAX_JSON_TEXT_BYTES = 8 * max(MAX_COMMAND_BYTES, MAX_ENV_BYTES) + 64 * MAX_COMMAND_ITEMS
+
+
+def image_allowed(image: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``[executor] image_allowlist`` admits ``image``; empty: any image. Checked
+    at submission (``andreas submit``) and again at start (the executor).
+
+    fnmatch (case-sensitive) component by component, so a ``*`` never crosses a ``/``:
+    ``img:*`` cannot match ``img:5000/evil/x`` (a registry host) and ``reg.io/ml/*`` does
+    not admit ``reg.io/ml/other/x``. Wildcards in the registry host are refused when the
+    config is loaded (:func:`andreas.config.check_image_pattern`)."""
+    if not patterns:
+        return True
+    parts = image.split("/")
+    return any(len(p.split("/")) == len(parts)
+               and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, p.split("/")))
+               for p in patterns)

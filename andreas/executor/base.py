@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import abc
 import enum
-import fnmatch
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,22 +140,6 @@ class NodeInventory:
         engine for it)."""
         return self.state in (EngineNodeState.UP, EngineNodeState.POWERED_DOWN,
                               EngineNodeState.POWERING_UP)
-
-
-def image_allowed(image: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``[executor] image_allowlist`` admits ``image``; empty: any image. Checked
-    at submission (``andreas submit``) and again at start (the executor).
-
-    fnmatch (case-sensitive) component by component, so a ``*`` never crosses a ``/``:
-    ``img:*`` cannot match ``img:5000/evil/x`` (a registry host) and ``reg.io/ml/*`` does
-    not admit ``reg.io/ml/other/x``. Wildcards in the registry host are refused when the
-    config is loaded (:func:`andreas.config.check_image_pattern`)."""
-    if not patterns:
-        return True
-    parts = image.split("/")
-    return any(len(p.split("/")) == len(parts)
-               and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, p.split("/")))
-               for p in patterns)
 
 
 def container_name(job_id: str, attempt: int) -> str:

@@ -34,7 +34,8 @@ from typing import Any
 
 from andreas.config import ExecutorSettings, check_executor, parse_extra_volume
 from andreas.executor.base import (Capability, ContainerState, Executor, NodeRef,
-                                   StartRequest, container_name, image_allowed)
+                                   StartRequest, container_name)
+from andreas.jobspec import image_allowed
 from andreas.errors import InputError, error_line
 from andreas.executor.errors import (ContainerConflict, ExecutorError, ImageNotAllowed,
                                      ImageNotFound, ImagePullFailed, NodeUnreachable)
@@ -46,6 +47,7 @@ log = logging.getLogger("andreas.executor")
 ClientFactory = Callable[[str], Any]       # endpoint -> docker.DockerClient
 _RUNNING = ("running", "paused", "restarting")
 
+IMAGE_SEEN_S = 2.0             # an image found on a node is not inspected again so soon
 PULL_RETRY_S = 30.0            # a pull that failed in a way that may pass is retried after
 # What a registry answers when the image will never come (unknown, forbidden, bad name):
 _PULL_PERMANENT = ("manifest unknown", "not found", "pull access denied",
@@ -190,6 +192,30 @@ def run_options(request: StartRequest, settings: ExecutorSettings, *,
     return options
 
 
+def create_and_start(client: Any, options: dict[str, Any]) -> str:
+    """``client.containers.run(**options)`` of a detached container in two engine calls,
+    create and start (the SDK's ``run`` inspects the new container between them, which
+    nothing here reads); the new container's id. The options go through the SDK's own
+    translation of ``run``'s arguments, so the container is the one ``run`` makes, and an
+    image gone since :meth:`DockerExecutor.ensure_image` is pulled and the create tried
+    again, as ``run`` does."""
+    import docker.errors
+    from docker.models.containers import _create_container_args
+
+    def create() -> str:
+        args = _create_container_args({"command": None, **options,
+                                       "version": client.api.api_version})
+        return str(client.api.create_container(**args)["Id"])
+
+    try:
+        container_id = create()
+    except docker.errors.ImageNotFound:
+        client.images.pull(options["image"])
+        container_id = create()
+    client.api.start(container_id)
+    return container_id
+
+
 def container_state(info: dict[str, Any]) -> ContainerState | None:
     """An inspected container as the manager sees it (None: not andreas-labelled).
     Raises ValueError for a labelled container with unreadable labels."""
@@ -256,6 +282,7 @@ class DockerExecutor(Executor):
         self._engines: dict[str, _Engine] = {}
         self._watches: list[EventWatch] = []
         self._pull_failed: dict[tuple[str, str], tuple[float, str]] = {}
+        self._seen_images: dict[tuple[str, str], float] = {}   # (node, image) -> when
 
     # ------------------------------------------------------------ clients
 
@@ -355,7 +382,7 @@ class DockerExecutor(Executor):
         prepare_checkpoint_dir(request.job_id, self.settings)
         _, client = self._client(node)
         try:
-            container = client.containers.run(**options)
+            container_id = create_and_start(client, options)
         except docker.errors.ImageNotFound as e:
             raise ImageNotFound(f"image {request.image}: not found on node {node.name}: "
                                 f"{error_line(e)}") from e
@@ -371,8 +398,8 @@ class DockerExecutor(Executor):
             if isinstance(err, NodeUnreachable):
                 self._drop(node, client)
             raise err from e
-        log.info("started container %s (%s) on node %s", name, container.id[:12], node.name)
-        return container.id
+        log.info("started container %s (%s) on node %s", name, container_id[:12], node.name)
+        return container_id
 
     def _memory_mib(self, node: NodeRef) -> int | None:
         """The node's memory as its engine reports it (asked once per engine client);
@@ -414,7 +441,10 @@ class DockerExecutor(Executor):
             except docker.errors.NotFound:
                 return False
 
+        if self._image_seen(node, image):
+            return
         if self._call(node, f"inspect image {image}", present):
+            self._seen_images[(node.name, image)] = time.monotonic()
             return
         log.info("node %s: pulling image %s", node.name, image)
 
@@ -430,6 +460,7 @@ class DockerExecutor(Executor):
         why = self._call(node, f"pull image {image}", pull)
         if why is None:
             self._pull_failed.pop((node.name, image), None)
+            self._seen_images[(node.name, image)] = time.monotonic()
             return
         message = (f"image {image}: not on node {node.name} and the pull failed: "
                    f"{' '.join(why.split())[:400]}")
@@ -437,6 +468,13 @@ class DockerExecutor(Executor):
             raise ImageNotFound(message)
         self._pull_failed[(node.name, image)] = (time.monotonic() + PULL_RETRY_S, message)
         raise ImagePullFailed(message)
+
+    def _image_seen(self, node: NodeRef, image: str) -> bool:
+        """Whether the node had the image ``IMAGE_SEEN_S`` ago at most: the manager makes
+        sure of the image before it records an attempt, and the start that follows need
+        not ask again (an image removed meanwhile is pulled by the create)."""
+        seen = self._seen_images.get((node.name, image))
+        return seen is not None and time.monotonic() - seen < IMAGE_SEEN_S
 
     @staticmethod
     def _remove_unstarted(client: Any, name: str) -> None:

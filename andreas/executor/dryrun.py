@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 from andreas.config import ExecutorSettings
 from andreas.executor.base import (DRY_RUN_PREFIX, Capability, ContainerState, Executor, NodeRef,
-                                   StartRequest, container_name, image_allowed)
+                                   StartRequest, container_name)
+from andreas.jobspec import image_allowed
 from andreas.executor.errors import ContainerConflict, ImageNotAllowed
 
 log = logging.getLogger("andreas.executor")

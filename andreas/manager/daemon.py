@@ -124,7 +124,7 @@ def run(settings: Settings, *, dry_run: bool = False, once: bool = False,
         manager.decider.start()   # the first decision need not wait for the compiler
         if not once:
             executor.watch(manager.watched_nodes, manager.wake, watching)
-            wake = listen(store.wake_key, manager.wake)   # submissions wake the loop
+            wake = listen(store.wake_key, manager.wake_now)   # submissions: at once
         run_loop(manager, stop, once=once, lock=lock)
         log.info("manager stopped; running containers are left running and will be "
                  "adopted at the next start")

@@ -14,7 +14,9 @@ Between ticks the loop waits on ``manager.wakeup`` (set by :meth:`Manager.reques
 the period timer, and by the executor's container events through :meth:`Manager.wake`)
 for at most ``poll_s``: a wake makes the next tick come sooner, never replaces the poll.
 After a wake it waits ``settle_s`` more so a burst of events makes one tick, and ticks
-start at least ``min_tick_s`` apart. While ticks fail, wakes are ignored (the back-off
+start at least ``min_tick_s`` apart; a prompt wake (``manager.prompt``: a submission or
+cancellation, one datagram per command) skips the settle, so a new job is not held
+back by it. While ticks fail, wakes are ignored (the back-off
 holds). The flag is cleared just before each tick, so a wake during a tick is not lost.
 """
 
@@ -56,17 +58,34 @@ def period_scheduler(manager: Manager, period_s: float) -> Any:
 
 def wait_for_tick(stop: threading.Event, wakeup: threading.Event, timeout_s: float, *,
                   last_tick: float, settle_s: float = SETTLE_S,
-                  min_tick_s: float = MIN_TICK_S) -> bool:
-    """Wait until ``timeout_s`` passed or ``wakeup`` is set (then ``settle_s`` more, and
-    until ``min_tick_s`` after ``last_tick``, a ``time.monotonic()``). True: stop is set."""
+                  min_tick_s: float = MIN_TICK_S,
+                  prompt: threading.Event | None = None) -> bool:
+    """Wait until ``timeout_s`` passed or ``wakeup`` is set (then ``settle_s`` more, none
+    when ``prompt`` is set too, and until ``min_tick_s`` after ``last_tick``, a
+    ``time.monotonic()``). True: stop is set."""
     deadline = time.monotonic() + timeout_s
     while not stop.is_set():
         left = deadline - time.monotonic()
         if left <= 0:
             return False
         if wakeup.wait(min(left, STOP_CHECK_S)):
-            pause = max(settle_s, last_tick + min_tick_s - time.monotonic())
-            return stop.wait(pause) if pause > 0 else stop.is_set()
+            return _settle(stop, prompt, time.monotonic() + settle_s, last_tick + min_tick_s)
+    return True
+
+
+def _settle(stop: threading.Event, prompt: threading.Event | None, settle_end: float,
+            floor: float) -> bool:
+    """After a wake: until ``settle_end``, or only until ``floor`` once ``prompt`` is
+    set (also while settling). True: stop is set."""
+    while not stop.is_set():
+        prompted = prompt is not None and prompt.is_set()
+        end = floor if prompted else max(settle_end, floor)
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        if prompt is None or prompted:
+            return stop.wait(left)
+        prompt.wait(min(left, STOP_CHECK_S))
     return True
 
 
@@ -107,6 +126,7 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
     """Run until ``stop`` is set (a tick in progress is finished first)."""
     settings = manager.settings.manager
     wakeup = manager.wakeup
+    prompt = manager.prompt
     wakeup.clear()
     manager.start()
     if once or stop.is_set():
@@ -123,8 +143,9 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
                 if stop.wait(wait_s):          # back-off: wakes do not shorten it
                     break
             elif wait_for_tick(stop, wakeup, wait_s, last_tick=last_tick,
-                               settle_s=settle_s, min_tick_s=min_tick_s):
+                               settle_s=settle_s, min_tick_s=min_tick_s, prompt=prompt):
                 break
+            prompt.clear()
             wakeup.clear()
             last_tick = time.monotonic()
             try:

@@ -103,6 +103,7 @@ class Manager:
         self._revisited: int | None = None   # the decision whose revisit_s was acted on
         self._target_loaded = False
         self.wakeup = threading.Event()      # set: the loop should tick soon
+        self.prompt = threading.Event()      # set with it: without waiting for a burst
         self.meter = ManagerMeter(self.policy)   # read by the metrics exporter
 
     # ------------------------------------------------------------------ triggers
@@ -116,6 +117,12 @@ class Manager:
     def wake(self, why: str = "") -> None:
         """Tick soon (e.g. a container event on node ``why``); only a hint: the tick
         reads the store and the containers as always."""
+        self.wakeup.set()
+
+    def wake_now(self, why: str = "") -> None:
+        """Tick as soon as ticks may start (a submission or cancellation ``why``: one
+        hint per command, not a burst to wait out); a hint like :meth:`wake`."""
+        self.prompt.set()
         self.wakeup.set()
 
     def watched_nodes(self) -> list[NodeRef]:

@@ -14,8 +14,8 @@ ignoring case (MariaDB compares them that way, and so do case-insensitive file s
 from __future__ import annotations
 
 import math
+import os
 import re
-import secrets
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -31,9 +31,8 @@ from andreas.errors import InputError, one_line
 from andreas.infra import nudge
 from andreas.infra.fileio import read_text_capped
 from andreas.limits import REASON_CHARS
-from andreas.executor.base import image_allowed
-from andreas.formats.strict import RepeatedKey, yaml_loads
 from andreas.infra.timefmt import parse_duration, stamp
+from andreas.jobspec import image_allowed
 
 if TYPE_CHECKING:   # SQLAlchemy is imported where the store is used (not by `submit`)
     from andreas.store.engine import Store
@@ -102,12 +101,18 @@ class _Labels:
         return "IMAGE" if field == "image" else "--" + field.replace("_", "-")
 
 
+def _token_hex(nbytes: int) -> str:
+    """``secrets.token_hex``: hex of ``os.urandom``, the same source, without importing
+    ``secrets`` (its ``hmac`` and ``random`` lengthen every ``andreas submit``)."""
+    return os.urandom(nbytes).hex()
+
+
 def parse_submission(*, image: Any = None, epochs: Any, due: Any, weight: Any, app: Any = None,
                      cmd: Any = None, env: Any = None, max_gpus: Any = None,
                      grace_s: Any = None, name: Any = None, gpu_share: Any = None,
                      gpu_memory_mib: Any = None, now_s: float,
                      file: str | None = None,
-                     token_hex: Callable[[int], str] = secrets.token_hex) -> JobSpec:
+                     token_hex: Callable[[int], str] = _token_hex) -> JobSpec:
     """Check every field and build the JobSpec; values may be strings (command line) or
     YAML scalars. ``file``: the job.yaml the values come from (named in messages).
     ``token_hex``: the random part of a generated id (tests pass a fixed one)."""
@@ -165,11 +170,13 @@ def parse_gpu_share(value: Any, label: str = "--gpu-share") -> int:
 
 
 def load_job_file(path: str | Path, *, now_s: float,
-                  token_hex: Callable[[int], str] = secrets.token_hex) -> JobSpec:
+                  token_hex: Callable[[int], str] = _token_hex) -> JobSpec:
     """A job.yaml: a mapping with the keys of :data:`FILE_KEYS` (the command line options'
     names, ``max_gpus`` and ``grace_s`` with underscores); unknown or repeated keys are
     errors, so a typo never falls back to a default silently."""
     import yaml
+
+    from andreas.formats.strict import RepeatedKey, yaml_loads
 
     shown = str(path)
     text = read_text_capped(path, what="job file", limit=MAX_JOB_FILE_BYTES, label=shown)
@@ -292,7 +299,7 @@ def _duplicate(job_id: str, existing: str) -> InputError:
                       "choose another name, or leave the name out for a generated id")
 
 
-def generate_id(now_s: float, token_hex: Callable[[int], str] = secrets.token_hex) -> str:
+def generate_id(now_s: float, token_hex: Callable[[int], str] = _token_hex) -> str:
     """``<UTC yyyymmdd-HHMMSS>-<6 hex>``: sorts by submission time, unique in practice."""
     return datetime.fromtimestamp(now_s, UTC).strftime("%Y%m%d-%H%M%S") + "-" + token_hex(3)
 

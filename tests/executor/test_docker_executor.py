@@ -150,6 +150,53 @@ def test_containers_costs_one_list_call_when_nothing_changed(settings, node, new
         ex.close()
 
 
+def test_a_start_after_the_image_check_is_create_and_start_only(settings, node, new_job,
+                                                                request_for, docker_client):
+    """The manager checks the image, records the attempt, then starts: the start asks the
+    engine twice (create, start), and the container is the one the SDK's
+    ``containers.run`` makes from the same options."""
+    from dataclasses import replace
+
+    from andreas.executor.docker import run_options
+
+    calls: list[str] = []
+
+    def factory(endpoint: str) -> docker.DockerClient:
+        client = docker.DockerClient(base_url=endpoint, version="auto")
+        send = client.api.send
+
+        def counted(req, **kw):
+            calls.append(f"{req.method} {req.path_url.split('?')[0]}")
+            return send(req, **kw)
+
+        client.api.send = counted
+        return client
+
+    settings = replace(settings, user="65534:65534", memory_limit_mib=256, pids_limit=64)
+    ex = DockerExecutor(settings, client_factory=factory)
+    try:
+        job, twin = new_job(), new_job()
+        request = request_for(job, LOOP)
+        ex.ensure_image(node, request.image)
+        calls.clear()
+        cid = ex.start(node, request)
+        assert [c.split(" ")[0] for c in calls] == ["POST", "POST"], calls
+        assert calls[0].endswith("/containers/create") and calls[1].endswith("/start")
+        options = run_options(replace(request, job_id=twin), settings)
+        options["volumes"] = [v.replace(twin, job) for v in options["volumes"]]
+        options["environment"]["ANDREAS_JOB_ID"] = job
+        options["labels"] = docker_client.api.inspect_container(cid)["Config"]["Labels"]
+        made = docker_client.containers.run(**options)
+        ours, theirs = (docker_client.api.inspect_container(c) for c in (cid, made.id))
+        assert ours["HostConfig"] == theirs["HostConfig"]
+        for key in ("Hostname",):
+            ours["Config"].pop(key), theirs["Config"].pop(key)
+        assert ours["Config"] == theirs["Config"]
+        assert ours["State"]["Running"] and theirs["State"]["Running"]
+    finally:
+        ex.close()
+
+
 def test_sigterm_lets_the_job_exit_143(executor, node, new_job, request_for):
     job = new_job()
     cid = executor.start(node, request_for(job, 'trap "exit 143" TERM; ' + LOOP))

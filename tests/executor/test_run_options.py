@@ -8,7 +8,8 @@ import docker.types
 import pytest
 
 from andreas.config import ExecutorSettings
-from andreas.executor.base import StartRequest, image_allowed
+from andreas.executor.base import StartRequest
+from andreas.jobspec import image_allowed
 from andreas.executor.docker import container_state, docker_time, run_options
 from andreas.executor.errors import ExecutorError
 from andreas.job import container_labels

@@ -29,6 +29,7 @@ class LoopManager:
         self.settings = SimpleNamespace(manager=SimpleNamespace(poll_s=poll_s,
                                                                 period_s=3600.0))
         self.wakeup = threading.Event()
+        self.prompt = threading.Event()
         self.started = threading.Event()
         self.fail = fail
         self.ticks = 0
@@ -42,6 +43,10 @@ class LoopManager:
             raise RuntimeError("database away (test)")
 
     def wake(self, why: str = "") -> None:
+        self.wakeup.set()
+
+    def wake_now(self, why: str = "") -> None:
+        self.prompt.set()
         self.wakeup.set()
 
 
@@ -99,6 +104,21 @@ def test_a_burst_of_wakes_makes_few_ticks():
         elapsed = time.monotonic() - t0
         spread = m.ticks - before
         assert 1 <= spread <= elapsed / 0.1 + 2 and spread < 100
+
+
+def test_a_submission_ticks_without_waiting_for_the_settle():
+    m = LoopManager(poll_s=30.0)
+    with Running(m, settle_s=30.0):          # an event's wake would wait 30 s
+        assert m.started.wait(5)
+        m.wake("container event")
+        time.sleep(0.3)
+        assert m.ticks == 0
+        m.wake_now("submit")                 # what a submission's datagram does
+        assert wait_for(lambda: m.ticks == 1, 5)
+        assert not m.prompt.is_set()         # cleared by the tick: the next wake settles
+        m.wake("container event")
+        time.sleep(0.3)
+        assert m.ticks == 1
 
 
 def test_wakes_do_not_shorten_the_back_off_of_failing_ticks():
