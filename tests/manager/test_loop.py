@@ -169,6 +169,21 @@ class WatchingExecutor(FakeExecutor):
         self.watched.set()
 
 
+def settled(ex: FakeExecutor, *, quiet_s: float, timeout_s: float) -> bool:
+    """No tick observed the engine for ``quiet_s``: whatever woke the manager has been
+    handled, so the next tick comes from the next wake (or the poll)."""
+    end = time.monotonic() + timeout_s
+    seen, since = len(ex.calls_of("containers")), time.monotonic()
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = len(ex.calls_of("containers"))
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return True
+    return False
+
+
 def test_the_daemon_watches_the_polled_nodes_and_a_wake_notices_an_exit(mstore, db_url):
     add_node(mstore, "a", gpus=2)
     add_node(mstore, "off", gpus=2, state=NodeState.DOWN)     # not polled, not watched
@@ -184,6 +199,7 @@ def test_the_daemon_watches_the_polled_nodes_and_a_wake_notices_an_exit(mstore, 
         assert ex.watched.wait(10)
         assert wait_for(lambda: state_of(mstore, "j") is JobState.RUNNING, 10)
         assert ex.nodes_fn() == [NodeRef(name="a", docker_endpoint="ssh://a")]
+        assert settled(ex, quiet_s=1.0, timeout_s=20)   # the ticks the start caused are over
         ex.exit("j", 0)
         time.sleep(0.3)
         assert state_of(mstore, "j") is JobState.RUNNING     # the poll is 30 s away
