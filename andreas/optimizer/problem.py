@@ -9,6 +9,8 @@ configuration and randomized choice work on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,6 +21,44 @@ from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import levels as config_levels
 
 INF = np.inf
+
+
+class KernelArrays(NamedTuple):
+    """The arrays the compiled kernels read (``kernels.py``), as one structure; the names
+    are ``Problem``'s. ``Problem.kernel`` builds it once; a caller that changes a part
+    (``horizon.construct_one``) makes a copy with ``_replace``."""
+
+    cloud: bool
+    mu: float
+    node_class: np.ndarray
+    class_gpus: np.ndarray
+    class_group: np.ndarray
+    class_cost_h: np.ndarray
+    cfg_class: np.ndarray
+    cfg_g: np.ndarray
+    cfg_group: np.ndarray
+    cfg_index: np.ndarray
+    pack_class: np.ndarray
+    group_cheapest: np.ndarray
+    group_best: np.ndarray
+    group_nodes: np.ndarray
+    group_count: np.ndarray
+    t_energy: np.ndarray
+    rank: np.ndarray
+    job_cost: np.ndarray
+    fbar_term: np.ndarray
+    post_cost: np.ndarray
+    runnable: np.ndarray
+    pin_job: np.ndarray
+    pin_node: np.ndarray
+    pin_cfg: np.ndarray
+    # move costs: empty where no move costs anything (the papers' mode)
+    run_node: np.ndarray
+    run_cfg: np.ndarray
+    cfg_base: np.ndarray
+    mv_same: np.ndarray
+    mv_change: np.ndarray
+    mv_stop: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +137,23 @@ class Problem:
     def has_moves(self) -> bool:
         """Some running job loses work if moved (the papers' mode: none)."""
         return bool(self.mv_same.any() or self.mv_change.any() or self.mv_stop.any())
+
+    @cached_property
+    def kernel(self) -> KernelArrays:
+        """The kernels' view of this problem, built on first use."""
+        if self.has_moves:
+            moves = (self.run_node, self.run_cfg, self.cfg_base, self.mv_same,
+                     self.mv_change, self.mv_stop)
+        else:   # the kernels then skip the move costs, so those rows are bit for bit the same
+            none, empty = np.zeros(0, np.int64), np.zeros(0)
+            moves = (none, none, none, empty, empty, empty)
+        return KernelArrays(
+            bool(self.cloud), float(self.snapshot.params.mu), self.node_class, self.class_gpus,
+            self.class_group, self.class_cost_h, self.cfg_class, self.cfg_g, self.cfg_group,
+            self.cfg_index, self.pack_class, self.group_cheapest, self.group_best,
+            self.group_nodes, self.group_count, self.t_energy, self.rank, self.job_cost,
+            self.fbar_term, self.post_cost, self.runnable, self.pin_job, self.pin_node,
+            self.pin_cfg, *moves)
 
     @property
     def n_jobs(self) -> int:
