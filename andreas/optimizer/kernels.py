@@ -106,7 +106,7 @@ def _split(a, st, n, m, grp, node_of, cfg_of):
     """Move a subset of node n's jobs to the free node m when the two parts can be held
     by VMs that cost less per hour than n's VM (``group_best[l]``: the least a set of VMs
     holding l GPUs costs, so a part may be split again); the cheapest such subset."""
-    cfg_g, used, ncls = a.cfg_g, st.used, st.ncls
+    cfg_g, used, ncls, group_best = a.cfg_g, st.used, st.ncls, a.group_best
     jobs = np.empty(a.class_gpus.max(), np.int64)
     k = 0
     for j in range(node_of.shape[0]):
@@ -122,7 +122,7 @@ def _split(a, st, n, m, grp, node_of, cfg_of):
         for i in range(k):
             if mask & (1 << i):
                 moved += cfg_g[cfg_of[jobs[i]]]
-        price = a.group_best[grp, used[n] - moved] + a.group_best[grp, moved]
+        price = group_best[grp, used[n] - moved] + group_best[grp, moved]
         if price < best_price - 1e-12 * best_price - 1e-10:
             best_price, best_mask = price, mask
     if best_mask == 0:
@@ -146,9 +146,10 @@ def _swap_odd(a, st, n, grp, node_of, cfg_of):
     4 or 8 GPUs): swap that job with jobs of a node its VM holds exactly, of the same GPU
     type, whose counts are powers of two and add up to the job's. That node stays exactly
     full; n's jobs can then be split among VMs that idle nothing (``_split``)."""
-    cfg_g, used, ncls = a.cfg_g, st.used, st.ncls
+    cfg_g, used, ncls, fixed = a.cfg_g, st.used, st.ncls, st.fixed
+    class_group, class_gpus, cheapest = a.class_group, a.class_gpus, a.group_cheapest
     n_jobs = node_of.shape[0]
-    ys = np.empty(a.class_gpus.max(), np.int64)
+    ys = np.empty(class_gpus.max(), np.int64)
     for x in range(n_jobs):
         if node_of[x] != n:
             continue
@@ -156,8 +157,8 @@ def _swap_odd(a, st, n, grp, node_of, cfg_of):
         if gx & (gx - 1) == 0:
             continue
         for f in range(st.counters[OPENED]):
-            if (f == n or st.fixed[f] or used[f] <= 0 or a.class_group[ncls[f]] != grp
-                    or a.class_gpus[a.group_cheapest[grp, used[f]]] != used[f]):
+            if (f == n or fixed[f] or used[f] <= 0 or class_group[ncls[f]] != grp
+                    or class_gpus[cheapest[grp, used[f]]] != used[f]):
                 continue
             k = 0
             for j in range(n_jobs):
@@ -189,25 +190,27 @@ def _fill_idle(a, st, out_node, out_cfg):
     idle GPUs go to the job on it that they speed up most (the first on a tie); it ends
     sooner at the same price per hour. Runs after downsizing and splitting, which remove
     what they can. One pass over the jobs: O(J + N) per row."""
-    opened, used, ncls, cfg_index = st.counters[OPENED], st.used, st.ncls, a.cfg_index
+    opened, used, ncls, fixed = st.counters[OPENED], st.used, st.ncls, st.fixed
+    cfg_index, class_gpus, cfg_g, runnable, t = (a.cfg_index, a.class_gpus, a.cfg_g,
+                                                 a.runnable, a.t_energy)
     levels = cfg_index.shape[1]
     best_j = np.full(opened, -1, np.int64)
     best_c = np.full(opened, -1, np.int64)
     best_ratio = np.full(opened, 1.0 + 1e-9)
     for j in range(out_node.shape[0]):
         n = out_node[j]
-        if n < 0 or n >= opened or st.fixed[n] or used[n] <= 0:
+        if n < 0 or n >= opened or fixed[n] or used[n] <= 0:
             continue
         k = ncls[n]
-        idle = a.class_gpus[k] - used[n]
-        g = a.cfg_g[out_cfg[j]]
+        idle = class_gpus[k] - used[n]
+        g = cfg_g[out_cfg[j]]
         if idle <= 0 or g + idle >= levels:
             continue
         c_now = cfg_index[k, g]
         c_new = cfg_index[k, g + idle]
-        if c_now < 0 or c_new < 0 or not a.runnable[j, c_new]:
+        if c_now < 0 or c_new < 0 or not runnable[j, c_new]:
             continue
-        ratio = a.t_energy[j, c_now] / a.t_energy[j, c_new]
+        ratio = t[j, c_now] / t[j, c_new]
         if ratio > best_ratio[n]:
             best_ratio[n] = ratio
             best_j[n] = j
@@ -215,7 +218,7 @@ def _fill_idle(a, st, out_node, out_cfg):
     for n in range(opened):
         if best_j[n] >= 0:
             out_cfg[best_j[n]] = best_c[n]
-            used[n] = a.class_gpus[ncls[n]]
+            used[n] = class_gpus[ncls[n]]
 
 
 @njit(cache=True, nogil=True)
@@ -226,6 +229,8 @@ def evaluate_row(a, node_of, cfg_of, ncls, used):
     cheapest mix its configuration starts) instead of the node's price until its first
     job ends, which is left only for the node's idle GPUs; on premise f_mix = f_obj."""
     cloud, class_gpus, class_cost_h, t = a.cloud, a.class_gpus, a.class_cost_h, a.t_energy
+    post, cfg_index, cfg_g, tard, rank, fbar_term = (a.post_cost, a.cfg_index, a.cfg_g,
+                                                     a.job_cost, a.rank, a.fbar_term)
     n_nodes = ncls.shape[0]
     tmin = np.full(n_nodes, INF)
     tard_sum = 0.0
@@ -235,15 +240,15 @@ def evaluate_row(a, node_of, cfg_of, ncls, used):
     for j in range(node_of.shape[0]):
         n = node_of[j]
         if n < 0:
-            post_sum += a.post_cost[j]
+            post_sum += post[j]
             continue
         c = cfg_of[j]
         if cloud:   # the node's final VM; on premise the class is fixed (and so the level)
-            c = a.cfg_index[ncls[n], a.cfg_g[c]]
+            c = cfg_index[ncls[n], cfg_g[c]]
             cfg_of[j] = c
-        tard_sum += a.job_cost[j, c]
-        rank_sum += a.rank[j, c]
-        bar += a.fbar_term[j, c]
+        tard_sum += tard[j, c]
+        rank_sum += rank[j, c]
+        bar += fbar_term[j, c]
         if t[j, c] < tmin[n]:
             tmin[n] = t[j, c]
     node_sum = 0.0
@@ -270,6 +275,7 @@ def move_cost_row(a, node_of, cfg_of):
     in-place candidates run on (the largest groups first, each physical node once), as
     ``solution.to_plan`` relabels nodes within a class."""
     run_node, run_cfg, cfg_base = a.run_node, a.run_cfg, a.cfg_base
+    mv_same, mv_change, mv_stop = a.mv_same, a.mv_change, a.mv_stop
     n_nodes = a.node_class.shape[0]
     n_jobs = node_of.shape[0]
     k = 0
@@ -302,11 +308,11 @@ def move_cost_row(a, node_of, cfg_of):
         if run_node[j] < 0:
             continue
         if node_of[j] < 0:
-            total += a.mv_stop[j]
+            total += mv_stop[j]
         elif cfg_base[cfg_of[j]] != run_cfg[j]:
-            total += a.mv_change[j]
+            total += mv_change[j]
         elif owner[node_of[j]] != run_node[j]:
-            total += a.mv_same[j]
+            total += mv_same[j]
     return total
 
 
@@ -316,8 +322,9 @@ def _new_row(a, node_of, cfg_of):
     n_nodes, n_jobs = a.node_class.shape[0], node_of.shape[0]
     n_groups, levels = a.group_count.shape[0], a.class_cost_h.shape[1]
     ncls = np.empty(n_nodes, np.int64)
+    cloud, node_class = a.cloud, a.node_class
     for n in range(n_nodes):
-        ncls[n] = -1 if a.cloud else a.node_class[n]
+        ncls[n] = -1 if cloud else node_class[n]
     for j in range(n_jobs):
         node_of[j] = -1
         cfg_of[j] = -1
@@ -334,44 +341,50 @@ def _new_row(a, node_of, cfg_of):
 def _pin_running(a, st, node_of, cfg_of):
     """Keep the running jobs where they run (their node, class and GPU count); the GPUs
     their nodes have left join the open lists."""
+    pin_job, pin_node, pin_cfg, cfg_class, cfg_g = (a.pin_job, a.pin_node, a.pin_cfg,
+                                                    a.cfg_class, a.cfg_g)
+    cloud, class_gpus, class_group = a.cloud, a.class_gpus, a.class_group
+    free, used, fixed, ncls, is_open, placed, counters = (st.free, st.used, st.fixed, st.ncls,
+                                                          st.is_open, st.placed, st.counters)
     node = -1
     last = -1
-    for r in range(a.pin_job.shape[0]):
-        j, c = a.pin_job[r], a.pin_cfg[r]
-        if a.pin_node[r] != last:
-            last = a.pin_node[r]
-            k = a.cfg_class[c]
-            if a.cloud:
-                node = st.counters[OPENED]
-                st.counters[OPENED] += 1
+    for r in range(pin_job.shape[0]):
+        j, c = pin_job[r], pin_cfg[r]
+        if pin_node[r] != last:
+            last = pin_node[r]
+            k = cfg_class[c]
+            if cloud:
+                node = counters[OPENED]
+                counters[OPENED] += 1
             else:
-                node = a.pin_node[r]
-            st.ncls[node] = k
-            st.free[node] = a.class_gpus[k]
-            st.fixed[node] = True
-            st.is_open[node] = True
-            st.counters[CLOSED_LEFT] -= 1
-        g = a.cfg_g[c]
-        st.free[node] -= g
-        st.used[node] += g
+                node = pin_node[r]
+            ncls[node] = k
+            free[node] = class_gpus[k]
+            fixed[node] = True
+            is_open[node] = True
+            counters[CLOSED_LEFT] -= 1
+        g = cfg_g[c]
+        free[node] -= g
+        used[node] += g
         node_of[j] = node
         cfg_of[j] = c
-        st.placed[j] = True
-    for n in range(a.node_class.shape[0]):
-        if st.fixed[n] and st.free[n] > 0:
-            _push(st.head, st.nxt, st.cnt, a.class_group[st.ncls[n]], st.free[n], n)
-            st.counters[OPEN_FREE] += st.free[n]
+        placed[j] = True
+    head, nxt, cnt = st.head, st.nxt, st.cnt
+    for n in range(free.shape[0]):
+        if fixed[n] and free[n] > 0:
+            _push(head, nxt, cnt, class_group[ncls[n]], free[n], n)
+            counters[OPEN_FREE] += free[n]
 
 
 @njit(cache=True, nogil=True)
-def _skip_open(a, st, grp):
+def _skip_open(ptr, is_open, group_nodes, group_count, grp):
     """On premise: move the group's pointer past nodes already open (kept running jobs)."""
-    while st.ptr[grp] < a.group_count[grp] and st.is_open[a.group_nodes[grp, st.ptr[grp]]]:
-        st.ptr[grp] += 1
+    while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
+        ptr[grp] += 1
 
 
 @njit(cache=True, nogil=True)
-def _first_choice(a, j, randomize, pref, cdf):
+def _first_choice(runnable, j, randomize, pref, cdf):
     """The configuration a job tries first: drawn from ``cdf`` in a randomized row (its
     preference where the draw cannot run), else its preference."""
     if not randomize:
@@ -380,31 +393,32 @@ def _first_choice(a, j, randomize, pref, cdf):
     c = 0
     while c < cdf.shape[1] - 1 and cdf[j, c] < u:
         c += 1
-    if not a.runnable[j, c]:
+    if not runnable[j, c]:
         c = pref[j, 0]
     return c
 
 
 @njit(cache=True, nogil=True)
-def _fit_level(st, grp, g, levels, draw):
+def _fit_level(cnt, grp, g, draw):
     """Free GPUs of the open node a job of g GPUs joins, -1: none fits. Best fit, or with
     ``draw`` a random level, closer fits likelier."""
+    levels = cnt.shape[1]
     lvl = -1
     if not draw:
         for lv in range(g, levels):
-            if st.cnt[grp, lv] > 0:
+            if cnt[grp, lv] > 0:
                 return lv
         return lvl
     total = 0.0
     for lv in range(g, levels):
-        if st.cnt[grp, lv] > 0:
-            total += st.cnt[grp, lv] / max(1.0 + lv - g, 1.0)
+        if cnt[grp, lv] > 0:
+            total += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
     if total > 0.0:
         target = np.random.random() * total
         acc = 0.0
         for lv in range(g, levels):
-            if st.cnt[grp, lv] > 0:
-                acc += st.cnt[grp, lv] / max(1.0 + lv - g, 1.0)
+            if cnt[grp, lv] > 0:
+                acc += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
                 lvl = lv
                 if acc > target:
                     break
@@ -412,82 +426,71 @@ def _fit_level(st, grp, g, levels, draw):
 
 
 @njit(cache=True, nogil=True)
-def _take_node(a, st, c, grp, lvl, exclusive):
-    """The node configuration c runs on: the open node from level ``lvl``, else a node
-    opened now (cloud: as the group's largest VM, or c's own in an exclusive row); -1 if
-    every node of its group is taken."""
-    if lvl >= 0:
-        node = _pop(st.head, st.nxt, st.cnt, grp, lvl)
-        st.counters[OPEN_FREE] -= st.free[node]
-    elif a.cloud and st.counters[OPENED] < a.node_class.shape[0]:
-        node = st.counters[OPENED]
-        st.counters[OPENED] += 1
-        st.counters[CLOSED_LEFT] -= 1
-        k = a.cfg_class[c] if exclusive else a.pack_class[grp]
-        st.ncls[node] = k
-        st.free[node] = a.class_gpus[k]
-        st.is_open[node] = True
-    elif not a.cloud and st.ptr[grp] < a.group_count[grp]:
-        node = a.group_nodes[grp, st.ptr[grp]]
-        st.ptr[grp] += 1
-        _skip_open(a, st, grp)
-        st.counters[CLOSED_LEFT] -= 1
-        st.is_open[node] = True
-        st.free[node] = a.class_gpus[st.ncls[node]]
-    else:
-        return -1
-    return node
-
-
-@njit(cache=True, nogil=True)
-def _place(a, st, j, c, pref, randomize, exclusive, node_of, cfg_of):
-    """Place job j: 1. best fit of c on an open node; 2. open a node for c; 3. the same
-    for each configuration of its preference in turn, until one fits."""
-    levels = a.class_cost_h.shape[1]
-    for attempt in range(pref.shape[1] + 1):
-        if attempt > 0:
-            c = pref[j, attempt - 1]
-            if not a.runnable[j, c]:
-                return
-        grp = a.cfg_group[c]
-        g = a.cfg_g[c]
-        lvl = -1
-        if not exclusive:
-            lvl = _fit_level(st, grp, g, levels, randomize and attempt == 0)
-        node = _take_node(a, st, c, grp, lvl, exclusive)
-        if node < 0:
-            continue
-        st.free[node] -= g
-        st.used[node] += g
-        node_of[j] = node
-        cfg_of[j] = c
-        st.placed[j] = True
-        if st.free[node] > 0:
-            _push(st.head, st.nxt, st.cnt, grp, st.free[node], node)
-            st.counters[OPEN_FREE] += st.free[node]
-        return
-
-
-@njit(cache=True, nogil=True)
 def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     """Place the strategy's queue in order (a randomized row swaps neighbours with
-    ``p_swap``) until every node is full."""
-    n_jobs = node_of.shape[0]
-    pref, cdf, exclusive = rows.pref[s], rows.cdf[s], rows.exclusive[s]
+    ``p_swap``) until every node is full. A job: 1. best fit of its configuration on an
+    open node; 2. open a node (cloud: as the group's largest VM, or the configuration's own
+    in an exclusive row); 3. the same for each configuration of its preference in turn.
+    The arrays are taken out of the structures once: numba counts a reference each time
+    a loop reads one from a tuple."""
+    cloud, runnable, cfg_group, cfg_g, cfg_class = (a.cloud, a.runnable, a.cfg_group, a.cfg_g,
+                                                    a.cfg_class)
+    pack_class, class_gpus, group_nodes, group_count = (a.pack_class, a.class_gpus,
+                                                        a.group_nodes, a.group_count)
+    free, used, ncls, head, cnt, nxt = st.free, st.used, st.ncls, st.head, st.cnt, st.nxt
+    ptr, is_open, placed, counters = st.ptr, st.is_open, st.placed, st.counters
+    pref, cdf, exclusive, p_swap = rows.pref[s], rows.cdf[s], rows.exclusive[s], rows.p_swap
+    n_jobs, n_nodes, n_cfg = node_of.shape[0], free.shape[0], pref.shape[1]
     order = rows.queue[s].copy()
     for step in range(n_jobs):
-        if st.counters[CLOSED_LEFT] == 0 and st.counters[OPEN_FREE] == 0:
+        if counters[CLOSED_LEFT] == 0 and counters[OPEN_FREE] == 0:
             break
         if randomize and step + 1 < n_jobs:
-            if np.random.random() < rows.p_swap[order[step]]:
+            if np.random.random() < p_swap[order[step]]:
                 tmp = order[step]
                 order[step] = order[step + 1]
                 order[step + 1] = tmp
         j = order[step]
-        if st.placed[j] or not a.runnable[j, pref[j, 0]]:
+        if placed[j] or not runnable[j, pref[j, 0]]:
             continue
-        c = _first_choice(a, j, randomize, pref, cdf)
-        _place(a, st, j, c, pref, randomize, exclusive, node_of, cfg_of)
+        c = _first_choice(runnable, j, randomize, pref, cdf)
+        for attempt in range(n_cfg + 1):
+            if attempt > 0:
+                c = pref[j, attempt - 1]
+                if not runnable[j, c]:
+                    break
+            grp = cfg_group[c]
+            g = cfg_g[c]
+            lvl = -1 if exclusive else _fit_level(cnt, grp, g, randomize and attempt == 0)
+            if lvl >= 0:
+                node = _pop(head, nxt, cnt, grp, lvl)
+                counters[OPEN_FREE] -= free[node]
+            elif cloud and counters[OPENED] < n_nodes:
+                node = counters[OPENED]
+                counters[OPENED] += 1
+                counters[CLOSED_LEFT] -= 1
+                k = cfg_class[c] if exclusive else pack_class[grp]
+                ncls[node] = k
+                free[node] = class_gpus[k]
+                is_open[node] = True
+            elif not cloud and ptr[grp] < group_count[grp]:
+                node = group_nodes[grp, ptr[grp]]
+                ptr[grp] += 1
+                _skip_open(ptr, is_open, group_nodes, group_count, grp)
+                counters[CLOSED_LEFT] -= 1
+                is_open[node] = True
+                free[node] = class_gpus[ncls[node]]
+            else:
+                continue
+            free[node] -= g
+            used[node] += g
+            node_of[j] = node
+            cfg_of[j] = c
+            placed[j] = True
+            if free[node] > 0:
+                _push(head, nxt, cnt, grp, free[node], node)
+                counters[OPEN_FREE] += free[node]
+            break
 
 
 @njit(cache=True, nogil=True)
@@ -495,18 +498,21 @@ def _work_conserving(a, st):
     """No postponed job could have run on the GPUs left free (P1n's spirit); the
     constructions are by design, the baselines' one-job-per-node rows not always, and a
     row that is not may not set the floor (see construction.py)."""
-    levels = a.class_cost_h.shape[1]
-    for j in range(st.placed.shape[0]):
-        if st.placed[j]:
+    cloud, runnable, cfg_group, cfg_g, group_count = (a.cloud, a.runnable, a.cfg_group,
+                                                      a.cfg_g, a.group_count)
+    placed, ptr, cnt, closed_left = st.placed, st.ptr, st.cnt, st.counters[CLOSED_LEFT]
+    levels = cnt.shape[1]
+    for j in range(placed.shape[0]):
+        if placed[j]:
             continue
-        for c in range(a.cfg_g.shape[0]):
-            if not a.runnable[j, c]:
+        for c in range(cfg_g.shape[0]):
+            if not runnable[j, c]:
                 continue
-            grp = a.cfg_group[c]
-            if st.counters[CLOSED_LEFT] > 0 and (a.cloud or st.ptr[grp] < a.group_count[grp]):
+            grp = cfg_group[c]
+            if closed_left > 0 and (cloud or ptr[grp] < group_count[grp]):
                 return False
-            for lv in range(a.cfg_g[c], levels):
-                if st.cnt[grp, lv] > 0:
+            for lv in range(cfg_g[c], levels):
+                if cnt[grp, lv] > 0:
                     return False
     return True
 
@@ -515,19 +521,21 @@ def _work_conserving(a, st):
 def _downsize(a, st, node_of, cfg_of):
     """Cloud: each packed node becomes the cheapest VM of its GPU type that holds its jobs,
     or, where that VM would idle GPUs and a node is free, the cheaper pair of VMs."""
-    n_nodes = a.node_class.shape[0]
+    class_group, group_cheapest, class_gpus = a.class_group, a.group_cheapest, a.class_gpus
+    used, fixed, ncls, counters = st.used, st.fixed, st.ncls, st.counters
+    n_nodes = used.shape[0]
     n = 0
-    while n < st.counters[OPENED]:
-        if st.used[n] > 0 and not st.fixed[n]:
-            grp = a.class_group[st.ncls[n]]
-            st.ncls[n] = a.group_cheapest[grp, st.used[n]]
-            if a.class_gpus[st.ncls[n]] > st.used[n] and st.counters[OPENED] < n_nodes:
+    while n < counters[OPENED]:
+        if used[n] > 0 and not fixed[n]:
+            grp = class_group[ncls[n]]
+            ncls[n] = group_cheapest[grp, used[n]]
+            if class_gpus[ncls[n]] > used[n] and counters[OPENED] < n_nodes:
                 _swap_odd(a, st, n, grp, node_of, cfg_of)
-            while st.counters[OPENED] < n_nodes and a.class_gpus[st.ncls[n]] > st.used[n]:
-                if not _split(a, st, n, st.counters[OPENED], grp, node_of, cfg_of):
+            while counters[OPENED] < n_nodes and class_gpus[ncls[n]] > used[n]:
+                if not _split(a, st, n, counters[OPENED], grp, node_of, cfg_of):
                     break
-                st.fixed[st.counters[OPENED]] = False
-                st.counters[OPENED] += 1
+                fixed[counters[OPENED]] = False
+                counters[OPENED] += 1
         n += 1
     _fill_idle(a, st, node_of, cfg_of)
 
@@ -547,8 +555,9 @@ def construct_row(a, rows, out, b):
     if rows.pinned[s]:
         _pin_running(a, st, node_of, cfg_of)
     if not a.cloud:   # the next closed node of each group: skip the nodes kept open above
-        for grp in range(a.group_count.shape[0]):
-            _skip_open(a, st, grp)
+        group_nodes, group_count = a.group_nodes, a.group_count
+        for grp in range(group_count.shape[0]):
+            _skip_open(st.ptr, st.is_open, group_nodes, group_count, grp)
     _place_queue(a, st, rows, s, randomize, node_of, cfg_of)
     out.wc[b] = _work_conserving(a, st)
     if a.cloud and not rows.exclusive[s]:
