@@ -384,55 +384,16 @@ def _skip_open(ptr, is_open, group_nodes, group_count, grp):
 
 
 @njit(cache=True, nogil=True)
-def _first_choice(runnable, j, randomize, pref, cdf):
-    """The configuration a job tries first: drawn from ``cdf`` in a randomized row (its
-    preference where the draw cannot run), else its preference."""
-    if not randomize:
-        return pref[j, 0]
-    u = np.random.random()
-    c = 0
-    while c < cdf.shape[1] - 1 and cdf[j, c] < u:
-        c += 1
-    if not runnable[j, c]:
-        c = pref[j, 0]
-    return c
-
-
-@njit(cache=True, nogil=True)
-def _fit_level(cnt, grp, g, draw):
-    """Free GPUs of the open node a job of g GPUs joins, -1: none fits. Best fit, or with
-    ``draw`` a random level, closer fits likelier."""
-    levels = cnt.shape[1]
-    lvl = -1
-    if not draw:
-        for lv in range(g, levels):
-            if cnt[grp, lv] > 0:
-                return lv
-        return lvl
-    total = 0.0
-    for lv in range(g, levels):
-        if cnt[grp, lv] > 0:
-            total += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
-    if total > 0.0:
-        target = np.random.random() * total
-        acc = 0.0
-        for lv in range(g, levels):
-            if cnt[grp, lv] > 0:
-                acc += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
-                lvl = lv
-                if acc > target:
-                    break
-    return lvl
-
-
-@njit(cache=True, nogil=True)
 def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     """Place the strategy's queue in order (a randomized row swaps neighbours with
-    ``p_swap``) until every node is full. A job: 1. best fit of its configuration on an
-    open node; 2. open a node (cloud: as the group's largest VM, or the configuration's own
-    in an exclusive row); 3. the same for each configuration of its preference in turn.
-    The arrays are taken out of the structures once: numba counts a reference each time
-    a loop reads one from a tuple."""
+    ``p_swap``) until every node is full. A job: 1. best fit of its first configuration
+    (a randomized row draws it from ``cdf`` and the open node's level, closer fits
+    likelier) on an open node; 2. open a node (cloud: as the group's largest VM, or the
+    configuration's own in an exclusive row); 3. the same for each configuration of its
+    preference in turn. The hot loop: the arrays are taken out of the structures once
+    and the row's counters are locals while it runs (read from an array at each step,
+    they cost 1.6x the time per row: every store may alias them); no call but _push and
+    _pop."""
     cloud, runnable, cfg_group, cfg_g, cfg_class = (a.cloud, a.runnable, a.cfg_group, a.cfg_g,
                                                     a.cfg_class)
     pack_class, class_gpus, group_nodes, group_count = (a.pack_class, a.class_gpus,
@@ -440,57 +401,78 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     free, used, ncls, head, cnt, nxt = st.free, st.used, st.ncls, st.head, st.cnt, st.nxt
     ptr, is_open, placed, counters = st.ptr, st.is_open, st.placed, st.counters
     pref, cdf, exclusive, p_swap = rows.pref[s], rows.cdf[s], rows.exclusive[s], rows.p_swap
-    n_jobs, n_nodes, n_cfg = node_of.shape[0], free.shape[0], pref.shape[1]
+    n_jobs, n_nodes, n_cfg, levels = node_of.shape[0], free.shape[0], pref.shape[1], cnt.shape[1]
     order = rows.queue[s].copy()
+    opened, closed_left, open_free = counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE]
     for step in range(n_jobs):
-        if counters[CLOSED_LEFT] == 0 and counters[OPEN_FREE] == 0:
+        if closed_left == 0 and open_free == 0:
             break
         if randomize and step + 1 < n_jobs:
             if np.random.random() < p_swap[order[step]]:
-                tmp = order[step]
-                order[step] = order[step + 1]
-                order[step + 1] = tmp
+                order[step], order[step + 1] = order[step + 1], order[step]
         j = order[step]
         if placed[j] or not runnable[j, pref[j, 0]]:
             continue
-        c = _first_choice(runnable, j, randomize, pref, cdf)
+        c = pref[j, 0]
+        if randomize:
+            u = np.random.random()
+            c = 0
+            while c < n_cfg - 1 and cdf[j, c] < u:
+                c += 1
+            if not runnable[j, c]:
+                c = pref[j, 0]
         for attempt in range(n_cfg + 1):
             if attempt > 0:
                 c = pref[j, attempt - 1]
                 if not runnable[j, c]:
                     break
-            grp = cfg_group[c]
-            g = cfg_g[c]
-            lvl = -1 if exclusive else _fit_level(cnt, grp, g, randomize and attempt == 0)
+            grp, g, lvl = cfg_group[c], cfg_g[c], -1
+            if not exclusive and randomize and attempt == 0:
+                total = 0.0
+                for lv in range(g, levels):
+                    if cnt[grp, lv] > 0:
+                        total += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
+                if total > 0.0:
+                    target, acc = np.random.random() * total, 0.0
+                    for lv in range(g, levels):
+                        if cnt[grp, lv] > 0:
+                            acc += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
+                            lvl = lv
+                            if acc > target:
+                                break
+            elif not exclusive:
+                for lv in range(g, levels):
+                    if cnt[grp, lv] > 0:
+                        lvl = lv
+                        break
             if lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
-                counters[OPEN_FREE] -= free[node]
-            elif cloud and counters[OPENED] < n_nodes:
-                node = counters[OPENED]
-                counters[OPENED] += 1
-                counters[CLOSED_LEFT] -= 1
-                k = cfg_class[c] if exclusive else pack_class[grp]
-                ncls[node] = k
-                free[node] = class_gpus[k]
+                open_free -= free[node]
+            elif cloud and opened < n_nodes:
+                node = opened
+                opened += 1
+                closed_left -= 1
+                ncls[node] = cfg_class[c] if exclusive else pack_class[grp]
+                free[node] = class_gpus[ncls[node]]
                 is_open[node] = True
             elif not cloud and ptr[grp] < group_count[grp]:
                 node = group_nodes[grp, ptr[grp]]
                 ptr[grp] += 1
-                _skip_open(ptr, is_open, group_nodes, group_count, grp)
-                counters[CLOSED_LEFT] -= 1
+                while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
+                    ptr[grp] += 1
+                closed_left -= 1
                 is_open[node] = True
                 free[node] = class_gpus[ncls[node]]
             else:
                 continue
             free[node] -= g
             used[node] += g
-            node_of[j] = node
-            cfg_of[j] = c
-            placed[j] = True
+            node_of[j], cfg_of[j], placed[j] = node, c, True
             if free[node] > 0:
                 _push(head, nxt, cnt, grp, free[node], node)
-                counters[OPEN_FREE] += free[node]
+                open_free += free[node]
             break
+    counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE] = opened, closed_left, open_free
 
 
 @njit(cache=True, nogil=True)
