@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR
-from andreas.optimizer.kernels import construct_rows
+from andreas.optimizer.kernels import Rows, RowsOut, construct_rows
 from andreas.optimizer.problem import INF, Problem
 
 DEFAULT_SWAP_SCALE = 0.5
@@ -165,39 +165,27 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
     safe_w = np.where(p.weight > 0, p.weight, 1.0)
     p_swap = np.where(p.weight > 0, swap_scale * wmin / safe_w, swap_scale)
     nj, nn, nc, ns = p.n_jobs, p.n_nodes, len(p.cfg_g), len(strat)
-    s_queue = np.stack([s.queue for s in strat]).astype(np.int64).reshape(ns, nj)
-    s_pref = np.stack([s.pref for s in strat]).astype(np.int64).reshape(ns, nj, nc)
-    s_cdf = np.stack([choice_cdf(s.value, alpha) for s in strat]).reshape(ns, nj, nc)
-    out_node = np.empty((b, nj), dtype=np.int64)
-    out_cfg = np.empty((b, nj), dtype=np.int64)
-    out_ncls = np.empty((b, nn), dtype=np.int64)
-    out_obj = np.empty(b)
-    out_bar = np.empty(b)
-    out_mix = np.empty(b)
-    out_wc = np.empty(b, dtype=np.bool_)
-    construct_rows(
-        row_strategy, row_random, row_seed, p.cloud, p.node_class, p.class_gpus,
-        p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g, p.cfg_group, p.cfg_index,
-        p.pack_class, p.group_cheapest, p.group_best, p.group_nodes, p.group_count, p.t_energy,
-        p.rank, p.job_cost, p.fbar_term, p.post_cost, p.runnable, float(p.snapshot.params.mu),
-        p.pin_job, p.pin_node, p.pin_cfg, s_queue, s_pref, s_cdf,
-        np.array([s.pinned for s in strat]), np.array([s.exclusive for s in strat]),
-        p_swap.astype(float), out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc,
-        *_moves(p))
+    rows = Rows(strategy=row_strategy, randomized=row_random, seed=row_seed,
+                queue=np.stack([s.queue for s in strat]).astype(np.int64).reshape(ns, nj),
+                pref=np.stack([s.pref for s in strat]).astype(np.int64).reshape(ns, nj, nc),
+                cdf=np.stack([choice_cdf(s.value, alpha) for s in strat]).reshape(ns, nj, nc),
+                pinned=np.array([s.pinned for s in strat]),
+                exclusive=np.array([s.exclusive for s in strat]), p_swap=p_swap.astype(float))
+    out = empty_rows(b, nj, nn)
+    construct_rows(p.kernel, rows, out)
+    out_node, out_cfg, out_ncls, out_obj, out_bar, out_mix, out_wc = out
     return Batch(node=out_node, cfg=out_cfg, node_cls=out_ncls, f_obj=out_obj, f_bar=out_bar,
                  f_mix=out_mix,
                  strategy=row_strategy, work_conserving=out_wc,
                  names=tuple(s.name for s in strat))
 
 
-def _moves(p: Problem) -> tuple[np.ndarray, ...]:
-    """The kernel's move-cost arrays; empty where no move costs anything (the papers'
-    mode), so those batches are bit for bit what they were."""
-    if not p.has_moves:
-        empty = np.zeros(0)
-        none = np.zeros(0, np.int64)
-        return none, none, none, empty, empty, empty
-    return p.run_node, p.run_cfg, p.cfg_base, p.mv_same, p.mv_change, p.mv_stop
+def empty_rows(b: int, n_jobs: int, n_nodes: int) -> RowsOut:
+    """Room for what B rows build."""
+    return RowsOut(node=np.empty((b, n_jobs), dtype=np.int64),
+                   cfg=np.empty((b, n_jobs), dtype=np.int64),
+                   ncls=np.empty((b, n_nodes), dtype=np.int64), obj=np.empty(b),
+                   bar=np.empty(b), mix=np.empty(b), wc=np.empty(b, dtype=np.bool_))
 
 
 def _whole_node_pref(p: Problem) -> np.ndarray:

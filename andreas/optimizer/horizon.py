@@ -53,7 +53,7 @@ from andreas.interference import Sharing
 from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import construct
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, decide_rg, has_demands
-from andreas.optimizer.kernels import construct_rows
+from andreas.optimizer.kernels import Rows, construct_rows
 from andreas.optimizer.problem import INF, Problem, compile_problem
 from andreas.optimizer.solution import to_plan
 
@@ -438,24 +438,18 @@ def construct_one(p: Problem, queue: np.ndarray, pref: np.ndarray, runnable: np.
     ``keep_rows`` (a mask over ``Problem.pin_job``) kept where they run, then the queue
     with each job's preference among its ``runnable`` configurations. Returns (node,
     cfg, node class, f_obj, f_mix)."""
-    from andreas.optimizer.construction import _moves
+    from andreas.optimizer.construction import empty_rows
 
     nj, nc = p.n_jobs, len(p.cfg_g)
-    out_node = np.empty((1, nj), dtype=np.int64)
-    out_cfg = np.empty((1, nj), dtype=np.int64)
-    out_ncls = np.empty((1, p.n_nodes), dtype=np.int64)
-    f_obj, f_bar, f_mix = np.empty(1), np.empty(1), np.empty(1)
-    wc = np.empty(1, dtype=np.bool_)
-    construct_rows(
-        np.zeros(1, np.int64), np.zeros(1, np.bool_), np.zeros(1, np.int64), p.cloud,
-        p.node_class, p.class_gpus, p.class_group, p.class_cost_h, p.cfg_class, p.cfg_g,
-        p.cfg_group, p.cfg_index, p.pack_class, p.group_cheapest, p.group_best,
-        p.group_nodes, p.group_count, p.t_energy, p.rank, p.job_cost, p.fbar_term,
-        p.post_cost, runnable, float(p.snapshot.params.mu), p.pin_job[keep_rows],
-        p.pin_node[keep_rows], p.pin_cfg[keep_rows], queue[None, :], pref[None, :, :],
-        np.ones((1, nj, nc)), np.ones(1, np.bool_), np.zeros(1, np.bool_),
-        np.zeros(nj), out_node, out_cfg, out_ncls, f_obj, f_bar, f_mix, wc, *_moves(p))
-    return out_node[0], out_cfg[0], out_ncls[0], float(f_obj[0]), float(f_mix[0])
+    rows = Rows(strategy=np.zeros(1, np.int64), randomized=np.zeros(1, np.bool_),
+                seed=np.zeros(1, np.int64), queue=queue[None, :], pref=pref[None, :, :],
+                cdf=np.ones((1, nj, nc)), pinned=np.ones(1, np.bool_),
+                exclusive=np.zeros(1, np.bool_), p_swap=np.zeros(nj))
+    out = empty_rows(1, nj, p.n_nodes)
+    kernel = p.kernel._replace(runnable=runnable, pin_job=p.pin_job[keep_rows],
+                               pin_node=p.pin_node[keep_rows], pin_cfg=p.pin_cfg[keep_rows])
+    construct_rows(kernel, rows, out)
+    return out.node[0], out.cfg[0], out.ncls[0], float(out.obj[0]), float(out.mix[0])
 
 
 def idle_cost(p: Problem, node: np.ndarray, cfg: np.ndarray, ncls: np.ndarray) -> float:

@@ -20,9 +20,15 @@ Randomness comes from numba's generator, seeded per row from the caller's
 
 The objective of a row is computed from its final assignment with the same definitions
 as ``andreas.costs.evaluate`` (tests hold them equal).
+
+The kernels read the problem as one structure, ``problem.KernelArrays`` (built once per
+problem), a batch's rows as ``Rows`` and write ``RowsOut``: numba passes a NamedTuple of
+arrays as its fields, so this costs nothing at run time. A row's own state is a ``_Row``.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -30,6 +36,51 @@ from numba import njit
 from andreas.optimizer.problem import VM_TIE
 
 INF = np.inf
+OPENED, CLOSED_LEFT, OPEN_FREE = 0, 1, 2    # a row's counters (``_Row.counters``)
+
+
+class Rows(NamedTuple):
+    """B rows to build: each row's strategy s, whether it draws and its seed; per strategy
+    its queue, preferences, choice probabilities and flags (``construction.Strategy``)."""
+
+    strategy: np.ndarray    # (B,) index into the per-strategy arrays
+    randomized: np.ndarray  # (B,) bool
+    seed: np.ndarray        # (B,)
+    queue: np.ndarray       # (S, J)
+    pref: np.ndarray        # (S, J, C)
+    cdf: np.ndarray         # (S, J, C)
+    pinned: np.ndarray      # (S,) bool
+    exclusive: np.ndarray   # (S,) bool
+    p_swap: np.ndarray      # (J,) probability that a job swaps with the next one
+
+
+class RowsOut(NamedTuple):
+    """What the rows built (``construction.Batch``)."""
+
+    node: np.ndarray        # (B, J)
+    cfg: np.ndarray         # (B, J)
+    ncls: np.ndarray        # (B, N)
+    obj: np.ndarray         # (B,)
+    bar: np.ndarray         # (B,)
+    mix: np.ndarray         # (B,)
+    wc: np.ndarray          # (B,) bool
+
+
+class _Row(NamedTuple):
+    """One row's state: free and used GPUs, kept (``fixed``) nodes and classes per node,
+    the lists of open nodes by group and free GPUs, each group's next closed node."""
+
+    free: np.ndarray
+    used: np.ndarray
+    fixed: np.ndarray
+    ncls: np.ndarray
+    head: np.ndarray        # (G, L) first open node with l free GPUs, -1: none
+    cnt: np.ndarray         # (G, L) open nodes with l free GPUs
+    nxt: np.ndarray         # (N,) next node of the same list
+    ptr: np.ndarray         # (G,) on premise: position of the next closed node
+    is_open: np.ndarray
+    placed: np.ndarray      # (J,)
+    counters: np.ndarray    # (3,) nodes opened, closed nodes left, free GPUs on open nodes
 
 
 @njit(cache=True, nogil=True)
@@ -51,12 +102,12 @@ def _pop(head, nxt, cnt, grp, lvl):
 
 
 @njit(cache=True, nogil=True)
-def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost_h,
-           group_cheapest, group_best):
+def _split(a, st, n, m, grp, node_of, cfg_of):
     """Move a subset of node n's jobs to the free node m when the two parts can be held
     by VMs that cost less per hour than n's VM (``group_best[l]``: the least a set of VMs
     holding l GPUs costs, so a part may be split again); the cheapest such subset."""
-    jobs = np.empty(class_gpus.max(), np.int64)
+    cfg_g, used, ncls, group_best = a.cfg_g, st.used, st.ncls, a.group_best
+    jobs = np.empty(a.class_gpus.max(), np.int64)
     k = 0
     for j in range(node_of.shape[0]):
         if node_of[j] == n:
@@ -64,7 +115,7 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
             k += 1
     if k < 2 or k > 12:
         return False
-    best_price = class_cost_h[ncls[n], 1] + VM_TIE   # one VM: fewer VMs win a tie
+    best_price = a.class_cost_h[ncls[n], 1] + VM_TIE   # one VM: fewer VMs win a tie
     best_mask = 0
     for mask in range(1, (1 << k) - 1):
         moved = 0
@@ -83,19 +134,20 @@ def _split(n, m, grp, node_of, cfg_of, cfg_g, used, ncls, class_gpus, class_cost
             moved += cfg_g[cfg_of[jobs[i]]]
     used[n] -= moved
     used[m] = moved
-    ncls[n] = group_cheapest[grp, used[n]]
-    ncls[m] = group_cheapest[grp, moved]
+    ncls[n] = a.group_cheapest[grp, used[n]]
+    ncls[m] = a.group_cheapest[grp, moved]
     return True
 
 
 @njit(cache=True, nogil=True)
-def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, class_group,
-              ncls, group_cheapest):
+def _swap_odd(a, st, n, grp, node_of, cfg_of):
     """Node n's cheapest VM would idle GPUs and a job on it runs on a GPU count that is not
     a power of two (3, 5, 6, 7: no VM size of the published catalog, whose VMs have 1, 2,
     4 or 8 GPUs): swap that job with jobs of a node its VM holds exactly, of the same GPU
     type, whose counts are powers of two and add up to the job's. That node stays exactly
     full; n's jobs can then be split among VMs that idle nothing (``_split``)."""
+    cfg_g, used, ncls, fixed = a.cfg_g, st.used, st.ncls, st.fixed
+    class_group, class_gpus, cheapest = a.class_group, a.class_gpus, a.group_cheapest
     n_jobs = node_of.shape[0]
     ys = np.empty(class_gpus.max(), np.int64)
     for x in range(n_jobs):
@@ -104,9 +156,9 @@ def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, c
         gx = cfg_g[cfg_of[x]]
         if gx & (gx - 1) == 0:
             continue
-        for f in range(opened):
+        for f in range(st.counters[OPENED]):
             if (f == n or fixed[f] or used[f] <= 0 or class_group[ncls[f]] != grp
-                    or class_gpus[group_cheapest[grp, used[f]]] != used[f]):
+                    or class_gpus[cheapest[grp, used[f]]] != used[f]):
                 continue
             k = 0
             for j in range(n_jobs):
@@ -133,12 +185,14 @@ def _swap_odd(n, opened, grp, fixed, node_of, cfg_of, cfg_g, used, class_gpus, c
 
 
 @njit(cache=True, nogil=True)
-def _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable, t,
-               out_node, out_cfg):
+def _fill_idle(a, st, out_node, out_cfg):
     """Cloud: a rented GPU left idle costs as much as a busy one, so each (not kept) node's
     idle GPUs go to the job on it that they speed up most (the first on a tie); it ends
     sooner at the same price per hour. Runs after downsizing and splitting, which remove
     what they can. One pass over the jobs: O(J + N) per row."""
+    opened, used, ncls, fixed = st.counters[OPENED], st.used, st.ncls, st.fixed
+    cfg_index, class_gpus, cfg_g, runnable, t = (a.cfg_index, a.class_gpus, a.cfg_g,
+                                                 a.runnable, a.t_energy)
     levels = cfg_index.shape[1]
     best_j = np.full(opened, -1, np.int64)
     best_c = np.full(opened, -1, np.int64)
@@ -168,13 +222,15 @@ def _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable
 
 
 @njit(cache=True, nogil=True)
-def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, cfg_g, cfg_index,
-                 t, rank, tard, fbar_term, post, mu):
+def evaluate_row(a, node_of, cfg_of, ncls, used):
     """(f_obj, f_bar, f_mix) of one assignment; rewrites cfg_of to each node's final class.
 
     f_mix (``costs.evaluate``): in the cloud each job's ``rank`` (its remaining work at the
     cheapest mix its configuration starts) instead of the node's price until its first
     job ends, which is left only for the node's idle GPUs; on premise f_mix = f_obj."""
+    cloud, class_gpus, class_cost_h, t = a.cloud, a.class_gpus, a.class_cost_h, a.t_energy
+    post, cfg_index, cfg_g, tard, rank, fbar_term = (a.post_cost, a.cfg_index, a.cfg_g,
+                                                     a.job_cost, a.rank, a.fbar_term)
     n_nodes = ncls.shape[0]
     tmin = np.full(n_nodes, INF)
     tard_sum = 0.0
@@ -205,20 +261,22 @@ def evaluate_row(node_of, cfg_of, ncls, used, cloud, class_gpus, class_cost_h, c
             if cloud:
                 idle_sum += (tmin[n] * (class_gpus[ncls[n]] - used[n])
                              * class_cost_h[ncls[n], 1] / class_gpus[ncls[n]] / 3600.0)
-    obj = tard_sum + post_sum + node_sum + mu * idle
+    obj = tard_sum + post_sum + node_sum + a.mu * idle
     if not cloud:
         return obj, bar, obj
-    return obj, bar, tard_sum + post_sum + rank_sum + idle_sum + mu * idle
+    return obj, bar, tard_sum + post_sum + rank_sum + idle_sum + a.mu * idle
 
 
 @njit(cache=True, nogil=True)
-def move_cost_row(node_of, cfg_of, run_node, run_cfg, cfg_base, mv_same, mv_change, mv_stop,
-                  n_nodes):
+def move_cost_row(a, node_of, cfg_of):
     """The move costs (``costs.move_costs``) of one assignment (``cfg_of`` final): a
     running job continues in place when its solution node stands for its physical node
     at its configuration. A solution node stands for the physical node most of its
     in-place candidates run on (the largest groups first, each physical node once), as
     ``solution.to_plan`` relabels nodes within a class."""
+    run_node, run_cfg, cfg_base = a.run_node, a.run_cfg, a.cfg_base
+    mv_same, mv_change, mv_stop = a.mv_same, a.mv_change, a.mv_stop
+    n_nodes = a.node_class.shape[0]
     n_jobs = node_of.shape[0]
     k = 0
     key = np.empty(n_jobs, np.int64)
@@ -259,91 +317,103 @@ def move_cost_row(node_of, cfg_of, run_node, run_cfg, cfg_base, mv_same, mv_chan
 
 
 @njit(cache=True, nogil=True)
-def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, class_cost_h,
-                  cfg_class, cfg_g, cfg_group, cfg_index, pack_class, group_cheapest,
-                  group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable,
-                  mu, pin_job, pin_node, pin_cfg, queue, pref, cdf, pinned, exclusive, p_swap,
-                  out_node, out_cfg, out_ncls, run_node, run_cfg, cfg_base, mv_same, mv_change,
-                  mv_stop):
-    """One construction (ANDREAS Algorithm 1); returns (f_obj, f_bar, f_mix,
-    work-conserving), move costs included (``move_cost_row``).
-
-    With ``pinned`` the running jobs are first kept where they run.
-    """
-    n_jobs = t.shape[0]
-    has_moves = run_node.shape[0] > 0
-    n_nodes = node_class.shape[0]
-    n_cfg = cfg_class.shape[0]
-    n_groups = group_count.shape[0]
-    levels = class_cost_h.shape[1]
-    if randomize:
-        np.random.seed(seed)
-    free = np.zeros(n_nodes, np.int64)
-    used = np.zeros(n_nodes, np.int64)
-    fixed = np.zeros(n_nodes, np.bool_)
+def _new_row(a, node_of, cfg_of):
+    """An empty row: every node closed (on premise each keeps its class), no job placed."""
+    n_nodes, n_jobs = a.node_class.shape[0], node_of.shape[0]
+    n_groups, levels = a.group_count.shape[0], a.class_cost_h.shape[1]
     ncls = np.empty(n_nodes, np.int64)
+    cloud, node_class = a.cloud, a.node_class
     for n in range(n_nodes):
         ncls[n] = -1 if cloud else node_class[n]
-    head = np.full((n_groups, levels), -1, np.int64)
-    cnt = np.zeros((n_groups, levels), np.int64)
-    nxt = np.full(n_nodes, -1, np.int64)
-    ptr = np.zeros(n_groups, np.int64)
-
-    opened = 0
-    closed_left = n_nodes
-    open_free = 0
     for j in range(n_jobs):
-        out_node[j] = -1
-        out_cfg[j] = -1
-    placed = np.zeros(n_jobs, np.bool_)
+        node_of[j] = -1
+        cfg_of[j] = -1
+    counters = np.zeros(3, np.int64)
+    counters[CLOSED_LEFT] = n_nodes
+    return _Row(np.zeros(n_nodes, np.int64), np.zeros(n_nodes, np.int64),
+                np.zeros(n_nodes, np.bool_), ncls, np.full((n_groups, levels), -1, np.int64),
+                np.zeros((n_groups, levels), np.int64), np.full(n_nodes, -1, np.int64),
+                np.zeros(n_groups, np.int64), np.zeros(n_nodes, np.bool_),
+                np.zeros(n_jobs, np.bool_), counters)
 
-    # running jobs kept where they run (their node, class and GPU count)
-    is_open = np.zeros(n_nodes, np.bool_)
-    if pinned:
-        node = -1
-        last = -1
-        for r in range(pin_job.shape[0]):
-            j, c = pin_job[r], pin_cfg[r]
-            if pin_node[r] != last:
-                last = pin_node[r]
-                k = cfg_class[c]
-                if cloud:
-                    node = opened
-                    opened += 1
-                else:
-                    node = pin_node[r]
-                ncls[node] = k
-                free[node] = class_gpus[k]
-                fixed[node] = True
-                is_open[node] = True
-                closed_left -= 1
-            g = cfg_g[c]
-            free[node] -= g
-            used[node] += g
-            out_node[j] = node
-            out_cfg[j] = c
-            placed[j] = True
-        for n in range(n_nodes):
-            if fixed[n] and free[n] > 0:
-                _push(head, nxt, cnt, class_group[ncls[n]], free[n], n)
-                open_free += free[n]
 
-    if not cloud:   # the next closed node of each group: skip the nodes kept open above
-        for grp in range(n_groups):
-            while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
-                ptr[grp] += 1
-    order = queue.copy()
+@njit(cache=True, nogil=True)
+def _pin_running(a, st, node_of, cfg_of):
+    """Keep the running jobs where they run (their node, class and GPU count); the GPUs
+    their nodes have left join the open lists."""
+    pin_job, pin_node, pin_cfg, cfg_class, cfg_g = (a.pin_job, a.pin_node, a.pin_cfg,
+                                                    a.cfg_class, a.cfg_g)
+    cloud, class_gpus, class_group = a.cloud, a.class_gpus, a.class_group
+    free, used, fixed, ncls, is_open, placed, counters = (st.free, st.used, st.fixed, st.ncls,
+                                                          st.is_open, st.placed, st.counters)
+    node = -1
+    last = -1
+    for r in range(pin_job.shape[0]):
+        j, c = pin_job[r], pin_cfg[r]
+        if pin_node[r] != last:
+            last = pin_node[r]
+            k = cfg_class[c]
+            if cloud:
+                node = counters[OPENED]
+                counters[OPENED] += 1
+            else:
+                node = pin_node[r]
+            ncls[node] = k
+            free[node] = class_gpus[k]
+            fixed[node] = True
+            is_open[node] = True
+            counters[CLOSED_LEFT] -= 1
+        g = cfg_g[c]
+        free[node] -= g
+        used[node] += g
+        node_of[j] = node
+        cfg_of[j] = c
+        placed[j] = True
+    head, nxt, cnt = st.head, st.nxt, st.cnt
+    for n in range(free.shape[0]):
+        if fixed[n] and free[n] > 0:
+            _push(head, nxt, cnt, class_group[ncls[n]], free[n], n)
+            counters[OPEN_FREE] += free[n]
+
+
+@njit(cache=True, nogil=True)
+def _skip_open(ptr, is_open, group_nodes, group_count, grp):
+    """On premise: move the group's pointer past nodes already open (kept running jobs)."""
+    while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
+        ptr[grp] += 1
+
+
+@njit(cache=True, nogil=True)
+def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
+    """Place the strategy's queue in order (a randomized row swaps neighbours with
+    ``p_swap``) until every node is full. A job: 1. best fit of its first configuration
+    (a randomized row draws it from ``cdf`` and the open node's level, closer fits
+    likelier) on an open node; 2. open a node (cloud: as the group's largest VM, or the
+    configuration's own in an exclusive row); 3. the same for each configuration of its
+    preference in turn. The hot loop: the arrays are taken out of the structures once
+    and the row's counters are locals while it runs (read from an array at each step,
+    they cost 1.6x the time per row: every store may alias them); no call but _push and
+    _pop."""
+    cloud, runnable, cfg_group, cfg_g, cfg_class = (a.cloud, a.runnable, a.cfg_group, a.cfg_g,
+                                                    a.cfg_class)
+    pack_class, class_gpus, group_nodes, group_count = (a.pack_class, a.class_gpus,
+                                                        a.group_nodes, a.group_count)
+    free, used, ncls, head, cnt, nxt = st.free, st.used, st.ncls, st.head, st.cnt, st.nxt
+    ptr, is_open, placed, counters = st.ptr, st.is_open, st.placed, st.counters
+    pref, cdf, exclusive, p_swap = rows.pref[s], rows.cdf[s], rows.exclusive[s], rows.p_swap
+    n_jobs, n_nodes, n_cfg, levels = node_of.shape[0], free.shape[0], pref.shape[1], cnt.shape[1]
+    order = rows.queue[s].copy()
+    opened, closed_left, open_free = counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE]
     for step in range(n_jobs):
         if closed_left == 0 and open_free == 0:
             break
         if randomize and step + 1 < n_jobs:
             if np.random.random() < p_swap[order[step]]:
-                tmp = order[step]
-                order[step] = order[step + 1]
-                order[step + 1] = tmp
+                order[step], order[step + 1] = order[step + 1], order[step]
         j = order[step]
         if placed[j] or not runnable[j, pref[j, 0]]:
             continue
+        c = pref[j, 0]
         if randomize:
             u = np.random.random()
             c = 0
@@ -351,37 +421,30 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
                 c += 1
             if not runnable[j, c]:
                 c = pref[j, 0]
-        else:
-            c = pref[j, 0]
-        # 1. best fit on an open node; 2. open a node; 3. the first config that fits
         for attempt in range(n_cfg + 1):
             if attempt > 0:
                 c = pref[j, attempt - 1]
                 if not runnable[j, c]:
                     break
-            grp = cfg_group[c]
-            g = cfg_g[c]
-            lvl = -1
-            if not exclusive:
-                if randomize and attempt == 0:
-                    total = 0.0
+            grp, g, lvl = cfg_group[c], cfg_g[c], -1
+            if not exclusive and randomize and attempt == 0:
+                total = 0.0
+                for lv in range(g, levels):
+                    if cnt[grp, lv] > 0:
+                        total += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
+                if total > 0.0:
+                    target, acc = np.random.random() * total, 0.0
                     for lv in range(g, levels):
                         if cnt[grp, lv] > 0:
-                            total += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
-                    if total > 0.0:
-                        target = np.random.random() * total
-                        acc = 0.0
-                        for lv in range(g, levels):
-                            if cnt[grp, lv] > 0:
-                                acc += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
-                                lvl = lv
-                                if acc > target:
-                                    break
-                else:
-                    for lv in range(g, levels):
-                        if cnt[grp, lv] > 0:
+                            acc += cnt[grp, lv] / max(1.0 + lv - g, 1.0)
                             lvl = lv
-                            break
+                            if acc > target:
+                                break
+            elif not exclusive:
+                for lv in range(g, levels):
+                    if cnt[grp, lv] > 0:
+                        lvl = lv
+                        break
             if lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
                 open_free -= free[node]
@@ -389,9 +452,8 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
                 node = opened
                 opened += 1
                 closed_left -= 1
-                k = cfg_class[c] if exclusive else pack_class[grp]
-                ncls[node] = k
-                free[node] = class_gpus[k]
+                ncls[node] = cfg_class[c] if exclusive else pack_class[grp]
+                free[node] = class_gpus[ncls[node]]
                 is_open[node] = True
             elif not cloud and ptr[grp] < group_count[grp]:
                 node = group_nodes[grp, ptr[grp]]
@@ -405,87 +467,96 @@ def construct_row(randomize, seed, cloud, node_class, class_gpus, class_group, c
                 continue
             free[node] -= g
             used[node] += g
-            out_node[j] = node
-            out_cfg[j] = c
-            placed[j] = True
+            node_of[j], cfg_of[j], placed[j] = node, c, True
             if free[node] > 0:
                 _push(head, nxt, cnt, grp, free[node], node)
                 open_free += free[node]
             break
+    counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE] = opened, closed_left, open_free
 
-    # work-conserving: no postponed job could have run on the GPUs left free (P1n's
-    # spirit); the constructions are by design, the baselines' one-job-per-node rows not
-    # always, and a row that is not may not set the floor (see construction.py)
-    wc = True
-    for j in range(n_jobs):
-        if placed[j] or not wc:
+
+@njit(cache=True, nogil=True)
+def _work_conserving(a, st):
+    """No postponed job could have run on the GPUs left free (P1n's spirit); the
+    constructions are by design, the baselines' one-job-per-node rows not always, and a
+    row that is not may not set the floor (see construction.py)."""
+    cloud, runnable, cfg_group, cfg_g, group_count = (a.cloud, a.runnable, a.cfg_group,
+                                                      a.cfg_g, a.group_count)
+    placed, ptr, cnt, closed_left = st.placed, st.ptr, st.cnt, st.counters[CLOSED_LEFT]
+    levels = cnt.shape[1]
+    for j in range(placed.shape[0]):
+        if placed[j]:
             continue
-        for c in range(n_cfg):
+        for c in range(cfg_g.shape[0]):
             if not runnable[j, c]:
                 continue
             grp = cfg_group[c]
             if closed_left > 0 and (cloud or ptr[grp] < group_count[grp]):
-                wc = False
-                break
+                return False
             for lv in range(cfg_g[c], levels):
                 if cnt[grp, lv] > 0:
-                    wc = False
-                    break
-            if not wc:
-                break
-
-    # cloud: each packed node becomes the cheapest VM of its GPU type that holds its jobs,
-    # or, where that VM would idle GPUs and a node is free, the cheaper pair of VMs
-    if cloud and not exclusive:
-        n = 0
-        while n < opened:
-            if used[n] > 0 and not fixed[n]:
-                grp = class_group[ncls[n]]
-                ncls[n] = group_cheapest[grp, used[n]]
-                if class_gpus[ncls[n]] > used[n] and opened < n_nodes:
-                    _swap_odd(n, opened, grp, fixed, out_node, out_cfg, cfg_g, used,
-                              class_gpus, class_group, ncls, group_cheapest)
-                while opened < n_nodes and class_gpus[ncls[n]] > used[n]:
-                    if not _split(n, opened, grp, out_node, out_cfg, cfg_g, used, ncls,
-                                  class_gpus, class_cost_h, group_cheapest, group_best):
-                        break
-                    fixed[opened] = False
-                    opened += 1
-            n += 1
-        _fill_idle(opened, fixed, used, ncls, class_gpus, cfg_index, cfg_g, runnable, t,
-                   out_node, out_cfg)
-    for n in range(n_nodes):
-        out_ncls[n] = ncls[n]
-    obj, bar, mix = evaluate_row(out_node, out_cfg, ncls, used, cloud, class_gpus, class_cost_h,
-                                 cfg_g, cfg_index, t, rank, tard, fbar_term, post, mu)
-    if has_moves:
-        moves = move_cost_row(out_node, out_cfg, run_node, run_cfg, cfg_base, mv_same,
-                              mv_change, mv_stop, n_nodes)
-        obj += moves
-        mix += moves
-    return obj, bar, mix, wc
+                    return False
+    return True
 
 
 @njit(cache=True, nogil=True)
-def construct_rows(row_strategy, row_random, row_seed, cloud, node_class, class_gpus,
-                   class_group, class_cost_h, cfg_class, cfg_g, cfg_group, cfg_index,
-                   pack_class, group_cheapest, group_best, group_nodes, group_count, t, rank,
-                   tard, fbar_term, post, runnable, mu, pin_job, pin_node, pin_cfg, s_queue,
-                   s_pref, s_cdf, s_pinned, s_exclusive, p_swap, out_node, out_cfg, out_ncls,
-                   out_obj, out_bar, out_mix, out_wc, run_node, run_cfg, cfg_base, mv_same,
-                   mv_change, mv_stop):
-    """Every row b with strategy ``row_strategy[b]``; results in the out_* arrays."""
-    for b in range(row_strategy.shape[0]):
-        s = row_strategy[b]
-        obj, bar, mix, wc = construct_row(
-            row_random[b], row_seed[b], cloud, node_class, class_gpus, class_group,
-            class_cost_h, cfg_class, cfg_g, cfg_group, cfg_index, pack_class, group_cheapest,
-            group_best, group_nodes, group_count, t, rank, tard, fbar_term, post, runnable, mu,
-            pin_job,
-            pin_node, pin_cfg, s_queue[s], s_pref[s], s_cdf[s], s_pinned[s], s_exclusive[s],
-            p_swap, out_node[b], out_cfg[b], out_ncls[b], run_node, run_cfg, cfg_base, mv_same,
-            mv_change, mv_stop)
-        out_obj[b] = obj
-        out_bar[b] = bar
-        out_mix[b] = mix
-        out_wc[b] = wc
+def _downsize(a, st, node_of, cfg_of):
+    """Cloud: each packed node becomes the cheapest VM of its GPU type that holds its jobs,
+    or, where that VM would idle GPUs and a node is free, the cheaper pair of VMs."""
+    class_group, group_cheapest, class_gpus = a.class_group, a.group_cheapest, a.class_gpus
+    used, fixed, ncls, counters = st.used, st.fixed, st.ncls, st.counters
+    n_nodes = used.shape[0]
+    n = 0
+    while n < counters[OPENED]:
+        if used[n] > 0 and not fixed[n]:
+            grp = class_group[ncls[n]]
+            ncls[n] = group_cheapest[grp, used[n]]
+            if class_gpus[ncls[n]] > used[n] and counters[OPENED] < n_nodes:
+                _swap_odd(a, st, n, grp, node_of, cfg_of)
+            while counters[OPENED] < n_nodes and class_gpus[ncls[n]] > used[n]:
+                if not _split(a, st, n, counters[OPENED], grp, node_of, cfg_of):
+                    break
+                fixed[counters[OPENED]] = False
+                counters[OPENED] += 1
+        n += 1
+    _fill_idle(a, st, node_of, cfg_of)
+
+
+@njit(cache=True, nogil=True)
+def construct_row(a, rows, out, b):
+    """Row b of ``out``: one construction (ANDREAS Algorithm 1) of its strategy, its f_obj,
+    f_bar and f_mix, move costs included (``move_cost_row``), and whether it is
+    work-conserving. With the strategy's ``pinned`` the running jobs are first kept
+    where they run."""
+    s = rows.strategy[b]
+    randomize = rows.randomized[b]
+    if randomize:
+        np.random.seed(rows.seed[b])
+    node_of, cfg_of = out.node[b], out.cfg[b]
+    st = _new_row(a, node_of, cfg_of)
+    if rows.pinned[s]:
+        _pin_running(a, st, node_of, cfg_of)
+    if not a.cloud:   # the next closed node of each group: skip the nodes kept open above
+        group_nodes, group_count = a.group_nodes, a.group_count
+        for grp in range(group_count.shape[0]):
+            _skip_open(st.ptr, st.is_open, group_nodes, group_count, grp)
+    _place_queue(a, st, rows, s, randomize, node_of, cfg_of)
+    out.wc[b] = _work_conserving(a, st)
+    if a.cloud and not rows.exclusive[s]:
+        _downsize(a, st, node_of, cfg_of)
+    out.ncls[b, :] = st.ncls
+    obj, bar, mix = evaluate_row(a, node_of, cfg_of, st.ncls, st.used)
+    if a.run_node.shape[0] > 0:
+        moves = move_cost_row(a, node_of, cfg_of)
+        obj += moves
+        mix += moves
+    out.obj[b] = obj
+    out.bar[b] = bar
+    out.mix[b] = mix
+
+
+@njit(cache=True, nogil=True)
+def construct_rows(a, rows, out):
+    """Every row of ``rows`` on the problem ``a`` (``problem.KernelArrays``), into ``out``."""
+    for b in range(rows.strategy.shape[0]):
+        construct_row(a, rows, out, b)

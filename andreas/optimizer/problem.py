@@ -9,6 +9,8 @@ configuration and randomized choice work on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,6 +21,44 @@ from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import levels as config_levels
 
 INF = np.inf
+
+
+class KernelArrays(NamedTuple):
+    """The arrays the compiled kernels read (``kernels.py``), as one structure; the names
+    are ``Problem``'s. ``Problem.kernel`` builds it once; a caller that changes a part
+    (``horizon.construct_one``) makes a copy with ``_replace``."""
+
+    cloud: bool
+    mu: float
+    node_class: np.ndarray
+    class_gpus: np.ndarray
+    class_group: np.ndarray
+    class_cost_h: np.ndarray
+    cfg_class: np.ndarray
+    cfg_g: np.ndarray
+    cfg_group: np.ndarray
+    cfg_index: np.ndarray
+    pack_class: np.ndarray
+    group_cheapest: np.ndarray
+    group_best: np.ndarray
+    group_nodes: np.ndarray
+    group_count: np.ndarray
+    t_energy: np.ndarray
+    rank: np.ndarray
+    job_cost: np.ndarray
+    fbar_term: np.ndarray
+    post_cost: np.ndarray
+    runnable: np.ndarray
+    pin_job: np.ndarray
+    pin_node: np.ndarray
+    pin_cfg: np.ndarray
+    # move costs: empty where no move costs anything (the papers' mode)
+    run_node: np.ndarray
+    run_cfg: np.ndarray
+    cfg_base: np.ndarray
+    mv_same: np.ndarray
+    mv_change: np.ndarray
+    mv_stop: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +138,23 @@ class Problem:
         """Some running job loses work if moved (the papers' mode: none)."""
         return bool(self.mv_same.any() or self.mv_change.any() or self.mv_stop.any())
 
+    @cached_property
+    def kernel(self) -> KernelArrays:
+        """The kernels' view of this problem, built on first use."""
+        if self.has_moves:
+            moves = (self.run_node, self.run_cfg, self.cfg_base, self.mv_same,
+                     self.mv_change, self.mv_stop)
+        else:   # the kernels then skip the move costs, so those rows are bit for bit the same
+            none, empty = np.zeros(0, np.int64), np.zeros(0)
+            moves = (none, none, none, empty, empty, empty)
+        return KernelArrays(
+            bool(self.cloud), float(self.snapshot.params.mu), self.node_class, self.class_gpus,
+            self.class_group, self.class_cost_h, self.cfg_class, self.cfg_g, self.cfg_group,
+            self.cfg_index, self.pack_class, self.group_cheapest, self.group_best,
+            self.group_nodes, self.group_count, self.t_energy, self.rank, self.job_cost,
+            self.fbar_term, self.post_cost, self.runnable, self.pin_job, self.pin_node,
+            self.pin_cfg, *moves)
+
     @property
     def n_jobs(self) -> int:
         return len(self.jobs)
@@ -143,84 +200,137 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:
     """Build every array the policies need; O(J * C) (cloud: O(J * C^2), ``mix_cost``) and
     done once per decision."""
-    energy, params, now = snapshot.energy, snapshot.params, snapshot.now_s
-    nodes = snapshot.nodes
-    n = len(nodes)
+    classes = node_classes(snapshot)
+    cl = _classes(snapshot, classes)
+    jobs = snapshot.jobs
+    lv = config_levels.configurations(jobs, cl.reps, cl.gpus)
+    due = np.array([j.due_s for j in jobs], dtype=float)
+    weight = np.array([j.weight for j in jobs], dtype=float)
+    pr = _prices(snapshot, cl, lv, _times(snapshot, cl, lv, classes), due)
+    terms = _job_terms(snapshot, classes, pr, weight, due, lv.cfg_g, order)
+    groups = _groups(snapshot, cl.type, cl.gpus, cl.cost_h, cl.nodes, cl.n_nodes, lv.cfg_class,
+                     lv.cfg_g, lv.cfg_level, cl.cost_h.shape[1])
+    pins = _pins(snapshot, pr["t"], groups["cfg_index"], cl.name, cl.node_class, lv)
+    class_nodes = cl.nodes
+    if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
+        groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
+                                              pins[1], cl.node_class)
+        class_nodes = groups["group_nodes"]
+    job_cost = terms["tard_cost"] + pr["level_cost"] if lv.active else terms["tard_cost"]
+    return Problem(
+        snapshot=snapshot, jobs=tuple(jobs), node_names=tuple(x.name for x in snapshot.nodes),
+        cloud=snapshot.cloud, class_name=cl.name, class_type=cl.type, class_gpus=cl.gpus,
+        class_cost_h=cl.cost_h, class_nodes=class_nodes, class_count=cl.n_nodes,
+        node_class=cl.node_class, cfg_class=lv.cfg_class, cfg_g=lv.cfg_g,
+        cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w, **pr, **terms, job_cost=job_cost,
+        weight=weight, due=due, **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
+        **_moves(snapshot, pins, lv))
+
+
+class _Classes(NamedTuple):
+    """Node classes (K) of a snapshot and the nodes of each (``compile_problem``)."""
+
+    name: tuple[str, ...]
+    type: tuple[str, ...]
+    gpus: np.ndarray
+    cost_h: np.ndarray
+    nodes: np.ndarray
+    n_nodes: np.ndarray     # (K,) nodes per class (cloud: N)
+    node_class: np.ndarray
+    keys: list          # what ``costs.job_time_s`` knows a class by
+    reps: list          # a node of each class (cloud: None, a VM's price has no levels)
+
+
+def _classes(snapshot: Snapshot, node_keys: dict) -> _Classes:
+    """Cloud: one class per catalog entry; on premise: nodes of the same GPU type, count
+    and power curve (``costs.node_classes``), in first-seen order."""
+    n = len(snapshot.nodes)
     if snapshot.cloud:
         entries = snapshot.catalog
-        class_name = tuple(e.name for e in entries)
-        class_type = tuple(e.gpu_type for e in entries)
         class_gpus = np.array([e.gpus for e in entries], dtype=np.int64)
-        levels = int(class_gpus.max()) + 1
-        class_cost_h = np.zeros((len(entries), levels))
+        cost_h = np.zeros((len(entries), int(class_gpus.max()) + 1))
         for k, e in enumerate(entries):
-            class_cost_h[k, 1:] = e.cost_per_hour
-        node_class = np.full(n, -1, dtype=np.int64)
-        class_nodes = np.full((len(entries), max(n, 1)), -1, dtype=np.int64)
-        class_count = np.full(len(entries), n, dtype=np.int64)
-        ordered = []
-        reps: list[Node | None] = [None] * len(entries)   # a VM's price has no levels
-    else:
-        keys: dict[tuple, int] = {}
-        node_class = np.empty(n, dtype=np.int64)
-        node_keys = node_classes(snapshot)
-        reps = []
-        for i, node in enumerate(nodes):
-            key = node_keys[node.name]
-            if key not in keys:
-                reps.append(node)
-            node_class[i] = keys.setdefault(key, len(keys))
-        ordered = sorted(keys, key=keys.__getitem__)
-        class_name = tuple(f"{key[0]}x{key[1]}" for key in ordered)
-        class_type = tuple(key[0] for key in ordered)
-        class_gpus = np.array([key[1] for key in ordered], dtype=np.int64)
-        levels = int(class_gpus.max()) + 1
-        class_cost_h = np.zeros((len(ordered), levels))
-        for k, key in enumerate(ordered):
-            class_cost_h[k, : key[1] + 1] = [c_ng_per_hour(p, energy) for p in key[2]]
-        class_count = np.bincount(node_class, minlength=len(ordered))
-        class_nodes = np.full((len(ordered), max(n, 1)), -1, dtype=np.int64)
-        for k in range(len(ordered)):
-            members = np.flatnonzero(node_class == k)
-            class_nodes[k, : len(members)] = members
+            cost_h[k, 1:] = e.cost_per_hour
+        names = tuple(e.name for e in entries)
+        return _Classes(names, tuple(e.gpu_type for e in entries), class_gpus, cost_h,
+                        np.full((len(entries), max(n, 1)), -1, dtype=np.int64),
+                        np.full(len(entries), n, dtype=np.int64),
+                        np.full(n, -1, dtype=np.int64), [("vm", x) for x in names],
+                        [None] * len(entries))
+    keys: dict[tuple, int] = {}
+    node_class = np.empty(n, dtype=np.int64)
+    reps: list[Node | None] = []
+    for i, node in enumerate(snapshot.nodes):
+        key = node_keys[node.name]
+        if key not in keys:
+            reps.append(node)
+        node_class[i] = keys.setdefault(key, len(keys))
+    ordered = sorted(keys, key=keys.__getitem__)
+    class_gpus = np.array([key[1] for key in ordered], dtype=np.int64)
+    cost_h = np.zeros((len(ordered), int(class_gpus.max()) + 1))
+    for k, key in enumerate(ordered):
+        cost_h[k, : key[1] + 1] = [c_ng_per_hour(p, snapshot.energy) for p in key[2]]
+    class_nodes = np.full((len(ordered), max(n, 1)), -1, dtype=np.int64)
+    for k in range(len(ordered)):
+        members = np.flatnonzero(node_class == k)
+        class_nodes[k, : len(members)] = members
+    return _Classes(tuple(f"{key[0]}x{key[1]}" for key in ordered),
+                    tuple(key[0] for key in ordered), class_gpus, cost_h, class_nodes,
+                    np.bincount(node_class, minlength=len(ordered)), node_class, ordered, reps)
 
-    jobs = snapshot.jobs
-    lv = config_levels.configurations(jobs, reps, class_gpus)
-    cfg_class, cfg_g = lv.cfg_class, lv.cfg_g
-    nj, nc = len(jobs), len(cfg_class)
-    t = np.full((nj, nc), INF)
-    classes = node_classes(snapshot)
-    class_keys = ([("vm", name) for name in class_name] if snapshot.cloud else ordered)
+
+def _times(snapshot: Snapshot, cl: _Classes, lv: config_levels.ConfigLevels,
+           classes: dict) -> np.ndarray:
+    """(J, C) remaining seconds of each job in each configuration, inf where it cannot run."""
+    jobs, cfg_class, cfg_g = snapshot.jobs, lv.cfg_class, lv.cfg_g
+    t = np.full((len(jobs), len(cfg_class)), INF)
     for c in np.flatnonzero(lv.cfg_level == 0):
-        gtype, g, key = class_type[cfg_class[c]], int(cfg_g[c]), class_keys[cfg_class[c]]
+        gtype, g, key = cl.type[cfg_class[c]], int(cfg_g[c]), cl.keys[cfg_class[c]]
         for i, job in enumerate(jobs):
             r = job_time_s(snapshot, job, key, gtype, g, classes)
             if r is not None:
                 t[i, c] = r
     if lv.active:
         t = config_levels.level_times(t, lv, lambda i, c: job_time_s(
-            snapshot, jobs[i], class_keys[cfg_class[c]], class_type[cfg_class[c]],
+            snapshot, jobs[i], cl.keys[cfg_class[c]], cl.type[cfg_class[c]],
             int(cfg_g[c]), classes, 0.0))
-    due = np.array([j.due_s for j in jobs], dtype=float)
+    return t
+
+
+def _prices(snapshot: Snapshot, cl: _Classes, lv: config_levels.ConfigLevels,
+            t: np.ndarray, due: np.ndarray) -> dict[str, np.ndarray]:
+    """t, t_energy, pi, level_cost and runnable; with power levels one level per (job,
+    class, g) is left, the one the job would choose there."""
+    cfg_class, cfg_g = lv.cfg_class, lv.cfg_g
     runnable = np.isfinite(t)
-    weight = np.array([j.weight for j in jobs], dtype=float)
     if snapshot.cloud:   # the job's share of its VM: the price per GPU times its GPUs
-        cfg_cost_h = class_cost_h[cfg_class, 1] * cfg_g / class_gpus[cfg_class]
+        cfg_cost_h = cl.cost_h[cfg_class, 1] * cfg_g / cl.gpus[cfg_class]
     else:
-        cfg_cost_h = class_cost_h[cfg_class, cfg_g]
+        cfg_cost_h = cl.cost_h[cfg_class, cfg_g]
     t_energy = _charged(snapshot, t, runnable)
     with np.errstate(invalid="ignore"):
         pi = np.where(runnable, t_energy * cfg_cost_h / SECONDS_PER_HOUR, INF)
-    level_cost = _level_cost(t_energy, runnable, class_cost_h, cfg_class, cfg_g, lv, energy)
-    if lv.active:   # a level's pi: the default's, plus what the level changes; then one
-        #             level per (job, class, g), the one the job would choose there
-        base = np.arange(nc) - lv.cfg_level
+    level_cost = _level_cost(t_energy, runnable, cl.cost_h, cfg_class, cfg_g, lv,
+                             snapshot.energy)
+    if lv.active:   # a level's pi: the default's, plus what the level changes
+        base = np.arange(len(cfg_class)) - lv.cfg_level
         pi = np.where(lv.cfg_level > 0, pi[:, base] + level_cost, pi)
-        t = config_levels.one_level(t, level_cost, now, due, lv)
+        t = config_levels.one_level(t, level_cost, snapshot.now_s, due, lv)
         runnable = np.isfinite(t)
         t_energy = np.where(runnable, t_energy, INF)
         pi = np.where(runnable, pi, INF)
         level_cost = np.where(runnable, level_cost, 0.0)
+    return {"t": t, "t_energy": t_energy, "pi": pi, "level_cost": level_cost,
+            "runnable": runnable}
+
+
+def _job_terms(snapshot: Snapshot, classes: dict, pr: dict[str, np.ndarray],
+               weight: np.ndarray, due: np.ndarray, cfg_g: np.ndarray,
+               order: str) -> dict[str, np.ndarray]:
+    """What the objectives charge each job (tardiness, f_bar's term, postponing), its
+    ranking of configurations (D*, rank, preference) and the queue."""
+    t, pi, runnable = pr["t"], pr["pi"], pr["runnable"]
+    now, jobs, (nj, nc) = snapshot.now_s, snapshot.jobs, t.shape
     with np.errstate(invalid="ignore"):
         late = np.maximum(0.0, now + t - due[:, None])
         tard_cost = np.where(runnable, weight[:, None] * late, INF)
@@ -231,45 +341,36 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Proble
     kinds = node_kinds(snapshot, classes)
     best = np.array([best_restart_s(snapshot, job, kinds) or 0.0 for job in jobs], dtype=float)
     post_cost = np.where(runnable.any(axis=1),
-                         postponement_costs(params, now, weight, due, best, max_t), 0.0)
+                         postponement_costs(snapshot.params, now, weight, due, best, max_t), 0.0)
     t_min = np.where(runnable, t, INF).min(axis=1, initial=INF)
     pressure = now + t_min - due
     # preference: D* by rank ascending, then the rest by t ascending, unrunnable last
     key1 = np.where(in_dstar, 0, np.where(runnable, 1, 2))
     rank = mix_cost(pi, t, due - now, in_dstar, runnable) if snapshot.cloud else pi
-
     key2 = np.where(in_dstar, rank, np.where(runnable, t, 0.0))
     pref = np.lexsort((np.broadcast_to(cfg_g, (nj, nc)), key2, key1), axis=1) if nj else \
         np.zeros((0, nc), dtype=np.int64)
-    groups = _groups(snapshot, class_type, class_gpus, class_cost_h, class_nodes, class_count,
-                     cfg_class, cfg_g, lv.cfg_level, levels)
-    pins = _pins(snapshot, t, groups["cfg_index"], class_name, node_class, lv)
-    if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
-        groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
-                                              pins[1], node_class)
-        class_nodes = groups["group_nodes"]
+    return {"tard_cost": tard_cost, "max_t": max_t, "fbar_term": fbar_term,
+            "in_dstar": in_dstar, "post_cost": post_cost, "pressure": pressure,
+            "rank": rank, "pref": pref.astype(np.int64),
+            "queue": queue_order(pressure, weight, t_min, order)}
+
+
+def _moves(snapshot: Snapshot, pins: tuple[np.ndarray, np.ndarray, np.ndarray],
+           lv: config_levels.ConfigLevels) -> dict[str, np.ndarray]:
+    """Where each running job continues (``Problem.run_node``, ``run_cfg``) and what moving
+    it costs (``costs.job_move_costs``)."""
+    jobs, nj = snapshot.jobs, len(snapshot.jobs)
     run_node = np.full(nj, -1, dtype=np.int64)
     run_cfg = np.full(nj, -1, dtype=np.int64)
     run_node[pins[0]] = pins[1]
-    cfg_base = (np.arange(len(cfg_class)) - lv.cfg_level).astype(np.int64)
+    cfg_base = (np.arange(len(lv.cfg_class)) - lv.cfg_level).astype(np.int64)
     run_cfg[pins[0]] = cfg_base[pins[2]]
     moves = np.array([job_move_costs(snapshot, job) if run_node[i] >= 0 else (0.0,) * 3
                       for i, job in enumerate(jobs)], dtype=float).reshape(nj, 3)
-    return Problem(
-        run_node=run_node, run_cfg=run_cfg, cfg_base=cfg_base, mv_same=moves[:, 0].copy(),
-        mv_change=moves[:, 1].copy(), mv_stop=moves[:, 2].copy(),
-        snapshot=snapshot, jobs=tuple(jobs), node_names=tuple(x.name for x in nodes),
-        cloud=snapshot.cloud, class_name=class_name, class_type=class_type,
-        class_gpus=class_gpus, class_cost_h=class_cost_h, class_nodes=class_nodes,
-        class_count=class_count, node_class=node_class, cfg_class=cfg_class, cfg_g=cfg_g,
-        cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w,
-        t=t, t_energy=t_energy, pi=pi, rank=rank, tard_cost=tard_cost, level_cost=level_cost,
-        job_cost=tard_cost + level_cost if lv.active else tard_cost, fbar_term=fbar_term,
-        runnable=runnable, in_dstar=in_dstar, pref=pref.astype(np.int64), max_t=max_t,
-        post_cost=post_cost, pressure=pressure, weight=weight, due=due,
-        queue=queue_order(pressure, weight, t_min, order),
-        **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
-    )
+    return {"run_node": run_node, "run_cfg": run_cfg, "cfg_base": cfg_base,
+            "mv_same": moves[:, 0].copy(), "mv_change": moves[:, 1].copy(),
+            "mv_stop": moves[:, 2].copy()}
 
 
 def _charged(snapshot: Snapshot, t: np.ndarray, runnable: np.ndarray) -> np.ndarray:

@@ -382,11 +382,8 @@ def f_mix_of(problem: Problem, s: Solution) -> float:
     p = problem
     ncls = _ncls_for_plan(p, s).astype(np.int64)
     cfg = s.cfg.astype(np.int64).copy()
-    _, _, mix = evaluate_row(s.node.astype(np.int64), cfg, ncls, s.used.astype(np.int64),
-                             p.cloud, p.class_gpus, p.class_cost_h, p.cfg_g, p.cfg_index,
-                             p.t_energy, p.rank, p.job_cost, p.fbar_term, p.post_cost,
-                             float(p.snapshot.params.mu))
+    node = s.node.astype(np.int64)
+    _, _, mix = evaluate_row(p.kernel, node, cfg, ncls, s.used.astype(np.int64))
     if p.has_moves:
-        mix += move_cost_row(s.node.astype(np.int64), cfg, p.run_node, p.run_cfg, p.cfg_base,
-                             p.mv_same, p.mv_change, p.mv_stop, p.n_nodes)
+        mix += move_cost_row(p.kernel, node, cfg)
     return float(mix)

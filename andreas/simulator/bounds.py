@@ -226,117 +226,40 @@ def _classes(trace: Trace, power_off_idle: bool) -> list[tuple[str, int, int, fl
     return out
 
 
+class _Model:
+    """A linear model being written: columns (cost, upper bound; lower bound 0), rows
+    (columns, coefficients, lower, upper), the binary columns, and per (slot, class) the
+    capacity row's terms, written last."""
+
+    def __init__(self) -> None:
+        self.cols: list[tuple[float, float]] = []
+        self.rows: list[tuple[list[int], list[float], float, float]] = []
+        self.binary: list[int] = []
+        self.cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
+
+    def col(self, cost: float, upper: float = math.inf) -> int:
+        self.cols.append((cost, upper))
+        return len(self.cols) - 1
+
+
 def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
                  n_slots: int, shared_nodes: int | None, integral: bool = False,
                  time_limit_s: float | None = None) -> OnPremBound:
     import highspy
 
+    model = _Model()
+    m_col = model.col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
     starts = t0 + slot * np.arange(n_slots)
-    gpus_of = [c[1] for c in classes]
-    cols: list[tuple[float, float]] = []          # (cost, upper) per column
-    binary: list[int] = []                        # the integral model's y columns
-    rows: list[tuple[list[int], list[float], float, float]] = []
-    cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
-
-    def col(cost: float, upper: float = math.inf) -> int:
-        cols.append((cost, upper))
-        return len(cols) - 1
-
-    m_col = col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
-    tard_cols = []
-    for job in jobs:
-        first = int(min(n_slots - 1, max(0, (job.submit_s - t0) // slot)))
-        configs = [(k, g, job.epochs_left * job.epoch_time_s[gt][g - 1])
-                   for k, (gt, gpus, _, _, _) in enumerate(classes)
-                   for g in range(1, gpus + 1) if job.runs_on(gt, g)]
-        if not configs:
-            raise InputError(f"job {job.id}: runs on no node of the trace")
-        done: list[int] = []
-        done_w: list[float] = []
-        work_after: list[list[tuple[int, float]]] = []
-        for t in range(first, n_slots):
-            here = []
-            for k, g, p in configs:
-                u = col(p * g * classes[k][4] / SECONDS_PER_HOUR, 1.0)
-                here.append((u, p))
-                done.append(u)
-                done_w.append(1.0)
-                if t < n_slots - 1:    # cloud: node-seconds shared by every type
-                    key = (t, k if shared_nodes is None else -1)
-                    cap.setdefault(key, ([], []))
-                    cap[key][0].append(u)
-                    cap[key][1].append(p * g if shared_nodes is None else p * g / gpus_of[k])
-            if t < n_slots - 1:
-                length = starts[t] + slot - max(starts[t], job.submit_s)
-                rows.append(([u for u, _ in here], [p for _, p in here], -math.inf, length))
-            work_after.append(here)
-        rows.append((done, done_w, 1.0, 1.0))
-        c_col = col(0.0)
-        tard = col(job.weight)
-        tard_cols.append(tard)
-        rows.append(([tard, c_col], [1.0, -1.0], -job.due_s, math.inf))    # T >= C - d
-        rows.append(([m_col, c_col], [1.0, -1.0], 0.0, math.inf))           # M >= C
-        # C >= s_t F_t + W_t: F_t, W_t the share and run time of the work from slot t on
-        f_next = w_next = -1
-        for i in range(len(work_after) - 1, -1, -1):
-            f_t, w_t = col(0.0), col(0.0)
-            us = [u for u, _ in work_after[i]]
-            ps = [p for _, p in work_after[i]]
-            nxt_f = [f_next] if f_next >= 0 else []
-            nxt_w = [w_next] if w_next >= 0 else []
-            rows.append(([f_t] + nxt_f + us, [1.0] + [-1.0] * (len(nxt_f) + len(us)), 0.0, 0.0))
-            rows.append(([w_t] + nxt_w + us, [1.0] + [-1.0] * len(nxt_w) + [-p for p in ps],
-                         0.0, 0.0))
-            s_t = max(starts[first + i], job.submit_s)
-            works = f_t        # F_t, or with ``integral`` a binary y_t >= F_t
-            if integral and s_t > job.submit_s:
-                works = col(0.0, 1.0)
-                binary.append(works)
-                rows.append(([f_t, works], [1.0, -1.0], -math.inf, 0.0))
-            rows.append(([c_col, works, w_t], [1.0, job.submit_s - s_t, -1.0], job.submit_s,
-                         math.inf))
-            if s_t >= job.due_s:
-                rows.append(([tard, works, w_t], [1.0, job.due_s - s_t, -1.0], 0.0,
-                             math.inf))
-            f_next, w_next = f_t, w_t
-    for (_, k), (us, ws) in cap.items():
+    tard_cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
+                           integral) for job in jobs]
+    for (_, k), (us, ws) in model.cap.items():
         limit = (shared_nodes * slot if shared_nodes is not None
                  else classes[k][2] * classes[k][1] * slot)
-        rows.append((us, ws, -math.inf, limit))
-    h = getattr(highspy, "_Highs", highspy.Highs)()
-    # the interior-point solver without crossover: 4x faster than simplex on these LPs
-    # (N = 10: 37 s against 136 s, the same optimum to 1e-8); BOUND_MARGIN absorbs its
-    # tolerance so the figure stays below the LP optimum
-    options: tuple[tuple[str, bool | float | str], ...] = (("output_flag", False),
-                                                           ("log_to_console", False))
-    options += ((("time_limit", float(time_limit_s)),) if time_limit_s else ())
-    if not binary:
-        options += (("solver", "ipm"), ("run_crossover", "off"))
-    for name, value in options:
-        h.setOptionValue(name, value)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(cols), len(rows)
-    lp.col_cost_ = np.array([c for c, _ in cols])
-    lp.col_lower_ = np.zeros(len(cols))
-    lp.col_upper_ = np.array([u for _, u in cols])
-    lp.row_lower_ = np.array([r[2] for r in rows])
-    lp.row_upper_ = np.array([r[3] for r in rows])
-    lp.offset_ = -t0 * lp.col_cost_[m_col]
-    lengths = np.array([len(r[0]) for r in rows])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(cols), len(rows)
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    lp.a_matrix_.index_ = np.array([i for r in rows for i in r[0]], dtype=np.int32)
-    lp.a_matrix_.value_ = np.array([v for r in rows for v in r[1]], dtype=float)
-    if binary:
-        kinds = [highspy.HighsVarType.kContinuous] * len(cols)
-        for c in binary:
-            kinds[c] = highspy.HighsVarType.kInteger
-        lp.integrality_ = kinds
-    h.passModel(lp)
+        model.rows.append((us, ws, -math.inf, limit))
+    h = _highs(highspy, model, t0 * model.cols[m_col][0], time_limit_s)
     h.run()
     status = h.getModelStatus()
-    if binary:
+    if model.binary:
         return _mip_bound(h, highspy, trace, jobs, tard_cols, slot, n_slots)
     if status != highspy.HighsModelStatus.kOptimal:
         raise InputError(f"trace {trace.name}: the bound's LP ended "
@@ -346,6 +269,112 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     tardiness = float(sum(jobs[i].weight * x[c] for i, c in enumerate(tard_cols)))
     return OnPremBound(total_cost=total, energy_cost=total - tardiness,
                        tardiness_cost=tardiness, slot_s=slot, slots=n_slots, status="optimal")
+
+
+def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: np.ndarray,
+              shared_nodes: int | None, m_col: int, integral: bool) -> int:
+    """One job's columns and rows (``onprem_lower_bound``'s model); returns its
+    tardiness column."""
+    n_slots = len(starts)
+    first = int(min(n_slots - 1, max(0, (job.submit_s - t0) // slot)))
+    configs = [(k, g, job.epochs_left * job.epoch_time_s[gt][g - 1])
+               for k, (gt, gpus, _, _, _) in enumerate(classes)
+               for g in range(1, gpus + 1) if job.runs_on(gt, g)]
+    if not configs:
+        raise InputError(f"job {job.id}: runs on no node of the trace")
+    done: list[int] = []
+    work_after: list[list[tuple[int, float]]] = []
+    for t in range(first, n_slots):
+        here = []
+        for k, g, p in configs:
+            u = model.col(p * g * classes[k][4] / SECONDS_PER_HOUR, 1.0)
+            here.append((u, p))
+            done.append(u)
+            if t < n_slots - 1:    # cloud: node-seconds shared by every type
+                key = (t, k if shared_nodes is None else -1)
+                model.cap.setdefault(key, ([], []))
+                model.cap[key][0].append(u)
+                model.cap[key][1].append(p * g if shared_nodes is None
+                                         else p * g / classes[k][1])
+        if t < n_slots - 1:
+            length = starts[t] + slot - max(starts[t], job.submit_s)
+            model.rows.append(([u for u, _ in here], [p for _, p in here], -math.inf, length))
+        work_after.append(here)
+    model.rows.append((done, [1.0] * len(done), 1.0, 1.0))
+    c_col = model.col(0.0)
+    tard = model.col(job.weight)
+    model.rows.append(([tard, c_col], [1.0, -1.0], -job.due_s, math.inf))    # T >= C - d
+    model.rows.append(([m_col, c_col], [1.0, -1.0], 0.0, math.inf))           # M >= C
+    _completion_rows(model, job, work_after, [max(starts[first + i], job.submit_s)
+                                              for i in range(len(work_after))],
+                     c_col, tard, integral)
+    return tard
+
+
+def _completion_rows(model: _Model, job: Job, work_after: list[list[tuple[int, float]]],
+                     slot_starts: list[float], c_col: int, tard: int, integral: bool) -> None:
+    """C >= s_t F_t + W_t: F_t, W_t the share and run time of the work from slot t on
+    (with ``integral`` a binary y_t >= F_t in F_t's place), and the lateness rows of the
+    slots that start after the due date."""
+    rows = model.rows
+    f_next = w_next = -1
+    for i in range(len(work_after) - 1, -1, -1):
+        f_t, w_t = model.col(0.0), model.col(0.0)
+        us = [u for u, _ in work_after[i]]
+        ps = [p for _, p in work_after[i]]
+        nxt_f = [f_next] if f_next >= 0 else []
+        nxt_w = [w_next] if w_next >= 0 else []
+        rows.append(([f_t] + nxt_f + us, [1.0] + [-1.0] * (len(nxt_f) + len(us)), 0.0, 0.0))
+        rows.append(([w_t] + nxt_w + us, [1.0] + [-1.0] * len(nxt_w) + [-p for p in ps],
+                     0.0, 0.0))
+        s_t = slot_starts[i]
+        works = f_t        # F_t, or with ``integral`` a binary y_t >= F_t
+        if integral and s_t > job.submit_s:
+            works = model.col(0.0, 1.0)
+            model.binary.append(works)
+            rows.append(([f_t, works], [1.0, -1.0], -math.inf, 0.0))
+        rows.append(([c_col, works, w_t], [1.0, job.submit_s - s_t, -1.0], job.submit_s,
+                     math.inf))
+        if s_t >= job.due_s:
+            rows.append(([tard, works, w_t], [1.0, job.due_s - s_t, -1.0], 0.0, math.inf))
+        f_next, w_next = f_t, w_t
+
+
+def _highs(highspy, model: _Model, offset: float, time_limit_s: float | None):
+    """A HiGHS instance holding the model (rowwise), its binaries integral."""
+    h = getattr(highspy, "_Highs", highspy.Highs)()
+    # the interior-point solver without crossover: 4x faster than simplex on these LPs
+    # (N = 10: 37 s against 136 s, the same optimum to 1e-8); BOUND_MARGIN absorbs its
+    # tolerance so the figure stays below the LP optimum
+    options: tuple[tuple[str, bool | float | str], ...] = (("output_flag", False),
+                                                           ("log_to_console", False))
+    options += ((("time_limit", float(time_limit_s)),) if time_limit_s else ())
+    if not model.binary:
+        options += (("solver", "ipm"), ("run_crossover", "off"))
+    for name, value in options:
+        h.setOptionValue(name, value)
+    cols, rows = model.cols, model.rows
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = len(cols), len(rows)
+    lp.col_cost_ = np.array([c for c, _ in cols])
+    lp.col_lower_ = np.zeros(len(cols))
+    lp.col_upper_ = np.array([u for _, u in cols])
+    lp.row_lower_ = np.array([r[2] for r in rows])
+    lp.row_upper_ = np.array([r[3] for r in rows])
+    lp.offset_ = -offset
+    lengths = np.array([len(r[0]) for r in rows])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(cols), len(rows)
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    lp.a_matrix_.index_ = np.array([i for r in rows for i in r[0]], dtype=np.int32)
+    lp.a_matrix_.value_ = np.array([v for r in rows for v in r[1]], dtype=float)
+    if model.binary:
+        kinds = [highspy.HighsVarType.kContinuous] * len(cols)
+        for c in model.binary:
+            kinds[c] = highspy.HighsVarType.kInteger
+        lp.integrality_ = kinds
+    h.passModel(lp)
+    return h
 
 
 def _mip_bound(h, highspy, trace: Trace, jobs: list[Job], tard_cols: list[int], slot: float,
