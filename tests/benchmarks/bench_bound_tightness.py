@@ -1,6 +1,9 @@
 """How tight the lower bound is on tiny traces whose optimum can be bracketed.
 
-Tiny generated traces (1-2 on-premise nodes of at most 2 GPUs, or 1-2 cloud nodes with
+Traces whose optimum is known: ``unit_trace`` (one 1-GPU node, rigid jobs of whole
+hours, submitted and due on whole hours), where the slot model with hour slots is exact,
+so its proven optimum is the optimum of the papers' mode. Then tiny generated traces,
+where it is only bracketed (1-2 on-premise nodes of at most 2 GPUs, or 1-2 cloud nodes with
 1-2-GPU VMs; 3-5 jobs submitted close together, due 3-5 x ("loose") or 1-2 x ("tight")
 their fastest run after submission). Per trace:
 
@@ -36,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from andreas.simulator.bounds import lower_bound, onprem_lower_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
-from tests.simulator.exact_schedules import (best_non_preemptive, slot_optimum,
-                                             tiny_trace)
+from tests.simulator.exact_schedules import (UNIT_S, best_non_preemptive, slot_optimum,
+                                             tiny_trace, unit_trace)
 
 DEFAULT_POLICIES = ("greedy", "rg", "pr", "horizon")
 PAPER_POLICIES = ("greedy", "rg", "pr")
@@ -55,10 +58,23 @@ CASES = [  # (seed, nodes, jobs, cloud, scenario, due slack)
 ]
 
 
+UNIT_CASES = [(1, 4), (2, 5), (3, 6), (4, 3), (5, 4), (6, 5), (7, 6), (8, 3)]  # (seed, jobs)
+
+
 def measure(case: tuple, limit_s: float, slots: int) -> dict:
-    seed, nodes, jobs, cloud, scenario, slack = case
-    trace = tiny_trace(seed, nodes, jobs, cloud=cloud, scenario=scenario, slack=slack)
-    row: dict = {"trace": trace.name + ("-loose" if slack == LOOSE else "-tight")}
+    if len(case) == 2:
+        trace = unit_trace(*case)
+        row: dict = {"trace": trace.name}
+        t0 = min(j.submit_s for j in trace.jobs)
+        span = max(j.submit_s for j in trace.jobs) - t0 + sum(j.epochs * 600.0
+                                                               for j in trace.jobs)
+        slots = int(round(span / UNIT_S))
+        cloud = False
+    else:
+        seed, nodes, jobs, cloud, scenario, slack = case
+        trace = tiny_trace(seed, nodes, jobs, cloud=cloud, scenario=scenario, slack=slack)
+        row = {"trace": trace.name + ("-loose" if slack == LOOSE else "-tight")}
+        span = None
     row["lp"] = lower_bound(trace)
     row["milp"], row["milp_status"] = None, "-"
     if not cloud:
@@ -66,9 +82,10 @@ def measure(case: tuple, limit_s: float, slots: int) -> dict:
         row["milp"], row["milp_status"] = mip.total_cost, mip.status
     found = best_non_preemptive(trace, time_limit_s=limit_s)
     row["search"], row["search_complete"] = found.bill, found.complete
-    t0 = min(j.submit_s for j in trace.jobs)
-    span = max(p.end_s for p in found.schedule) - t0
-    grid = slot_optimum(trace, horizon_s=1.2 * span, slots=slots, time_limit_s=limit_s)
+    if span is None:      # room to round a known schedule's runs up to slots
+        span = 1.2 * (max(p.end_s for p in found.schedule)
+                      - min(j.submit_s for j in trace.jobs))
+    grid = slot_optimum(trace, horizon_s=span, slots=slots, time_limit_s=limit_s)
     row["slot"] = grid.bill if grid else math.inf
     row["slot_optimal"] = bool(grid and grid.optimal)
     bills = {}
@@ -81,6 +98,8 @@ def measure(case: tuple, limit_s: float, slots: int) -> dict:
     # the papers' mode: every schedule here runs in it; the default mode: the
     # non-preemptive schedules and the default-mode bills (the slot model's moves and
     # resizes would pay restarts and lost epochs there)
+    if len(case) == 2 and grid and grid.optimal:   # hour slots are exact (unit_trace)
+        lb = max(lb, grid.bill)
     row["lb"] = lb
     row["ub_paper"] = min(row["search"], row["slot"],
                           *(v for k, v in bills.items() if k.endswith("paper")))
@@ -96,7 +115,7 @@ def _cell(lp: float, lb: float, ub: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=len(CASES))
+    ap.add_argument("--cases", type=int, default=len(UNIT_CASES) + len(CASES))
     ap.add_argument("--limit-s", type=float, default=30.0,
                     help="clock of each search and each HiGHS model per trace")
     ap.add_argument("--slots", type=int, default=48, help="slots of the slot model")
@@ -104,8 +123,8 @@ def main() -> None:
     print("| trace | LP | MILP (status) | search | slot model | greedy | rg | pr | horizon "
           "| greedy paper | rg paper | pr paper | LP / opt, papers' mode | LP / opt, default "
           "mode |")
-    print("|" + "---|" * 15)
-    for case in CASES[:args.cases]:
+    print("|" + "---|" * 14)
+    for case in (UNIT_CASES + CASES)[:args.cases]:
         r = measure(case, args.limit_s, args.slots)
         b = r["bills"]
         milp = "–" if r["milp"] is None else (

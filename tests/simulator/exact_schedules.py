@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR, energy_cost
-from andreas.model import Job, Trace
+from andreas.model import Job, Node, Trace
 from andreas.synthetic import random_snapshot
 
 
@@ -303,3 +303,26 @@ def tiny_trace(seed: int, nodes: int, jobs: int, *, cloud: bool = False,
                        epoch_time_s={t: tuple(v[:2]) for t, v in job.epoch_time_s.items()}))
     return Trace(nodes=out_nodes, jobs=tuple(out), catalog=catalog,
                  name=f"tiny-{'cloud' if cloud else 'op'}-n{nodes}-j{jobs}-s{seed}")
+
+
+UNIT_S = 3600.0
+
+
+def unit_trace(seed: int, jobs: int) -> Trace:
+    """A tiny trace whose optimum the slot model finds exactly: one node with one GPU, rigid
+    jobs of whole hours, submitted and due on whole hours. An optimal schedule of one
+    machine for a cost that grows with completion times (weighted tardiness, and the idle
+    draw to the makespan; the busy energy is fixed) switches jobs only at submissions and
+    completions, so here only on whole hours: hour slots lose nothing, and the slot
+    model's proven optimum is the optimum of the trace in the papers' mode."""
+    rng = np.random.default_rng(seed)
+    node = Node(name="n001", gpu_type="T4", gpus=1, power_w=(160.0, 235.0))
+    hours = [int(rng.integers(1, 5)) for _ in range(jobs)]
+    submits = sorted(int(rng.integers(0, max(1, sum(hours) // 2) + 1)) for _ in range(jobs))
+    out = []
+    for i, (run, submit) in enumerate(zip(hours, submits)):
+        out.append(Job(id=f"u{i + 1}", submit_s=submit * UNIT_S,
+                       due_s=(submit + run + int(rng.integers(0, 4))) * UNIT_S,
+                       weight=float(rng.uniform(0.003, 0.015)), epochs=6 * run,
+                       epoch_time_s={"T4": (600.0,)}))
+    return Trace(nodes=(node,), jobs=tuple(out), name=f"unit-j{jobs}-s{seed}")

@@ -14,8 +14,9 @@ from andreas.model import Energy, Job, Node, Trace
 from andreas.simulator.bounds import lower_bound, onprem_lower_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
-from tests.simulator.exact_schedules import (Placement, best_non_preemptive, schedule_bill,
-                                             slot_optimum, tiny_trace)
+from tests.simulator.exact_schedules import (UNIT_S, Placement, best_non_preemptive,
+                                             schedule_bill, slot_optimum, tiny_trace,
+                                             unit_trace)
 
 PAPER = SimOptions(period_s=0, progress="exact")
 
@@ -53,6 +54,22 @@ def test_two_jobs_on_one_gpu_have_a_proven_optimum() -> None:
     assert found.complete and found.bill == pytest.approx(36.2)
     assert grid is not None and grid.optimal and grid.bill == pytest.approx(36.2)
     assert onprem_lower_bound(trace, slot_s=60.0).total_cost == pytest.approx(36.2, rel=1e-5)
+
+
+@pytest.mark.parametrize("seed", [4, 8])
+def test_no_policy_beats_the_proven_optimum_of_a_unit_trace(seed: int) -> None:
+    # hour slots are exact on a unit trace: the slot model's optimum is the trace's, so
+    # every policy's bill (papers' mode) and every non-preemptive schedule lie above it,
+    # and the lower bound below
+    trace = unit_trace(seed, 3)
+    span = (max(j.submit_s for j in trace.jobs) - min(j.submit_s for j in trace.jobs)
+            + sum(j.epochs * 600.0 for j in trace.jobs))
+    best = slot_optimum(trace, horizon_s=span, slots=round(span / UNIT_S))
+    assert best is not None and best.optimal
+    assert lower_bound(trace) <= best.bill * (1 + 1e-9)
+    assert best.bill <= best_non_preemptive(trace).bill * (1 + 1e-9)
+    for policy in ("greedy", "edf", "pr"):
+        assert simulate(trace, policy, PAPER).total_cost >= best.bill * (1 - 1e-9), policy
 
 
 @pytest.mark.slow
