@@ -211,15 +211,7 @@ def slot_optimum(trace: Trace, *, horizon_s: float, slots: int = 48,
         h.addRow(lower, upper, len(idx), np.array(idx, dtype=np.int32),
                  np.array(val, dtype=float))
 
-    idle_per_s = 0.0
-    if not trace.cloud:
-        for node in trace.nodes:
-            a = node.power_w[1] - node.power_w[0]
-            if any(abs(node.power_w[g] - node.power_w[0] - g * a) > 1e-6
-                   for g in range(1, node.gpus + 1)):
-                raise ValueError(f"node {node.name}: power not linear in its busy GPUs")
-        idle_per_s = energy_cost(sum(n.power_w[0] for n in trace.nodes), trace.energy)
-    makespan = var(idle_per_s, upper=math.inf)
+    makespan = var(_idle_per_s(trace), upper=math.inf)
     use: dict[tuple[int, int], tuple[list[int], list[float]]] = {}   # (node or VM col, t)
     vm: dict[tuple[int, str, int], int] = {}
     if trace.cloud:
@@ -238,12 +230,7 @@ def slot_optimum(trace: Trace, *, horizon_s: float, slots: int = 48,
         for t in range(first, slots):
             here = []
             for node, g, run_s, _ in runs[job.id]:
-                places = ([(n, e) for n in range(len(trace.nodes)) for e in trace.catalog
-                           if e.gpus >= g and job.runs_on(e.gpu_type, g)
-                           and abs(job.epochs_left * job.epoch_time_s[e.gpu_type][g - 1]
-                                   - run_s) < 1e-9]
-                          if trace.cloud else [(node, None)])
-                for n, e in places:
+                for n, e in _places(trace, job, node, g, run_s):
                     marginal = 0.0
                     if not trace.cloud:
                         power = trace.nodes[n].power_w
@@ -303,6 +290,30 @@ def tiny_trace(seed: int, nodes: int, jobs: int, *, cloud: bool = False,
                        epoch_time_s={t: tuple(v[:2]) for t, v in job.epoch_time_s.items()}))
     return Trace(nodes=out_nodes, jobs=tuple(out), catalog=catalog,
                  name=f"tiny-{'cloud' if cloud else 'op'}-n{nodes}-j{jobs}-s{seed}")
+
+
+
+def _idle_per_s(trace: Trace) -> float:
+    """Money per second of every node's idle draw (0 in the cloud); refuses a node whose
+    power is not linear in its busy GPUs (the slot model adds up per-job shares)."""
+    if trace.cloud:
+        return 0.0
+    for node in trace.nodes:
+        a = node.power_w[1] - node.power_w[0]
+        if any(abs(node.power_w[g] - node.power_w[0] - g * a) > 1e-6
+               for g in range(1, node.gpus + 1)):
+            raise ValueError(f"node {node.name}: power not linear in its busy GPUs")
+    return energy_cost(sum(n.power_w[0] for n in trace.nodes), trace.energy)
+
+
+def _places(trace: Trace, job: Job, node: int, gpus: int, run_s: float) -> list:
+    """(node, catalog entry or None) where a configuration of ``job`` can run: on premise
+    its own node; in the cloud every node, on every VM with the GPUs and that run time."""
+    if not trace.cloud:
+        return [(node, None)]
+    return [(n, e) for n in range(len(trace.nodes)) for e in trace.catalog
+            if e.gpus >= gpus and job.runs_on(e.gpu_type, gpus)
+            and abs(job.epochs_left * job.epoch_time_s[e.gpu_type][gpus - 1] - run_s) < 1e-9]
 
 
 UNIT_S = 3600.0
