@@ -1,5 +1,6 @@
-"""python table.py ROWS.jsonl... : the results table (markdown) of run-traces.py and
-bounds.py rows, with the bounds recorded by the sweeps of ../onprem-default,
+"""python table.py [--mode paper] ROWS.jsonl... : the results table (markdown) of
+run-traces.py and bounds.py rows of one mode (default: the default mode; rows without a
+mode are of it; bounds hold for both), with the bounds recorded by the sweeps of ../onprem-default,
 ../cloud-default, ../onprem20 (deterministic LP optima; bounds.py unchanged since
 11f912f) where bounds.py did not run."""
 import json
@@ -22,10 +23,16 @@ for arrival, lp in (("exponential", 3882.20), ("mixed", 3744.74), ("high", 6962.
     key = ("cloud", 10, 1, arrival, 1)
     BOUND[key] = max(BOUND.get(key, 0.0), lp)
 
+args = sys.argv[1:]
+mode = "default"
+if args[:1] == ["--mode"]:
+    mode, args = args[1], args[2:]
 cells: dict[tuple, dict[str, dict]] = defaultdict(dict)
-for path in sys.argv[1:]:
+for path in args:
     for line in open(path):
         r = json.loads(line)
+        if r["policy"] != "bound" and r.get("mode", "default") != mode:
+            continue
         key = (r["setting"], r["nodes"], r["scenario"], r["arrival"], r["seed"])
         if r["policy"] == "bound":          # bounds.py rows
             BOUND[key] = r["total_cost"]
@@ -38,7 +45,7 @@ print("| setting | N | sc | arrival | seed | " + " | ".join(policies) + " | boun
 print("|" + "---|" * (6 + 2 * len(policies) + len(policies) - 1 + 2))
 for key in sorted(cells):
     c, b = cells[key], BOUND.get(key)
-    if key[0] == "op" and "greedy" in c:    # rg = pr = greedy on premise (the fallback)
+    if key[0] == "op" and "greedy" in c and mode == "default":    # rg = pr = greedy there
         c = {"rg": c["greedy"], "pr": c["greedy"], **c}
     cost = {p: c[p]["total_cost"] for p in policies if p in c}
     g = cost.get("greedy")
