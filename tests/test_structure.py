@@ -21,16 +21,6 @@ MAX_FUNCTION_LINES = 100
 MAX_MANAGER_FUNCTION_LINES = 60
 MANAGER = "andreas.manager."
 
-# Functions over 100 lines that other branches are splitting (issue 31, point 5): each at
-# most the length it has today, so none may grow. Empty it as they are merged; a test
-# below fails on an entry that no longer needs its place.
-TEMPORARY_ALLOWED: dict[str, int] = {
-    "andreas.optimizer.kernels:construct_row": 205,
-    "andreas.optimizer.problem:compile_problem": 130,
-    "andreas.simulator.bounds:_solve_bound": 120,
-}
-
-
 @functools.cache
 def _modules() -> tuple[Path, ...]:
     found = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
@@ -81,17 +71,9 @@ def test_no_module_over_600_lines() -> None:
 
 def test_no_function_over_its_limit() -> None:
     long = {name: n for name, n in _functions().items()
-            if n > TEMPORARY_ALLOWED.get(name, _limit(name))}
+            if n > _limit(name)}
     assert long == {}, (f"functions over {MAX_FUNCTION_LINES} lines (over "
-                        f"{MAX_MANAGER_FUNCTION_LINES} in andreas/manager; over their "
-                        f"allowed length if allow-listed): {long}")
-
-
-def test_the_allow_list_holds_only_long_functions() -> None:
-    functions = _functions()
-    stale = {name: functions.get(name) for name in TEMPORARY_ALLOWED
-             if functions.get(name, 0) <= _limit(name)}
-    assert stale == {}, f"remove from TEMPORARY_ALLOWED (gone or short enough now): {stale}"
+                        f"{MAX_MANAGER_FUNCTION_LINES} in andreas/manager): {long}")
 
 
 def test_the_measure_sees_long_and_nested_functions() -> None:

@@ -89,11 +89,11 @@ def docker_run(cli: str, image: str) -> float:
 
 def manager_flags(image: str, tmp: Path, node_memory_mib: int) -> list[str]:
     """``docker run -d`` flags for the container the manager would start for a job (the
-    options of ``andreas.executor.docker.run_options``, this benchmark's settings): the
+    options of ``andreas.executor.run_options.run_options``, this benchmark's settings): the
     second baseline, so that what the job's options cost the engine shows apart."""
     from andreas.config import ExecutorSettings
     from andreas.executor.base import StartRequest
-    from andreas.executor.docker import run_options
+    from andreas.executor.run_options import run_options
 
     job = f"base-{uuid.uuid4().hex[:8]}"
     (tmp / "ckpt" / job).mkdir(parents=True)

@@ -157,7 +157,7 @@ def test_a_start_after_the_image_check_is_create_and_start_only(settings, node, 
     ``containers.run`` makes from the same options."""
     from dataclasses import replace
 
-    from andreas.executor.docker import run_options
+    from andreas.executor.run_options import run_options
 
     calls: list[str] = []
 

@@ -10,7 +10,8 @@ import pytest
 from andreas.config import ExecutorSettings
 from andreas.executor.base import StartRequest
 from andreas.jobspec import image_allowed
-from andreas.executor.docker import container_state, docker_time, run_options
+from andreas.executor.docker import container_state, docker_time
+from andreas.executor.run_options import run_options
 from andreas.executor.errors import ExecutorError
 from andreas.job import container_labels
 
@@ -92,7 +93,7 @@ def test_a_star_never_crosses_a_slash_in_the_allow_list():
 
 
 def test_the_checkpoint_directory_is_made_writable_for_the_containers_user(tmp_path):
-    from andreas.executor.docker import prepare_checkpoint_dir
+    from andreas.executor.run_options import prepare_checkpoint_dir
 
     settings = ExecutorSettings(checkpoint_root=str(tmp_path), user="65534:65534")
     path = prepare_checkpoint_dir("j1", settings)
