@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from andreas.config import mask_url
 from andreas.store.errors import StoreError
 
 if TYPE_CHECKING:   # head_revision() needs no SQLAlchemy (the quick submission path)
@@ -24,10 +24,20 @@ if TYPE_CHECKING:   # head_revision() needs no SQLAlchemy (the quick submission 
 VERSIONS = Path(__file__).resolve().parent / "migrations" / "versions"
 
 
+_REVISION_LINES = re.compile(r"^(?:revision|down_revision)\b.*$", re.MULTILINE)
+
+
 def _assigned(script: Path) -> dict[str, object]:
-    """The module-level literal assignments of one migration script."""
+    """The module-level literal assignments of one migration script: only its
+    ``revision`` lines are parsed (the whole script, a few ms each, only when one of
+    them runs over several lines)."""
     out: dict[str, object] = {}
-    for node in ast.parse(script.read_text(encoding="utf-8"), str(script)).body:
+    text = script.read_text(encoding="utf-8")
+    try:
+        body = ast.parse("\n".join(_REVISION_LINES.findall(text)), str(script)).body
+    except SyntaxError:
+        body = ast.parse(text, str(script)).body
+    for node in body:
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -68,6 +78,8 @@ def schema_problem(engine: Engine) -> str | None:
     from sqlalchemy.exc import DBAPIError
 
     from andreas.store.errors import error_code
+
+    from andreas.config import mask_url
 
     shown = mask_url(engine.url)
     try:
