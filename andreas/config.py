@@ -36,12 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from andreas.errors import InputError
-from andreas.model import DEFAULT_RESTART_OVERHEAD_S
 from andreas.formats.tariff import TariffFile, load_tariff
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import build, rule
-from andreas.limits import (MAX_DAYS, MAX_GRACE_S, MAX_PERIOD_S, MAX_PRICE_PER_KWH, MAX_PUE,
-                            MAX_SEED, MIN_PERIOD_S, MIN_PUE)
+from andreas.limits import (DEFAULT_RESTART_OVERHEAD_S, MAX_DAYS, MAX_GRACE_S, MAX_PERIOD_S,
+                            MAX_PRICE_PER_KWH, MAX_PUE, MAX_SEED, MIN_PERIOD_S, MIN_PUE)
 from andreas.policies import manager_policies
 
 DEFAULT_CONFIG_PATH = Path("/etc/andreas/andreas.toml")

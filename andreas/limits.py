@@ -37,6 +37,12 @@ MAX_IMAGE_CHARS = 512               # jobs.image
 REASON_CHARS = 255                  # every `reason` column, and the lease holder
 
 # -- time --------------------------------------------------------------------------------
+# What a restart from a checkpoint costs before a job works again (container start,
+# imports, checkpoint load): the manager's default and the simulator's in epoch mode (in
+# the papers' exact mode restarts are free); measured on the example job (docs/results.md,
+# "Restart overhead"). Here, not in model.py, so the config (and `andreas submit`) need not
+# import the model.
+DEFAULT_RESTART_OVERHEAD_S = 10.0
 MIN_PERIOD_S = 0.1                  # the rescheduling period H (manager ticks are >= 0.1 s apart)
 MIN_TRACE_PERIOD_S = 1.0            # H in a snapshot or trace, and in the simulator
 MAX_PERIOD_S = 30 * SECONDS_PER_DAY

@@ -12,18 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
+from andreas import limits
 from andreas.limits import MAX_PUE, MIN_PUE
 
 DEFAULT_PUE = 1.33
 DEFAULT_PRICE_PER_KWH = 0.172
 DEFAULT_RHO = 100.0
 DEFAULT_PERIOD_S = 3600.0
-# What a restart from a checkpoint costs before a job works again (container start, imports,
-# checkpoint load): the manager's default and the simulator's in epoch mode (in the papers'
-# exact mode restarts are free). The example job (examples/train/) resumed in 1.0-14.2 s,
-# median 6.0 s, as a bare process on the 2-core test machine under load (docs/results.md);
-# a container start comes on top.
-DEFAULT_RESTART_OVERHEAD_S = 10.0
+DEFAULT_RESTART_OVERHEAD_S = limits.DEFAULT_RESTART_OVERHEAD_S   # one owner: limits.py
 
 
 HOURS_PER_DAY = 24
