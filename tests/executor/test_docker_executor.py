@@ -117,10 +117,9 @@ def test_containers_ignores_unlabelled_containers(executor, node, run_container)
     assert other.id not in {c.container_id for c in executor.containers(node)}
 
 
-def test_containers_costs_one_list_call_when_nothing_changed(settings, node, new_job,
-                                                             request_for):
-    calls: list[str] = []
-
+def counting_clients(calls: list[str]) -> Callable[[str], docker.DockerClient]:
+    """A client factory whose clients append every engine request ("METHOD /path") to
+    ``calls``."""
     def factory(endpoint: str) -> docker.DockerClient:
         client = docker.DockerClient(base_url=endpoint, version="auto")
         send = client.api.send
@@ -131,6 +130,13 @@ def test_containers_costs_one_list_call_when_nothing_changed(settings, node, new
 
         client.api.send = counted
         return client
+    return factory
+
+
+def test_containers_costs_one_list_call_when_nothing_changed(settings, node, new_job,
+                                                             request_for):
+    calls: list[str] = []
+    factory = counting_clients(calls)
 
     ex = DockerExecutor(settings, client_factory=factory)
     try:
@@ -160,17 +166,7 @@ def test_a_start_after_the_image_check_is_create_and_start_only(settings, node, 
     from andreas.executor.run_options import run_options
 
     calls: list[str] = []
-
-    def factory(endpoint: str) -> docker.DockerClient:
-        client = docker.DockerClient(base_url=endpoint, version="auto")
-        send = client.api.send
-
-        def counted(req, **kw):
-            calls.append(f"{req.method} {req.path_url.split('?')[0]}")
-            return send(req, **kw)
-
-        client.api.send = counted
-        return client
+    factory = counting_clients(calls)
 
     settings = replace(settings, user="65534:65534", memory_limit_mib=256, pids_limit=64)
     ex = DockerExecutor(settings, client_factory=factory)

@@ -81,16 +81,23 @@ def test_on_premise_bound_of_one_job_alone() -> None:
     assert r.total_cost >= b.total_cost
 
 
-def test_on_premise_bound_charges_lateness_capacity_forces() -> None:
-    # two 1-hour jobs on one 1-GPU node, both due 1 h after their common submission: one
-    # of them ends 1 h late whatever the schedule (weight 0.01 / s: 36); the relaxation,
-    # sharing the GPU fluidly, still owes the hour of work left after the due date
+def two_jobs_one_gpu() -> Trace:
+    """Two 1-h jobs due 1 h after their common submission on one 1-GPU node drawing
+    100 W busy (weight 0.01 / s, PUE 1, 1 per kWh): one of them is 1 h late whatever the
+    schedule."""
     from andreas.model import Energy
     node = Node(name="n", gpu_type="K80", gpus=1, power_w=(0.0, 100.0))
     jobs = tuple(Job(id=i, submit_s=0.0, due_s=3600.0, weight=0.01, epochs=10,
                      epoch_time_s={"K80": (360.0,)}) for i in ("a", "b"))
-    trace = Trace(nodes=(node,), jobs=jobs, name="p", energy=Energy(pue=1.0,
-                                                                     price_per_kwh=1.0))
+    return Trace(nodes=(node,), jobs=jobs, name="p",
+                 energy=Energy(pue=1.0, price_per_kwh=1.0))
+
+
+def test_on_premise_bound_charges_lateness_capacity_forces() -> None:
+    # two 1-hour jobs on one 1-GPU node, both due 1 h after their common submission: one
+    # of them ends 1 h late whatever the schedule (weight 0.01 / s: 36); the relaxation,
+    # sharing the GPU fluidly, still owes the hour of work left after the due date
+    trace = two_jobs_one_gpu()
     b = onprem_lower_bound(trace, slot_s=60.0)
     r = simulate(trace, "edf", SimOptions(period_s=0, progress="exact"))
     assert r.tardiness_cost == pytest.approx(36.0)

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from andreas.model import Energy, Job, Node, Trace
+from andreas.model import Trace
 from andreas.simulator.bounds import lower_bound, onprem_lower_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.results import SimOptions
+from tests.simulator.test_bounds import two_jobs_one_gpu
 from tests.simulator.exact_schedules import (UNIT_S, Placement, best_non_preemptive,
                                              schedule_bill, slot_optimum, tiny_trace,
                                              unit_trace)
@@ -44,11 +45,7 @@ def test_the_reference_bills_fifo_as_the_simulator_does(seed: int,
 def test_two_jobs_on_one_gpu_have_a_proven_optimum() -> None:
     # two 1-h jobs due in 1 h on one 1-GPU node: one is 1 h late (36 at 0.01 / s) and the
     # node draws 100 W for 2 h (0.2): the bound, the search and the slot model meet
-    node = Node(name="n", gpu_type="K80", gpus=1, power_w=(0.0, 100.0))
-    jobs = tuple(Job(id=i, submit_s=0.0, due_s=3600.0, weight=0.01, epochs=10,
-                     epoch_time_s={"K80": (360.0,)}) for i in ("a", "b"))
-    trace = Trace(nodes=(node,), jobs=jobs, name="p", energy=Energy(pue=1.0,
-                                                                     price_per_kwh=1.0))
+    trace = two_jobs_one_gpu()
     found = best_non_preemptive(trace)
     grid = slot_optimum(trace, horizon_s=7200.0, slots=4)
     assert found.complete and found.bill == pytest.approx(36.2)
