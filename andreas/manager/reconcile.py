@@ -103,24 +103,10 @@ class Reconciler:
         self.stopper = Stopper(store, executor, settings)
         self.limits = AttemptLimits(store)          # GPU power limits of running attempts
         self.queued = QueuedRuns(store, executor, settings)
-        self._end = self.closer.end
 
     @property
     def max_retries(self) -> int:
         return self.settings.manager.max_retries
-
-    @property
-    def probe_backoff_s(self) -> float:
-        """How long a node marked down waits between probes."""
-        return self.observer.probe_backoff_s
-
-    @probe_backoff_s.setter
-    def probe_backoff_s(self, value: float) -> None:
-        self.observer.probe_backoff_s = value
-
-    @property
-    def _probe_after(self) -> dict[str, float]:
-        return self.observer.probe_after
 
     @property
     def polled(self) -> tuple[NodeRef, ...]:
@@ -141,7 +127,7 @@ class Reconciler:
             with self.store.session() as s:
                 move_if(s, node.id, NodeState.DOWN, NodeState.UP)
             self.unreachable.discard(name)
-            self._probe_after.pop(name, None)
+            self.observer.probe_after.pop(name, None)
             log.info("node %s: engine answers again; marked up", name)
             triggers.add(Trigger.NODE_UP)
         for name, why in obs.failed.items():
@@ -166,12 +152,12 @@ class Reconciler:
             with self.store.session() as s:
                 move_if(s, node.id, NodeState.UP, NodeState.DOWN)
             self.unreachable.add(node.name)
-            self._probe_after[node.name] = obs.now_s + self.probe_backoff_s
+            self.observer.probe_after[node.name] = obs.now_s + self.observer.probe_backoff_s
             log.warning("node %s: engine unreachable (%s); marked down, its jobs will be "
                         "planned elsewhere", node.name, why)
             triggers.add(Trigger.NODE_DOWN)
         for job, a in self._open_on(obs.state, node):
-            self._end(job, a, obs.now_s, reason=UNREACHABLE_REASON,
+            self.closer.end(job, a, obs.now_s, reason=UNREACHABLE_REASON,
                       new=JobState.PREEMPTED if job.state in LIVE else None)
             log.info("preempted job=%s attempt=%d node=%s: node unreachable", job.id,
                      a.attempt, node.name)
@@ -208,13 +194,13 @@ class Reconciler:
         if c is None:
             never = a.container_id is None and a.start_s is None
             reason = "container never started" if never else "container vanished"
-            self._end(job, a, now, reason=reason,
+            self.closer.end(job, a, now, reason=reason,
                       new=JobState.PREEMPTED if job.state in LIVE else None)
             log.warning("job=%s attempt=%d node=%s: %s; %s", job.id, a.attempt, node.name,
                         reason, "preempted" if job.state in LIVE else "attempt closed")
             return {Trigger.FAILED}
         if c.pending:
-            return self.queued.pending(job, a, node, c, now, end=self._end)
+            return self.queued.pending(job, a, node, c, now, end=self.closer.end)
         if c.running:
             if a.container_id != c.container_id or a.start_s is None:
                 self._adopt(job, a, c, now)
@@ -224,7 +210,7 @@ class Reconciler:
             return set()
         if c.started_s is None and c.finished_s is None and not c.exit_code:
             self.stopper.safe_remove(node, c)
-            self._end(job, a, now, reason="container never started",
+            self.closer.end(job, a, now, reason="container never started",
                       new=JobState.PREEMPTED if job.state in LIVE else None)
             log.warning("job=%s attempt=%d node=%s: container created but never started; "
                         "removed", job.id, a.attempt, node.name)
@@ -296,20 +282,21 @@ class Reconciler:
             with self.store.session() as s:
                 record_container(s, a.id, c.container_id, c.started_s)
         if job.state not in LIVE:
-            self._end(job, a, end_s, exit_code=code, reason=f"exit {code} ({job.state.value})")
+            self.closer.end(job, a, end_s, exit_code=code,
+                            reason=f"exit {code} ({job.state.value})")
             log.info("%s: exited %d (job %s)", where, code, job.state.value)
             return set()
         requested = a.stop_requested_s is not None
         out = classify_exit(code, oom_killed=c.oom_killed, stop_requested=requested,
                             failures=job.failures, max_retries=self.max_retries)
         if out.kind is ExitKind.COMPLETED:
-            self._end(job, a, end_s, exit_code=0, reason=out.reason, new=out.state,
+            self.closer.end(job, a, end_s, exit_code=0, reason=out.reason, new=out.state,
                       epochs_done=job.epochs)
             log.info("completed %s", where)
             return {Trigger.COMPLETE}
         if out.kind is ExitKind.RESUMABLE:
             # a profiling run stopped for its next GPU count: the job stays profiling
-            self._end(job, a, end_s, exit_code=code, reason=out.reason,
+            self.closer.end(job, a, end_s, exit_code=code, reason=out.reason,
                       new=None if job.state is JobState.PROFILING and requested else out.state)
             log.info("preempted %s: %s", where, out.reason)
             return set() if requested else {Trigger.FAILED}
@@ -317,7 +304,7 @@ class Reconciler:
         assert counted is not None                       # a failure always counts
         tail = _tail(self.executor.log_tail(node_ref(node), c.container_id, 20))
         reason = clip(f"{out.reason}: {tail}" if tail else out.reason)
-        self._end(job, a, end_s, exit_code=code, reason=reason, new=out.state,
+        self.closer.end(job, a, end_s, exit_code=code, reason=reason, new=out.state,
                   failures=counted.failures, job_reason=reason if counted.final else None)
         if counted.final:
             log.warning("failed %s after %d failures: %s", where, counted.failures, reason)

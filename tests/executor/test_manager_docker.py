@@ -35,7 +35,7 @@ def manager(sqlite_store: Store, docker_client, image: str,
         ses.execute(update(Node).where(Node.name == "local")
                     .values(docker_endpoint=os.environ["DOCKER_HOST"]))
     m = Manager(sqlite_store, DockerExecutor(s.executor), s, rng=np.random.default_rng(0))
-    m.reconciler.probe_backoff_s = 0.0
+    m.reconciler.observer.probe_backoff_s = 0.0
     made: list[str] = []
     try:
         yield m, root, made

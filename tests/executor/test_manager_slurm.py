@@ -60,7 +60,7 @@ class Site:
         s = s or self.settings()
         m = Manager(self.store, SlurmExecutor(s.executor, cli=cli), s,
                     rng=np.random.default_rng(0))
-        m.reconciler.probe_backoff_s = 0.0
+        m.reconciler.observer.probe_backoff_s = 0.0
         self.managers.append(m)
         return m
 

@@ -85,7 +85,7 @@ def make(store: Store, *, clock: Clock | None = None, executor: FakeExecutor | N
     executor = executor or FakeExecutor(clock)
     m = Manager(store, executor, settings(**manager), clock=clock,
                 rng=np.random.default_rng(0))
-    m.reconciler.probe_backoff_s = 0.0
+    m.reconciler.observer.probe_backoff_s = 0.0
     return m, executor, clock
 
 

@@ -49,7 +49,7 @@ def manager(store, off, on, *, clock: Clock | None = None, timeout_s: float = 10
                           wake_lead_s=30.0, command_timeout_s=timeout_s, nodes=nodes)
     m = Manager(store, ex, dataclasses.replace(settings(), power=power), clock=clock,
                 rng=np.random.default_rng(0))
-    m.reconciler.probe_backoff_s = 0.0
+    m.reconciler.observer.probe_backoff_s = 0.0
     m.power.probe_every_s = 0.0
     return m, ex, clock
 

@@ -32,7 +32,7 @@ def test_a_copy_that_ran_on_is_reported_and_kept_for_its_epochs(mstore, caplog):
     old.running, old.exit_code = False, 143      # 9 s after the manager ended it
     old.finished_s = a1.end_s + 9.0
     ex.unreachable.discard("a")
-    m.reconciler._probe_after.clear()
+    m.reconciler.observer.probe_after.clear()
     m.tick()                                     # a answers again: marked up
     m.tick()
     a1 = attempts(mstore, "j")[0]

@@ -121,8 +121,8 @@ def test_unreachable_node_preempts_its_jobs_which_are_replanned_elsewhere(mstore
     assert node_state(mstore, "a") is NodeState.DOWN
     # back: marked up, rescheduled; its stale container (attempt 1) is stopped
     ex.unreachable.discard("a")
-    m.reconciler.probe_backoff_s = 0.0
-    m.reconciler._probe_after.clear()
+    m.reconciler.observer.probe_backoff_s = 0.0
+    m.reconciler.observer.probe_after.clear()
     report = m.tick()
     assert "node-up" in report.triggers and node_state(mstore, "a") is NodeState.UP
     assert len(ex.calls_of("containers")) > calls
