@@ -16,7 +16,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 import click
 
@@ -153,12 +154,18 @@ def _register_hint(e: BaseException) -> str:
             "/etc/andreas/manager-db-password andreas-agent --config ... --register")
 
 
+def _modules() -> dict[str, ModuleType | None]:
+    """``sys.modules``, where a None entry is the import system's own mark of a module
+    absent (``import`` then raises ImportError); typeshed types it without None."""
+    return cast("dict[str, ModuleType | None]", sys.modules)
+
+
 def without_ssh_transport(docker_url: str) -> None:
     """The agent follows its own engine (unix:// or tcp://); the Docker SDK would import
     paramiko and cryptography for ssh:// support it never uses: about 19 MB of resident
     memory on every GPU node. Marking paramiko absent makes the SDK skip that transport."""
     if not docker_url.startswith("ssh://") and "paramiko" not in sys.modules:
-        sys.modules["paramiko"] = None  # type: ignore[assignment]
+        _modules()["paramiko"] = None
 
 
 def without_charset_detection() -> None:
@@ -172,7 +179,7 @@ def without_charset_detection() -> None:
 
     for name in ("charset_normalizer", "chardet"):
         if name not in sys.modules:
-            sys.modules[name] = None  # type: ignore[assignment]
+            _modules()[name] = None
     warnings.filterwarnings("ignore", message="Unable to find acceptable character detection")
 
 

@@ -163,7 +163,7 @@ def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | 
     command-line ``overrides`` (keys of :class:`AgentConfig`, None = not given)."""
     env = os.environ if environ is None else environ
     explicit = path is not None
-    file = Path(path) if explicit else DEFAULT_CONFIG  # type: ignore[arg-type]  # explicit: not None
+    file = Path(path) if path is not None else DEFAULT_CONFIG
     if explicit and not file.is_file():
         raise InputError(f"config file {file}: not found")
     where = str(file) if file.is_file() else "defaults"

@@ -338,13 +338,14 @@ class Delivery:
                     self.stats.written += len(rest)
                     rest = []
                 except DeliveryError as e:
+                    left: DeliveryError | None = e      # None: all isolated
                     if e.kind == "data":
-                        stored, processed, e = self._isolate(rest, e)  # type: ignore[assignment]  # None: all isolated
+                        stored, processed, left = self._isolate(rest, e)
                         self.stats.written += stored
                         rest = rest[processed:]
-                    if e is not None:
+                    if left is not None:
                         log.warning("database unavailable at shutdown (%s): spooling %d "
-                                    "record(s)", e, len(rest))
+                                    "record(s)", left, len(rest))
             if rest:
                 self._to_spool(rest)
         self.spool.flush()

@@ -274,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         from agents.nvml_fake import make_fake_nvml
         nvml: Any = make_fake_nvml(args.fake_gpus, node=args.node, limit_dir=args.fake_gpu_dir)
     else:
-        import pynvml as nvml  # type: ignore[no-redef]  # the real module, same interface
+        import pynvml
+
+        nvml = pynvml                      # the real module, the same interface
     try:
         daemon = PowerDaemon(nvml, state_path=args.state, lease_s=args.lease_s)
         stop = threading.Event()

@@ -48,11 +48,16 @@ MAX_ATTEMPT = 1_000_000
 MAX_PORT_TEXT = 2**31 - 1                   # the library names the port's own range
 
 
+def _whole(bound: float | None) -> int | None:
+    """An int option's bound (the registry writes those as ints)."""
+    return None if bound is None else int(bound)
+
+
 def policy_option_type(name: str) -> Any:
     """The click type of a policy option, from its spec in the registry (andreas/policies.py)."""
     spec = OPTIONS[name]
     if spec.type is int:
-        return Whole(min=spec.minimum, max=spec.maximum)  # type: ignore[arg-type]  # an int option has int bounds
+        return Whole(min=_whole(spec.minimum), max=_whole(spec.maximum))
     if spec.type is float:
         return Finite(min=spec.minimum, max=spec.maximum, min_open=spec.min_open,
                       max_open=spec.max_open)

@@ -144,7 +144,11 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
     if not do_apply:
         if is_sqlite(url) and database is None:
             database = "andreas"
-        click.echo(accounts.setup_script(database or url.database, prefix, account_host, roles,  # type: ignore[arg-type]  # None if the URL names no database
+        target = database or url.database
+        if target is None:
+            raise InputError(f"database URL {mask_url(url)!r} names no database: give "
+                             "--database")
+        click.echo(accounts.setup_script(target, prefix, account_host, roles,
                                          submitter=submitter), nl=False)
         return
     if is_sqlite(url):

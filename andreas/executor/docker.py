@@ -131,6 +131,11 @@ def _unreachable(e: BaseException) -> bool:
     return False
 
 
+def _inspect(cid: str) -> Callable[[Any], Any]:
+    """A call of :meth:`DockerExecutor._call`: inspect container ``cid``."""
+    return lambda c: c.api.inspect_container(cid)
+
+
 @dataclass(eq=False)
 class _Engine:
     """One endpoint: its client (created once, under ``lock``) and what was inspected."""
@@ -406,7 +411,7 @@ class DockerExecutor(Executor):
             if cached is None or cached[0] != status:
                 try:
                     info = self._call(node, f"inspect container {cid[:12]}",
-                                      lambda c, cid=cid: c.api.inspect_container(cid))  # type: ignore[misc]  # bound default
+                                      _inspect(cid))
                 except ExecutorError as e:
                     if isinstance(e.__cause__, docker.errors.NotFound):
                         continue             # removed between the list and the inspect

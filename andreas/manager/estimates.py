@@ -177,8 +177,8 @@ class Estimator:
                                          source=source_tag(model.mape, model.gpu_counts, g),
                                          samples=model.samples,
                                          confidence=confidence(model.mape, model.gpu_counts, g)))
-            elif profile_t1 is not None:
-                s = profile.serial_fraction  # type: ignore[union-attr]  # profile_t1 is set only with a profile
+            elif profile is not None and profile_t1 is not None:   # (t1 only with a profile)
+                s = profile.serial_fraction
                 out.append(EpochEstimate(seconds=round(profile_t1 * (s + (1 - s) / g), 3),
                                          source="profiles"))
             else:

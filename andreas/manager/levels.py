@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsFloat
 
 from andreas.model import Job, Node, PowerLevel, PowerLimits, Snapshot
 from andreas.profiles import Profiles
@@ -35,6 +35,13 @@ log = logging.getLogger(__name__)
 _warned: set[tuple[str, float]] = set()
 
 
+def _reported_w(value: object) -> float:
+    """A reported limit as ``float()`` reads it (TypeError for a value of another kind)."""
+    if not isinstance(value, (str, SupportsFloat)):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
+
+
 def node_limits(node: Node, caps: Mapping[str, object] | None,
                 profiles: Profiles) -> PowerLimits | None:
     """The node's limits from its agent's report and the profiles (module docstring)."""
@@ -42,8 +49,8 @@ def node_limits(node: Node, caps: Mapping[str, object] | None,
         return None
     wanted = profiles.power_limits.get(node.gpu_type)
     try:
-        lo, hi, default = (float(caps["min_w"]), float(caps["max_w"]),   # type: ignore
-                           float(caps["default_w"]))                    # type: ignore
+        lo, hi, default = (_reported_w(caps["min_w"]), _reported_w(caps["max_w"]),
+                           _reported_w(caps["default_w"]))
     except (KeyError, TypeError, ValueError):
         return None
     if wanted is None or not lo <= default <= hi:

@@ -294,8 +294,8 @@ class Manager:
         t1 = time.perf_counter()
         if snap.nodes and snap.jobs:
             try:
-                state = self.policy_state if policies.get(self.policy).stateful else None  # type: ignore[assignment]  # the policy's state
-                plan, self.rng = self.decider.decide(snap, self.rng, self.policy, state)  # type: ignore[arg-type]  # the policy's state
+                kept = self.policy_state if policies.get(self.policy).stateful else None
+                plan, self.rng = self.decider.decide(snap, self.rng, self.policy, kept)
                 check_plan(snap, plan)
             except (AndreasError, ValueError) as e:
                 kind = "infeasible plan" if isinstance(e, InfeasiblePlan) else "policy error"

@@ -283,6 +283,14 @@ def _finite(value: Any) -> float | None:
     return None
 
 
+def _finite_list(value: Any) -> tuple[float, ...] | None:
+    """A list of finite numbers read from a stored document, as floats; else None."""
+    if not isinstance(value, list):
+        return None
+    out = tuple(_finite(x) for x in value)
+    return None if None in out else tuple(x for x in out if x is not None)
+
+
 MAX_STAT_CHARS = 200
 
 
@@ -372,16 +380,17 @@ def _assignments(snapshot: Snapshot, plan: Plan,
             named.setdefault(a.node, set()).update(a.gpu_ids)
         else:
             unnamed[a.node] = unnamed.get(a.node, 0) + a.gpus
-        source, conf = sources.get(
-            (jobs[a.job].app, by_name[a.node].gpu_type, a.gpus), (None, None))  # type: ignore[arg-type]  # assignments name their node
-        assignments.append({"job": a.job, "node": a.node, "gpus": a.gpus,
-                            "gpu_ids": list(a.gpu_ids),
-                            "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
-                            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
-                            "estimate_source": source, "confidence": _num(conf),
-                            **({"power_limit_w": a.power_limit_w}  # type: ignore[typeddict-item]  # the optional key, spread
-                               if _below_default(by_name[a.node], a.power_limit_w)
-                               else {})})  # type: ignore[typeddict-item]  # the optional key, spread
+        gpu_type = by_name[a.node].gpu_type      # None in the cloud: no source
+        source, conf = (sources.get((jobs[a.job].app, gpu_type, a.gpus), (None, None))
+                        if gpu_type is not None else (None, None))
+        doc: AssignmentDoc = {
+            "job": a.job, "node": a.node, "gpus": a.gpus, "gpu_ids": list(a.gpu_ids),
+            "expected_end_s": _num(snapshot.now_s + t) if t is not None else None,
+            "epoch_time_s": _num(epoch), "predicted_cost": _num(cost),
+            "estimate_source": source, "confidence": _num(conf)}
+        if _below_default(by_name[a.node], a.power_limit_w):
+            doc["power_limit_w"] = a.power_limit_w
+        assignments.append(doc)
     busy = {n: (len(named.get(n, ())) + unnamed.get(n, 0), level_w.get(n, 0.0))
             for n in {*named, *unnamed, *level_w}}
     return assignments, busy
@@ -421,14 +430,15 @@ def _reasons(snapshot: Snapshot, plan: Plan) -> dict[str, str]:
             out[job.id] = "continue"
             continue
         why = _placed_why(snapshot, job, action, reps, classes)
-        if kind is ActionKind.START:
+        run = job.running
+        if run is None:                  # the one placed kind of a job that does not run
             out[job.id] = f"start: {why}"
-        elif kind is ActionKind.MOVE and job.running.node == action.node:  # type: ignore[union-attr]  # a moved job runs
-            out[job.id] = _slot_move(snapshot, job, action)
+        elif kind is ActionKind.MOVE and run.node == action.node:
+            out[job.id] = _slot_move(snapshot, run, action)
         elif kind is ActionKind.MOVE:
-            out[job.id] = f"move: {job.running.node} -> {action.node}, {why}"  # type: ignore[union-attr]  # a moved job runs
+            out[job.id] = f"move: {run.node} -> {action.node}, {why}"
         else:
-            out[job.id] = f"resize: {job.running.gpus} -> {action.gpus} GPUs, {why}"  # type: ignore[union-attr]  # a resized job runs
+            out[job.id] = f"resize: {run.gpus} -> {action.gpus} GPUs, {why}"
     return out
 
 
@@ -444,8 +454,9 @@ def _placed_why(snapshot: Snapshot, job: Job, action: Action, reps: Mapping[tupl
                 cost = run_energy_cost(snapshot, n.power_w[g], t)
                 options.append((cls, g, t, cost))
     on_time = [o for o in options if snapshot.now_s + o[2] < job.due_s]
+    assert action.node is not None      # a placed action names its node (Plan.actions)
     mine = next((o for o in options
-                 if o[0] == classes[action.node] and o[1] == action.gpus), None)  # type: ignore[index]  # a placed action names its node
+                 if o[0] == classes[action.node] and o[1] == action.gpus), None)
     if mine is None:
         return "placed by the policy"
     if on_time:
@@ -458,12 +469,13 @@ def _placed_why(snapshot: Snapshot, job: Job, action: Action, reps: Mapping[tupl
             else "due cannot be met, faster configs are taken")
 
 
-def _slot_move(snapshot: Snapshot, job: Job, action: Action) -> str:
-    """A share moved to other GPUs of its node: by interference, or by the policy."""
-    here = (job.running.node, job.running.gpu_ids)  # type: ignore[union-attr]  # a moved job runs
+def _slot_move(snapshot: Snapshot, run: Config, action: Action) -> str:
+    """A share (running as ``run``) moved to other GPUs of its node: by interference, or
+    by the policy."""
+    here = (run.node, run.gpu_ids)
     theta = max(j.running.slowdown for j in snapshot.jobs if j.running is not None
                 and (j.running.node, j.running.gpu_ids) == here)
-    return (f"move: GPU slot {','.join(map(str, job.running.gpu_ids))} -> "  # type: ignore[union-attr]  # a moved job runs
+    return (f"move: GPU slot {','.join(map(str, run.gpu_ids))} -> "
             f"{','.join(map(str, action.gpu_ids))} on {action.node}, "
             + (f"interference (measured slowdown on its GPU {theta:.0%})" if theta > 0
                else "placed by the policy"))
@@ -497,12 +509,11 @@ def read_energy(doc: Mapping[str, Any] | None) -> Energy | None:
         return Energy(pue=pue, price_per_kwh=price)
     if not isinstance(raw, Mapping):
         return None
-    hours = [raw.get("price_per_kwh"), raw.get("pue")]
-    if not all(isinstance(h, list) and all(_finite(x) is not None for x in h) for h in hours):
+    prices, pues = _finite_list(raw.get("price_per_kwh")), _finite_list(raw.get("pue"))
+    if prices is None or pues is None:
         return None
     try:
-        tariff = Tariff(price_per_kwh=tuple(float(x) for x in hours[0]),  # type: ignore[union-attr]  # lists, checked above
-                        pue=tuple(float(x) for x in hours[1]))  # type: ignore[union-attr]  # lists, checked above
+        tariff = Tariff(price_per_kwh=prices, pue=pues)
     except ValueError:
         return None
     return Energy(pue=pue, price_per_kwh=price, tariff=tariff)

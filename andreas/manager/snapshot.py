@@ -115,8 +115,8 @@ def build_snapshot(s: Session, state: StoreState, estimator: Estimator,
                         for n in nodes)
     gpu_of = {n.name: n.gpu_type for n in nodes}
     largest: dict[str, int] = {}
-    for n in model_nodes:
-        largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), n.gpus)  # type: ignore[index, arg-type]  # model nodes have a GPU type
+    for n in nodes:                     # the model nodes' GPUs: each node's usable ones
+        largest[n.gpu_type] = max(largest.get(n.gpu_type, 0), len(n.usable))
     planned, pinned, unshared, unrunnable = _sort_jobs(state, names, held=held, shares=shares)
     done = max_epochs(s, [j.id for j, _ in planned])
     shared_runs = [(j.id, j.latest.attempt) for j, run in planned
@@ -169,16 +169,25 @@ def _sort_jobs(state: StoreState, names: set[str], *, held: Collection[str], sha
         if job.state in WAITING or job.state is JobState.PREEMPTING:
             planned.append((job, None))
         elif job.state is JobState.RUNNING:
-            a = job.latest
-            node = state.node_of(a) if a is not None and a.open else None
-            slots = (node.positions(a.gpu_ids)  # type: ignore[union-attr]  # a is set where node is
-                     if node is not None and node.name in names else ())
-            if node is not None and slots and min(slots) >= 0:
-                planned.append((job, Config(node=node.name, gpus=len(a.gpu_ids),  # type: ignore[union-attr]  # a is set where node is
-                                            gpu_ids=slots)))
+            held_config = _held_config(state, job, names)
+            if held_config is not None:
+                planned.append((job, held_config))
             else:                       # elsewhere, or on a GPU no longer usable
                 pinned.append(job.id)
     return planned, pinned, unshared, unrunnable
+
+
+def _held_config(state: StoreState, job: JobView, names: set[str]) -> Config | None:
+    """The configuration a running job holds on a node of ``names`` (None: no open
+    attempt, another node, or a GPU no longer usable)."""
+    a = job.latest
+    node = state.node_of(a) if a is not None and a.open else None
+    if a is None or node is None or node.name not in names:
+        return None
+    slots = node.positions(a.gpu_ids)
+    if not slots or min(slots) < 0:
+        return None
+    return Config(node=node.name, gpus=len(a.gpu_ids), gpu_ids=slots)
 
 
 def _times(job: JobView, largest: Mapping[str, int],

@@ -264,8 +264,8 @@ def decide_ojpap(snapshot: Snapshot, rng: np.random.Generator, *,
     learned: dict[str, float] = state.setdefault("scale", {})
     smoothed: dict[tuple[int, int], float] = {}
     for (node, slot), residents in sh.p.ledger.residents.items():
-        measured = [(o, jobs[o].running.slowdown) for o, _ in residents   # type: ignore[union-attr]
-                    if jobs[o].running is not None]
+        measured = [(o, run.slowdown) for o, _ in residents
+                    if (run := jobs[o].running) is not None]
         if len(residents) > 1:
             for (owner, theta), predicted in zip(measured, thetas(residents, model)):
                 if predicted > 1e-9 and theta > 0 and abs(theta / predicted - 1) > 1e-6:

@@ -51,8 +51,8 @@ def held_out(profiles: Profiles, *, max_gpus: int = DEFAULT_MAX_GPUS, noise: flo
     for app in sorted(profiles.apps):
         for gpu_type in sorted(profiles.apps[app].epoch_s):
             times = np.array(profiles.epoch_times(app, gpu_type, max_gpus), dtype=float)
-            if noise > 0:
-                times = times * np.exp(rng.normal(0.0, noise, size=len(times)))  # type: ignore[union-attr]  # noise > 0 needs an rng (checked above)
+            if noise > 0 and rng is not None:       # (noise > 0 has an rng: checked above)
+                times = times * np.exp(rng.normal(0.0, noise, size=len(times)))
             errors = []
             for k in range(len(gs)):
                 rest = np.arange(len(gs)) != k

@@ -70,17 +70,19 @@ def render(data: ReportData, prices: Prices, *, by: str = "job", fmt: str = "tab
                                        power_series(data), checked))
     rows: tuple[Any, ...]
     row_type: type
+    periods: tuple[PeriodRow, ...] = ()
     if by == "job":
         rows, row_type = report.jobs, JobRow
     elif by == "node":
         rows, row_type = report.nodes, NodeRow
     else:
-        rows, row_type = period_rows(data, prices, by), PeriodRow
+        periods = period_rows(data, prices, by)
+        rows, row_type = periods, PeriodRow
     if fmt == "json":
         return Output(text=formats.report_json(report, by, rows))
     if fmt == "csv":
         return Output(text=formats.rows_csv(rows, row_type))
     table = (formats.job_table(report) if by == "job" else formats.node_table(report)
-             if by == "node" else formats.period_table(report, rows, by))  # type: ignore[arg-type]  # by is a period here
+             if by == "node" else formats.period_table(report, periods, by))
     return Output(tables=(table,), lines=(formats.summary_line(report),
                                           *formats.gap_lines(report)))

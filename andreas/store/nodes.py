@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from sqlalchemy import Connection, CursorResult, Executable, func, insert, select, update
 
@@ -68,7 +68,9 @@ def run(db: Db, statement: Executable) -> CursorResult[*tuple[Any, ...]]:
     does before its ORM statements, so a caller's unflushed changes are seen as before."""
     if not isinstance(db, Connection) and db.autoflush:
         db.flush()
-    return db.execute(statement)  # type: ignore[return-value]
+    # cast: a Session types its results as ORM ones, but a Core statement's result is
+    # the connection's CursorResult there too
+    return cast("CursorResult[*tuple[Any, ...]]", db.execute(statement))
 
 
 def inserted_id(result: CursorResult[*tuple[Any, ...]]) -> int:

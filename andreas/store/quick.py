@@ -19,7 +19,10 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 from andreas.errors import AndreasError, InputError
 from andreas.store import credentials
@@ -121,19 +124,20 @@ def import_pymysql() -> Any:
 
     if "pymysql" in sys.modules:
         return sys.modules["pymysql"]
-    missing = object()
-    saved = sys.modules.get("cryptography", missing)
-    sys.modules["cryptography"] = None  # type: ignore[assignment]
+    # cast: a None entry is the import system's own mark of a module absent
+    modules = cast("dict[str, ModuleType | None]", sys.modules)
+    had, saved = "cryptography" in modules, modules.get("cryptography")
+    modules["cryptography"] = None
     try:
         import pymysql
         from pymysql import _auth
     except ImportError:
         return None
     finally:
-        if saved is missing:
-            del sys.modules["cryptography"]
+        if not had:
+            del modules["cryptography"]
         else:
-            sys.modules["cryptography"] = saved  # type: ignore[assignment]
+            modules["cryptography"] = saved
     if getattr(_auth, "_have_cryptography", True) or not hasattr(_auth, "sha2_rsa_encrypt"):
         return pymysql
     eager = _auth.sha2_rsa_encrypt

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import distinct, func, or_, select
 
@@ -106,13 +106,15 @@ def raw_energy(s: Db, intervals: Sequence[tuple[float, float]]
                     select(PowerSample.gpu_id, PowerSample.t, PowerSample.energy_mj)
                     .where(PowerSample.gpu_id.in_(chunk), PowerSample.t > a, PowerSample.t <= b,
                            PowerSample.energy_mj.is_not(None))):
-                per.setdefault(gpus[gpu_id], []).append((float(t), int(mj)))  # type: ignore[arg-type]  # NULLs excluded
+                # cast: the query excludes NULL energy
+                per.setdefault(gpus[gpu_id], []).append((float(t), int(cast(int, mj))))
         for chunk in chunks(nodes, CHUNK):
             for node_id, t, mj in s.execute(
                     select(HostSample.node_id, HostSample.t, HostSample.energy_mj)
                     .where(HostSample.node_id.in_(chunk), HostSample.t > a, HostSample.t <= b,
                            HostSample.energy_mj.is_not(None))):
-                per.setdefault(node_id, []).append((float(t), int(mj)))  # type: ignore[arg-type]  # NULLs excluded
+                # cast: the query excludes NULL energy
+                per.setdefault(node_id, []).append((float(t), int(cast(int, mj))))
     out = {}
     for node_id, rows in per.items():
         rows.sort()
