@@ -42,6 +42,7 @@ from agents.entries import HEARTBEAT, Entry
 from agents.spool import Spool
 from agents.store_writer import DeliveryError
 from andreas.infra.backoff import Backoff
+from andreas.store.faults import FaultKind
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ class Delivery:
                 self.stats.written += len(batch)
                 return
             except DeliveryError as e:
-                if e.kind == "data":
+                if e.kind is FaultKind.DATA:
                     stored, processed, err = self._isolate(batch, e)
                     self.stats.written += stored
                     if err is None:
@@ -235,11 +236,11 @@ class Delivery:
                     e.kind, e, self.spool.directory, self._retry_at - self._clock())
 
     def _schedule_retry(self, e: DeliveryError) -> None:
-        backoff = self.refused_backoff if e.kind == "refused" else self.backoff
+        backoff = self.refused_backoff if e.kind is FaultKind.REFUSED else self.backoff
         self._retry_at = self._clock() + backoff.delay_s(self._failures)
         self._failures += 1
         key = (e.kind, str(e))
-        if e.kind == "refused" and key != self._error_logged:
+        if e.kind is FaultKind.REFUSED and key != self._error_logged:
             log.error("the database refuses this agent's writes: %s; records are kept in the "
                       "spool until this is fixed", e)
         self._error_logged = key
@@ -262,7 +263,7 @@ class Delivery:
                 self._write(entries)
                 done = len(entries)
             except DeliveryError as e:
-                if e.kind != "data":
+                if e.kind is not FaultKind.DATA:
                     self.stats.last_error = str(e)
                     self._schedule_retry(e)
                     log.info("database still unavailable (%s); %d record(s) spooled, next "
@@ -300,7 +301,7 @@ class Delivery:
                 self._write([e])
                 stored += 1
             except DeliveryError as err:
-                if err.kind != "data":
+                if err.kind is not FaultKind.DATA:
                     return stored, i, err
                 self._reject(e, err)
         return stored, len(entries), None
@@ -339,7 +340,7 @@ class Delivery:
                     rest = []
                 except DeliveryError as e:
                     left: DeliveryError | None = e      # None: all isolated
-                    if e.kind == "data":
+                    if e.kind is FaultKind.DATA:
                         stored, processed, left = self._isolate(rest, e)
                         self.stats.written += stored
                         rest = rest[processed:]

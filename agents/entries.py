@@ -6,9 +6,9 @@ the agent, and carry what the store needs that the record does not (how many of 
 node's GPUs were busy). They are keyed by GPU UUID, never by a database id, so an agent
 that starts while the database is down can spool before it has registered its GPUs.
 
-Kinds: ``gpu`` (GpuSample), ``gap`` (GpuGap), ``host`` (HostSample), ``epoch``
-(EpochRecord), ``job_energy`` (JobEnergy), ``agent_gap`` (AgentGap) and ``heartbeat``
-(never spooled: only the latest one matters).
+Kinds (:class:`EntryKind`, written as its value): ``gpu`` (GpuSample), ``gap`` (GpuGap),
+``host`` (HostSample), ``epoch`` (EpochRecord), ``job_energy`` (JobEnergy), ``agent_gap``
+(AgentGap) and ``heartbeat`` (never spooled: only the latest one matters).
 """
 
 from __future__ import annotations
@@ -20,9 +20,24 @@ from typing import Any
 from agents.records import AgentGap, EpochRecord, GpuGap, GpuSample, HostSample, JobEnergy
 
 Entry = dict[str, Any]
-KINDS = {GpuSample: "gpu", GpuGap: "gap", HostSample: "host", EpochRecord: "epoch",
-         JobEnergy: "job_energy", AgentGap: "agent_gap"}
-HEARTBEAT = "heartbeat"
+
+
+class EntryKind(enum.StrEnum):
+    """An entry's ``kind``: which store rows it becomes (its value is the spooled text)."""
+
+    GPU = "gpu"
+    GAP = "gap"
+    HOST = "host"
+    EPOCH = "epoch"
+    JOB_ENERGY = "job_energy"
+    AGENT_GAP = "agent_gap"
+    HEARTBEAT = "heartbeat"
+
+
+KINDS = {GpuSample: EntryKind.GPU, GpuGap: EntryKind.GAP, HostSample: EntryKind.HOST,
+         EpochRecord: EntryKind.EPOCH, JobEnergy: EntryKind.JOB_ENERGY,
+         AgentGap: EntryKind.AGENT_GAP}
+HEARTBEAT = EntryKind.HEARTBEAT
 
 
 def _plain(value: Any) -> Any:
@@ -39,13 +54,13 @@ def to_entry(record: Any, *, busy_gpus: int | None = None) -> Entry:
     kind = KINDS.get(type(record))
     if kind is None:
         raise TypeError(f"no delivery entry for {type(record).__name__}")
-    entry: Entry = {"kind": kind}
+    entry: Entry = {"kind": kind.value}
     for f in fields(record):
         entry[f.name] = _plain(getattr(record, f.name))
-    if kind in ("gpu", "host"):
+    if kind in (EntryKind.GPU, EntryKind.HOST):
         entry["busy_gpus"] = int(busy_gpus or 0)
     return entry
 
 
 def heartbeat(t: float) -> Entry:
-    return {"kind": HEARTBEAT, "t": float(t)}
+    return {"kind": HEARTBEAT.value, "t": float(t)}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from agents.entries import EntryKind
 from agents.attribution import ContainerJob
 from agents.records import AgentGap, GpuSample, JobEnergy
 from andreas.infra import procs
@@ -69,13 +70,13 @@ class Resume:
         changed = False
         for e in entries:
             kind = e.get("kind")
-            if kind == "gpu" and e.get("counter_mj") is not None:
+            if kind == EntryKind.GPU and e.get("counter_mj") is not None:
                 history = self._history.setdefault(e["uuid"],
                                                    collections.deque(maxlen=HISTORY))
                 if not history or float(e["t"]) > history[-1][0]:   # not a replay
                     history.append((float(e["t"]), int(e["counter_mj"])))
                     changed = True
-            elif kind == "job_energy":
+            elif kind == EntryKind.JOB_ENERGY:
                 marks = {u: self._counter_at(u, float(e["t"])) for u in e.get("gpu_uuids") or ()}
                 self._windows[(e["job_id"], int(e["attempt"]))] = {
                     "t": float(e["t"]), "counters": marks}

@@ -37,11 +37,11 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agents.entries import HEARTBEAT, Entry
+from agents.entries import Entry, EntryKind
 from andreas.config import mask_url
 from andreas.errors import InputError
 from andreas.store.engine import Engine
-from andreas.store.faults import describe, error_kind
+from andreas.store.faults import FaultKind, describe, error_kind
 from andreas.store.tables import NodeState
 from andreas.store.nodes import move_if, touch_heartbeat
 from andreas.store.registry import NodeSpec, Registration, RegistrationRefused, register
@@ -58,27 +58,28 @@ log = logging.getLogger(__name__)
 
 
 class DeliveryError(Exception):
-    """A batch was not stored; ``kind`` says what to do (see :func:`classify`)."""
+    """A batch was not stored; ``kind`` says what to do (see :func:`classify`; given as
+    a FaultKind or its text)."""
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = FaultKind(kind)
 
 
-def classify(e: BaseException) -> str:
+def classify(e: BaseException) -> FaultKind:
     """``transient`` | ``refused`` | ``data`` for an exception raised while writing."""
     if isinstance(e, DeliveryError):
         return e.kind
     if isinstance(e, RegistrationRefused):
-        return "refused"
+        return FaultKind.REFUSED
     if isinstance(e, InputError):
-        return "data"
+        return FaultKind.DATA
     kind = error_kind(e)
     if kind is not None:
         return kind
     if isinstance(e, (ConnectionError, TimeoutError, OSError)):
-        return "transient"
-    return "data"
+        return FaultKind.TRANSIENT
+    return FaultKind.DATA
 
 
 @dataclass
@@ -117,7 +118,7 @@ class StoreWriter:
             if not self._schema_ok:
                 problem = schema_problem(self.engine)
                 if problem is not None:
-                    raise DeliveryError(problem, "refused")
+                    raise DeliveryError(problem, FaultKind.REFUSED)
                 self._schema_ok = True
             with self.engine.begin() as conn:
                 reg = register(conn, spec, write=self.self_register)
@@ -130,8 +131,8 @@ class StoreWriter:
         except Exception as e:
             kind = classify(e)
             raise DeliveryError(f"registration of node {spec.name} in {self.url} failed: "
-                                f"{describe(e)}", "refused" if kind == "data" else kind
-                                ) from e
+                                f"{describe(e)}",
+                                FaultKind.REFUSED if kind is FaultKind.DATA else kind) from e
         self._registration, self._unhealthy = reg, spec.unhealthy
         return reg
 
@@ -155,7 +156,7 @@ class StoreWriter:
                     touch_heartbeat(conn, reg.node_id, heartbeat_t)
         except Exception as e:
             kind = classify(e)
-            if kind == "transient":
+            if kind is FaultKind.TRANSIENT:
                 self._schema_ok = False    # a restarted server may come back migrated
             raise DeliveryError(describe(e), kind) from e
 
@@ -182,7 +183,7 @@ def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[s
     for e in entries:
         kind = e.get("kind")
         try:
-            if kind == "gpu":
+            if kind == EntryKind.GPU:
                 gpu_id = _gpu_id(reg, e["uuid"])
                 power, energy = e.get("power_w"), e.get("energy_mj")
                 if power is None and energy is not None and e.get("interval_s"):
@@ -196,29 +197,29 @@ def _rows(entries: Sequence[Entry], reg: Registration, spec: NodeSpec) -> dict[s
                     e.get("utilization"), e.get("memory_used_mib"), e.get("energy_source"),
                     e.get("power_source") if e.get("power_w") is not None else None,
                     bool(e.get("counter_reset", False)), e.get("power_limit_w")))
-            elif kind == "host":
+            elif kind == EntryKind.HOST:
                 rows["host"].append(HostRow(
                     node_id, e["t"], e.get("busy_gpus", 0), e["cpu_utilization"],
                     e["memory_used_mib"], e.get("host_power_w"), e.get("energy_mj"),
                     e.get("power_source"), e.get("energy_source"), e.get("agent_cpu_percent"),
                     e.get("agent_rss_mib")))
-            elif kind == "gap":
+            elif kind == EntryKind.GAP:
                 rows["gap"].append(GapRow(_gpu_id(reg, e["uuid"]), e["t"], e["reason"]))
-            elif kind == "epoch":
+            elif kind == EntryKind.EPOCH:
                 uuids = e.get("gpu_uuids") or []
                 rows["epoch"].append(dict(job_id=e["job_id"], attempt=e["attempt"],
                                           epoch=e["epoch"], start_s=e["start_s"],
                                           end_s=e["end_s"], node_id=node_id,
                                           gpu_type=spec.gpu_type[:64], gpus=len(uuids)))
-            elif kind == "job_energy":
+            elif kind == EntryKind.JOB_ENERGY:
                 rows["job_energy"].append(JobEnergyRow(
                     e["job_id"], e["attempt"], e["t"], node_id, e["interval_s"],
                     len(e.get("gpu_uuids") or []), e.get("gpu_energy_mj"),
                     e.get("host_energy_mj")))
-            elif kind == "agent_gap":
+            elif kind == EntryKind.AGENT_GAP:
                 rows["agent_gap"].append(AgentGapRow(node_id, e["start_s"], e["end_s"],
                                                      bool(e["charged"]), e["reason"]))
-            elif kind != HEARTBEAT:
+            elif kind != EntryKind.HEARTBEAT:
                 raise InputError(f"unknown entry kind {kind!r}")
         except (KeyError, TypeError) as err:
             raise InputError(f"entry {e}: malformed ({err!r})") from None

@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from andreas.infra import jsontext
 from andreas.cli.common import MAX_WINDOW_H, Finite, Whole, db_errors
 from andreas.config import Settings, load_settings
 from andreas.errors import InputError, options
+
+if TYPE_CHECKING:
+    from andreas.profiler.run import ProfileEvent
 
 
 def _obj(ctx: click.Context) -> dict[str, Any]:
@@ -175,22 +178,24 @@ class _Display:
         if self.progress is not None:
             self.progress.__exit__(*exc)
 
-    def on_event(self, e) -> None:
+    def on_event(self, e: ProfileEvent) -> None:
+        from andreas.profiler.run import ProfileEventKind as Kind
+
         if self.progress is None:
             return
-        if e.kind == "plan":
+        if e.kind is Kind.PLAN:
             self.epochs = e.epochs
             self.task = self.progress.add_task("profiling", total=e.runs * e.epochs)
-        elif e.kind == "start":
+        elif e.kind is Kind.START:
             self.done_in_run = 0
             self.progress.update(self.task, description=f"{e.node} g={e.g}")
-        elif e.kind == "epoch":
+        elif e.kind is Kind.EPOCH:
             self.done_in_run += 1
             shown = f" {e.seconds:.1f} s" if e.seconds is not None else ""
             self.progress.update(self.task, advance=1,
                                  description=f"{e.node} g={e.g} epoch {e.epoch}/{e.epochs}"
                                              f"{shown}")
-        elif e.kind == "done":      # failed or short runs: count their missing epochs
+        elif e.kind is Kind.DONE:      # failed or short runs: count their missing epochs
             self.progress.update(self.task, advance=max(self.epochs - self.done_in_run, 0))
             self.done_in_run = self.epochs
 
@@ -260,8 +265,10 @@ def _print(app: str, results) -> None:
 
 def _print_levels(out: Any, r: Any) -> None:
     """One line per level run that failed, one line for the fitted levels."""
+    from andreas.profiler.run import RunStatus
+
     for run in r.level_runs:
-        if run.status != "ok":
+        if run.status is not RunStatus.OK:
             out.print(f"{r.node}: 1 GPU at {run.power_limit_w:g} W: {run.status}"
                       + (f": {run.error}" if run.error else ""), markup=False, highlight=False)
     if r.levels:

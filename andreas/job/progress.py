@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
 import re
 import sys
@@ -17,7 +18,16 @@ from .names import (DEFAULT_LOCAL_JOB_ID, ENV_EPOCHS, WHOLE_NUMBER, JobEnv,
 
 PROGRESS_MARKER = "ANDREAS-PROGRESS"
 PROGRESS_VERSION = 1
-EVENTS = ("start", "end")
+
+
+class EpochEvent(enum.StrEnum):
+    """What a progress line says of its epoch (``event=``; the line's text is the value)."""
+
+    START = "start"
+    END = "end"
+
+
+EVENTS = tuple(EpochEvent)
 
 _METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 _TIME = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
@@ -36,18 +46,18 @@ class ProgressEvent:
     job_id: str
     epoch: int
     of: int
-    event: str                  # "start" | "end"
+    event: EpochEvent
     t: float
     metrics: Mapping[str, float] = field(default_factory=dict, hash=False)
     version: int = PROGRESS_VERSION
 
     @property
     def is_start(self) -> bool:
-        return self.event == "start"
+        return self.event == EpochEvent.START
 
     @property
     def is_end(self) -> bool:
-        return self.event == "end"
+        return self.event == EpochEvent.END
 
     def line(self) -> str:
         return format_progress(self.job_id, self.epoch, self.of, self.event, t=self.t,
@@ -138,7 +148,8 @@ def _parse_progress(line: object) -> ProgressEvent | None:
     epoch, of = int(fields["epoch"]), int(fields["of"])
     if epoch < 1 or of < 1:
         return None
-    return ProgressEvent(job_id=fields["job"], epoch=epoch, of=of, event=fields["event"],
+    return ProgressEvent(job_id=fields["job"], epoch=epoch, of=of,
+                         event=EpochEvent(fields["event"]),
                          t=float(fields["t"]), metrics=metrics)
 
 
@@ -193,11 +204,11 @@ class EpochReporter:
 
     def start(self, epoch: int) -> float:
         """Print epoch ``epoch``'s start line; returns its time."""
-        return self._emit(epoch, "start", None)
+        return self._emit(epoch, EpochEvent.START, None)
 
     def end(self, epoch: int, metrics: Mapping[str, float] | None = None) -> float:
         """Print epoch ``epoch``'s end line (with metrics); returns its time."""
-        return self._emit(epoch, "end", metrics)
+        return self._emit(epoch, EpochEvent.END, metrics)
 
     @contextlib.contextmanager
     def epoch(self, epoch: int) -> Iterator[EpochProgress]:

@@ -30,7 +30,7 @@ from andreas.errors import AndreasError
 from andreas.infra import procs
 from andreas.store import lease as rows
 from andreas.store.engine import Engine, is_sqlite, sqlite_path
-from andreas.store.faults import describe, error_kind
+from andreas.store.faults import FaultKind, describe, error_kind
 from andreas.store.lease import LeaseLost
 
 log = logging.getLogger("andreas.manager")
@@ -241,7 +241,7 @@ def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | No
             raise
         except Exception as e:            # the database is away: keep waiting
             why = describe(e)
-            if error_kind(e) == "refused":
+            if error_kind(e) is FaultKind.REFUSED:
                 raise LockHeld(f"this database account may not take the manager lease "
                                f"({why}); run the manager with the manager's account "
                                "(`andreas db create-users`)") from None

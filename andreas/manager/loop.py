@@ -33,7 +33,7 @@ from andreas.manager.lock import LeaseLost, ManagerLock
 from andreas.manager.manager import Manager
 from andreas.manager.triggers import Trigger
 from andreas.store.engine import connect
-from andreas.store.faults import describe, error_kind
+from andreas.store.faults import FaultKind, describe, error_kind
 
 log = logging.getLogger("andreas.manager")
 
@@ -156,7 +156,7 @@ def run_loop(manager: Manager, stop: threading.Event, *, once: bool = False,
             except LeaseLost:
                 raise
             except Exception as e:
-                if error_kind(e) == "transient":
+                if error_kind(e) is FaultKind.TRANSIENT:
                     if not wait_for_database(manager, stop, lock, describe(e),
                                              mono=monotonic):
                         break

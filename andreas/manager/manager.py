@@ -44,7 +44,7 @@ from andreas.manager.triggers import Trigger
 from andreas.model import Config, Plan
 from andreas.store.decisions import add_decision, latest_decision
 from andreas.store.engine import Store
-from andreas.store.faults import error_kind
+from andreas.store.faults import FaultKind, error_kind
 from andreas.store.lease import LeaseLost
 from andreas.store.jobs import WAITING, fill_predicted_cost
 from andreas.store.models import NodeState
@@ -184,7 +184,7 @@ class Manager:
                 self.review = self.profiling.review(s, state, self.clock(),
                                                     unreachable=self.reconciler.unreachable)
         except Exception as e:       # profiling refines estimates, never blocks plans
-            if isinstance(e, LeaseLost) or error_kind(e) == "transient":
+            if isinstance(e, LeaseLost) or error_kind(e) is FaultKind.TRANSIENT:
                 raise
             log.exception("automatic profiling: review failed; planning without it")
             self.profiling.forget()
@@ -420,7 +420,7 @@ class Manager:
         except LeaseLost:
             raise
         except Exception as e:
-            if error_kind(e) == "transient":
+            if error_kind(e) is FaultKind.TRANSIENT:
                 self._defer(*triggers)
                 raise                         # the database is away: the loop probes it
             decision_id = None

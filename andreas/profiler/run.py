@@ -41,6 +41,7 @@ the levels' fit from the agent's samples (:mod:`andreas.profiler.levels`).
 
 from __future__ import annotations
 
+import enum
 import logging
 import queue
 import statistics
@@ -81,10 +82,28 @@ GRACE_S = 30.0                # SIGTERM -> kill of a profiling container
 JOB_REASON = PROFILE_RUN_REASON
 
 
+class RunStatus(enum.StrEnum):
+    """How one profiling container ended (printed and written by ``andreas profile``)."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"         # killed at the run's timeout: its epochs so far still count
+    FAILED = "failed"
+    SKIPPED = "skipped"         # too few free GPUs: no container
+
+
+class ProfileEventKind(enum.StrEnum):
+    """What a :class:`ProfileEvent` tells a display."""
+
+    PLAN = "plan"               # once: ``runs`` containers of ``epochs`` epochs
+    START = "start"             # a run's container starts
+    EPOCH = "epoch"             # an epoch of the run ended
+    DONE = "done"               # the run ended (its ``outcome``)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunOutcome:
     """One container: epoch durations in epoch order, those kept, their median, and how it
-    ended (``status``: ok | timeout | failed | skipped; ``error``: why, '' when ok)."""
+    ended (``status``; ``error``: why, '' when ok)."""
 
     node: str
     g: int
@@ -93,7 +112,7 @@ class RunOutcome:
     kept_s: tuple[float, ...] = ()
     median_s: float | None = None
     exit_code: int | None = None
-    status: str = "ok"
+    status: RunStatus = RunStatus.OK
     error: str = ""
     gpu_uuids: tuple[str, ...] = ()
     power_limit_w: float | None = None     # a level run's limit (None: the default)
@@ -115,10 +134,9 @@ class NodeProfile:
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileEvent:
-    """Progress for a display: ``plan`` (once: ``runs`` containers of ``epochs`` epochs),
-    ``start`` / ``epoch`` (an epoch ended) / ``done`` of one run."""
+    """Progress for a display: the plan once, then the start, epochs and end of each run."""
 
-    kind: str
+    kind: ProfileEventKind
     node: str
     g: int
     job_id: str
@@ -200,13 +218,14 @@ def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[st
                            env=dict(env), epochs=epochs, gpu_uuids=tuple(gpus),
                            fake_gpus=target.fake_gpus, grace_s=GRACE_S,
                            power_limit_w=power_limit_w)
-    on_event(ProfileEvent(kind="start", node=target.name, g=g, job_id=job_id, epochs=epochs))
+    on_event(ProfileEvent(kind=ProfileEventKind.START, node=target.name, g=g, job_id=job_id,
+                          epochs=epochs))
     try:
         cid = executor.start(target.ref, request)
     except (ImageNotFound, ImagePullFailed, ImageNotAllowed, NodeUnreachable):
         raise
     except ExecutorError as e:
-        return RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+        return RunOutcome(node=target.name, g=g, job_id=job_id, status=RunStatus.FAILED,
                           error=f"start: {e}")
     live.add(cid)
     events: list = []
@@ -240,8 +259,8 @@ def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[st
         if item.is_end and item.epoch not in seen_end:
             seen_end.add(item.epoch)
             _, so_far = durations(events, drop_warmup=False)
-            on_event(ProfileEvent(kind="epoch", node=target.name, g=g, job_id=job_id,
-                                  epoch=item.epoch, epochs=epochs,
+            on_event(ProfileEvent(kind=ProfileEventKind.EPOCH, node=target.name, g=g,
+                                  job_id=job_id, epoch=item.epoch, epochs=epochs,
                                   seconds=so_far[-1] if so_far else None))
     state = _exit_state(executor, target.ref, cid, EXIT_WAIT_S, sleep)
     if state is not None and state.running:
@@ -250,28 +269,28 @@ def run_one(executor: Executor, target: ProfilingNode, g: int, gpus: Sequence[st
     code = state.exit_code if state is not None else None
     all_s, kept = durations(events)
     if timed_out:
-        status, error = "timeout", f"timeout after {timeout_s:g} s, {len(all_s)} epochs"
+        status, error = RunStatus.TIMEOUT, f"timeout after {timeout_s:g} s, {len(all_s)} epochs"
     elif error or code != 0:
         tail = executor.log_tail(target.ref, cid, 5).strip().replace("\n", " | ")
-        status = "failed"
+        status = RunStatus.FAILED
         error = error or f"exit {code}" + (f": {tail}" if tail else "")
     elif not kept:
-        status, error = "failed", "exit 0 but no ANDREAS-PROGRESS epoch lines for this job"
+        status, error = RunStatus.FAILED, "exit 0 but no ANDREAS-PROGRESS epoch lines for this job"
     else:
-        status = "ok"
+        status = RunStatus.OK
     try:
         executor.remove(target.ref, cid)
         live.discard(cid)
     except ExecutorError:
         pass                                          # left for the caller's cleanup
-    usable = status in ("ok", "timeout") and bool(kept)
+    usable = status in (RunStatus.OK, RunStatus.TIMEOUT) and bool(kept)
     outcome = RunOutcome(node=target.name, g=g, job_id=job_id, epoch_s=all_s,
                          kept_s=kept if usable else (),
                          median_s=statistics.median(kept) if usable else None,
                          exit_code=code, status=status, error=error, gpu_uuids=tuple(gpus),
                          power_limit_w=power_limit_w, window_s=_window(events))
-    on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id, epochs=epochs,
-                          outcome=outcome))
+    on_event(ProfileEvent(kind=ProfileEventKind.DONE, node=target.name, g=g, job_id=job_id,
+                          epochs=epochs, outcome=outcome))
     return outcome
 
 
@@ -342,9 +361,9 @@ def profile_application(store: Store, executor: Executor, request: ProfileReques
                    on_event=on_event, sleep=sleep, live={t.name: set() for t in targets})
     results = []
     try:
-        on_event(ProfileEvent(kind="plan", node="", g=0, job_id="", epochs=request.epochs,
-                              runs=sum(len(t.counts) + max(len(levels[t.name]) - 1, 0)
-                                       for t in targets)))
+        runs = sum(len(t.counts) + max(len(levels[t.name]) - 1, 0) for t in targets)
+        on_event(ProfileEvent(kind=ProfileEventKind.PLAN, node="", g=0, job_id="",
+                              epochs=request.epochs, runs=runs))
         for target in targets:
             profile = _profile_node(store, executor, request, target, ctx,
                                     prior_serial=prior_serial or {})
@@ -368,11 +387,11 @@ def _one_run(store: Store, executor: Executor, request: ProfileRequest, target: 
     gpus = free_gpus(store, target, g)
     if gpus is None:
         job_id = profile_job_id(request.app, target.name, g, ctx.rng)
-        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="skipped",
+        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status=RunStatus.SKIPPED,
                              error=f"fewer than {g} free GPUs (production jobs hold them)",
                              power_limit_w=power_limit_w)
-        ctx.on_event(ProfileEvent(kind="done", node=target.name, g=g, job_id=job_id,
-                                  epochs=request.epochs, outcome=outcome))
+        ctx.on_event(ProfileEvent(kind=ProfileEventKind.DONE, node=target.name, g=g,
+                                  job_id=job_id, epochs=request.epochs, outcome=outcome))
         return outcome, False
     job_id = record_job(store, request, target, g, ctx.rng, now_s=ctx.clock())
     unreachable = False
@@ -383,7 +402,7 @@ def _one_run(store: Store, executor: Executor, request: ProfileRequest, target: 
                           live=ctx.live[target.name], sleep=ctx.sleep,
                           power_limit_w=power_limit_w)
     except NodeUnreachable as e:
-        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status="failed",
+        outcome = RunOutcome(node=target.name, g=g, job_id=job_id, status=RunStatus.FAILED,
                              error=str(e), power_limit_w=power_limit_w)
         unreachable = True
     except BaseException:

@@ -12,6 +12,7 @@ agent a sort by what to do about them (so no caller needs the driver's exception
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Iterator
 
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
@@ -27,6 +28,14 @@ TRANSIENT_CODES = frozenset({2002, 2003, 2005, 2006, 2013, 2055, 1040, 1053, 120
 REFUSED_CODES = frozenset({1044, 1045, 1049, 1142, 1143, 1146, 1054, 1227, 1370})
 
 
+class FaultKind(enum.StrEnum):
+    """What to do about a database error (the module docstring); logged as its value."""
+
+    TRANSIENT = "transient"
+    REFUSED = "refused"
+    DATA = "data"
+
+
 @contextlib.contextmanager
 def database_errors() -> Iterator[None]:
     """A database error inside becomes a one-line StoreError (``database error: …``)."""
@@ -36,28 +45,28 @@ def database_errors() -> Iterator[None]:
         raise StoreError(f"database error: {describe_error(e)}") from None
 
 
-def error_kind(e: BaseException) -> str | None:
+def error_kind(e: BaseException) -> FaultKind | None:
     """``transient`` | ``refused`` | ``data`` for an error the database raised; None for
     any other exception."""
     if isinstance(e, IntegrityError):
-        return "data"
+        return FaultKind.DATA
     if not isinstance(e, DBAPIError):
         return None
     if e.connection_invalidated or isinstance(e, InterfaceError):
-        return "transient"
+        return FaultKind.TRANSIENT
     code = error_code(e)
     if code in TRANSIENT_CODES:
-        return "transient"
+        return FaultKind.TRANSIENT
     if code in REFUSED_CODES:
-        return "refused"
+        return FaultKind.REFUSED
     text = str(getattr(e, "orig", e)).lower()
     if "database is locked" in text or "database is busy" in text:   # SQLite
-        return "transient"
+        return FaultKind.TRANSIENT
     if code is None and ("unable to open" in text or "disk i/o" in text or "readonly" in text):
-        return "refused"
+        return FaultKind.REFUSED
     if code is not None and code >= 2000:    # client-side: connection trouble
-        return "transient"
-    return "data"
+        return FaultKind.TRANSIENT
+    return FaultKind.DATA
 
 
 def describe(e: BaseException) -> str:
