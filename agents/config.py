@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from agents.spool import DEFAULT_MAX_BYTES, parse_size
-from andreas.config import mask_url, normal_path, read_toml
+from andreas.config import EXECUTOR_KINDS, mask_url, normal_path, read_toml
 from andreas.errors import InputError
 from andreas.infra.fileio import read_text_capped
 from andreas.infra.fields import Rule, check, rule
@@ -76,7 +76,7 @@ MAX_PERIOD_S = 3600.0              # heartbeats, windows, batches, back-off, shu
 MAX_BATCH_ROWS = 100_000
 # Kernel file systems: a spool there is a typo, and writes would fail or do harm.
 _NO_SPOOL_UNDER = ("/proc", "/sys", "/dev")
-ENGINES = ("docker", "slurm")
+ENGINES = EXECUTOR_KINDS          # andreas.config.ExecutorKind
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,7 @@ from typing import Any
 
 from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcContainers, attribute
 from agents.config import AgentConfig
-from agents.delivery import Delivery, Writer
+from agents.delivery import Delivery, DeliveryMode, Writer
 from agents.entries import heartbeat, to_entry
 from agents.fake_gpus import drive_fake
 from agents.fence import Fence, Verdicts
@@ -45,6 +45,7 @@ from agents.resume import Resume
 from agents.seams import GpuSource, HostSource, Tracker
 from agents.spool import Spool
 from agents.store_writer import StoreWriter
+from andreas.config import ExecutorKind
 from andreas.store.registry import NodeSpec, agent_engine
 from andreas.infra.backoff import Backoff
 from andreas.store.engine import is_sqlite, parse_url
@@ -238,7 +239,7 @@ class Agent:
                      "(spool full); %d outage(s)", s.written, s.spooled, s.replayed,
                      s.rejected, s.refused, s.outages)
             mark_down = getattr(self.writer, "mark_down", None)
-            if s.mode == "direct" and mark_down is not None:
+            if s.mode is DeliveryMode.DIRECT and mark_down is not None:
                 mark_down()
         elif self.spool is not None:          # start() failed before delivery took it over
             self.spool.close()
@@ -274,7 +275,7 @@ class Agent:
 
     def _tick(self, now_mono: float, now_wall: float) -> None:
         assert self.delivery is not None
-        if self.tracker is None and self.cfg.docker_url and self.cfg.engine == "docker" \
+        if self.tracker is None and self.cfg.docker_url and self.cfg.engine == ExecutorKind.DOCKER \
                 and now_mono >= self._docker_retry_at:
             self._start_tracker()
         containers, current = self._containers(now_mono)
@@ -368,7 +369,7 @@ class Agent:
         return current + ended, current
 
     def _start_tracker(self) -> None:
-        if self.cfg.engine == "slurm":
+        if self.cfg.engine == ExecutorKind.SLURM:
             from agents.slurm_jobs import SlurmJobTracker
 
             self.tracker = SlurmJobTracker(node=self.cfg.node_name, on_epoch=self._on_epoch,
@@ -409,7 +410,7 @@ class Agent:
 
     def _start_fence(self) -> None:
         """The fence thread (agents/fence.py): stale andreas containers here are stopped."""
-        if not self.cfg.docker_url or self.cfg.engine != "docker":
+        if not self.cfg.docker_url or self.cfg.engine != ExecutorKind.DOCKER:
             return
         verdicts = self._fence_verdicts
         if verdicts is None:

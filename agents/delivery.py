@@ -28,6 +28,7 @@ answers within ``shutdown_s``, otherwise spooled (fsync) for the next start.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import queue
@@ -57,6 +58,13 @@ class Writer(Protocol):
     def write(self, entries: Sequence[Entry], heartbeat_t: float | None = None) -> None: ...
 
 
+class DeliveryMode(enum.StrEnum):
+    """Where entries go now: straight to the database, or to the spool during an outage."""
+
+    DIRECT = "direct"
+    SPOOL = "spool"
+
+
 @dataclass
 class DeliveryStats:
     """Counters for logs, ``--check`` and tests (entries, not batches)."""
@@ -67,7 +75,7 @@ class DeliveryStats:
     rejected: int = 0         # refused by the database as data, set aside
     refused: int = 0          # not taken by a full spool: LOST (logged loudly)
     outages: int = 0          # switches from direct writes to the spool
-    mode: str = "direct"      # direct | spool
+    mode: DeliveryMode = DeliveryMode.DIRECT
     last_error: str | None = None
     stored_t: float | None = None   # the newest record time the database holds (metrics' lag)
 
@@ -102,7 +110,8 @@ class Delivery:
         self._failures = 0                  # failed writes in a row (the back-off's count)
         self._retry_at = 0.0
         self._error_logged: tuple[str, str] | None = None
-        self.stats = DeliveryStats(mode="spool" if spool.pending else "direct")
+        self.stats = DeliveryStats(mode=DeliveryMode.SPOOL if spool.pending
+                                   else DeliveryMode.DIRECT)
         self._rejected_path = Path(spool.directory) / REJECTED_FILE
 
     # ------------------------------------------------------------------ producers' side
@@ -137,11 +146,11 @@ class Delivery:
                 try:
                     if batch:
                         self._handle(batch)
-                    elif self.stats.mode == "spool" and self._clock() >= self._retry_at:
+                    elif self.stats.mode is DeliveryMode.SPOOL and self._clock() >= self._retry_at:
                         self._replay()
                 except Exception:
                     log.exception("delivery: unexpected error; the batch goes to the spool")
-                    self.stats.mode = "spool"
+                    self.stats.mode = DeliveryMode.SPOOL
                     self._retry_at = self._clock() + self.backoff.max_s
                     self._to_spool(batch)
                 if stop:
@@ -189,7 +198,7 @@ class Delivery:
         return out
 
     def _handle(self, batch: list[Entry]) -> None:
-        if self.stats.mode == "direct":
+        if self.stats.mode is DeliveryMode.DIRECT:
             try:
                 self._write(batch)
                 self.stats.written += len(batch)
@@ -227,7 +236,7 @@ class Delivery:
                 log.exception("delivery: the stored-records callback failed")
 
     def _enter_spool(self, e: DeliveryError) -> None:
-        self.stats.mode = "spool"
+        self.stats.mode = DeliveryMode.SPOOL
         self.stats.outages += 1
         self.stats.last_error = str(e)
         self._failures = 0
@@ -279,10 +288,10 @@ class Delivery:
                     return False
             self.spool.commit(chunk[-1][0])
             self.stats.replayed += done
-        if self.stats.mode == "spool":
+        if self.stats.mode is DeliveryMode.SPOOL:
             log.info("database back: the spool is delivered in order (%d record(s) in all); "
                      "direct writes resumed", self.stats.replayed)
-        self.stats.mode = "direct"
+        self.stats.mode = DeliveryMode.DIRECT
         self._failures = 0
         return True
 
@@ -325,7 +334,7 @@ class Delivery:
         """Everything still queued: to the database if it answers in time, else spooled."""
         rest = self._data(self._drain())
         deadline = self._clock() + self.shutdown_s
-        if self.stats.mode == "spool" and self.spool.pending:
+        if self.stats.mode is DeliveryMode.SPOOL and self.spool.pending:
             if rest:
                 self._to_spool(rest)
                 rest = []
@@ -333,7 +342,7 @@ class Delivery:
             while self._clock() < deadline and not self._replay():
                 time.sleep(min(0.5, max(0.0, deadline - self._clock())))
         if rest or self._heartbeat is not None:
-            if self.stats.mode == "direct":
+            if self.stats.mode is DeliveryMode.DIRECT:
                 try:
                     self._write(rest)
                     self.stats.written += len(rest)

@@ -17,6 +17,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agents.delivery import DeliveryMode
 from agents.meter import MeterView
 
 MJ_PER_J = 1000.0
@@ -170,7 +171,7 @@ class AgentCollector(Collector):
         spooling = GaugeMetricFamily("andreas_delivery_spooling", "1 while the database "
                                      "is unreachable and records go to the spool.",
                                      labels=["node"])
-        spooling.add_metric([node], 1.0 if s.mode == "spool" else 0.0)
+        spooling.add_metric([node], 1.0 if s.mode is DeliveryMode.SPOOL else 0.0)
         yield from (lag, records, spooling)
 
     def _fence_metrics(self) -> Iterator[Metric]:

@@ -26,6 +26,7 @@ sensitive host paths refused here, once, when the file is loaded
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import shlex
@@ -56,7 +57,16 @@ LOCK_CHOICES = ("wait", "exit")
 # Upper bounds of the settings: a value past them is a typo, and would hang a
 # loop, overflow a column or make a job impossible to stop.
 MAX_CONFIG_BYTES = 1 << 20
-EXECUTOR_KINDS = ("docker", "slurm")
+
+
+class ExecutorKind(enum.StrEnum):
+    """What runs the jobs (``[executor] kind``; the agent's ``engine`` follows the same)."""
+
+    DOCKER = "docker"
+    SLURM = "slurm"
+
+
+EXECUTOR_KINDS = tuple(ExecutorKind)
 _SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 # sbatch options andreas sets for every attempt (or must never set: --deadline cancels a
 # job at its due date, andreas plans around due dates instead): refused in sbatch_args.
@@ -314,7 +324,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                     executor=executor,
                     report=_section(ReportSettings, data, "report", path),
                     profiler=_section(ProfilerSettings, data, "profiler", path),
-                    power=_power(data.get("power", {}), path, executor.kind == "slurm"))
+                    power=_power(data.get("power", {}), path, executor.kind == ExecutorKind.SLURM))
 
 
 def _section(cls: type, data: Mapping[str, Any], name: str, path: Path,
@@ -365,7 +375,7 @@ def _executor(raw: Mapping[str, Any], path: Path) -> ExecutorSettings:
         raise InputError(f"{path}: [executor] slurm must be a table ([executor.slurm])",
                          field="executor.slurm")
     settings = _section(ExecutorSettings, {"executor": table}, "executor", path)
-    settings = replace(settings, slurm=_slurm(slurm_raw, path, settings.kind == "slurm"))
+    settings = replace(settings, slurm=_slurm(slurm_raw, path, settings.kind == ExecutorKind.SLURM))
     check_executor(settings, f"{path}: [executor]")
     return settings
 

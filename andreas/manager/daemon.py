@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from andreas.config import ManagerSettings, Settings
+from andreas.config import ExecutorKind, ManagerSettings, Settings
 from andreas.executor.base import Executor
 from andreas.infra.fields import check_field
 from andreas.infra.nudge import Listener, listen
@@ -53,7 +53,7 @@ def make_executor(settings: Settings, *, dry_run: bool) -> Executor:
         from andreas.executor.dryrun import DryRunExecutor
 
         return DryRunExecutor(settings=settings.executor)
-    if settings.executor.kind == "slurm":
+    if settings.executor.kind == ExecutorKind.SLURM:
         from andreas.errors import InputError
         from andreas.executor.errors import ExecutorError
         from andreas.executor.slurm import SlurmExecutor
