@@ -55,7 +55,7 @@ def _owning_distributions(module_file: str, top_level: str) -> list[tuple[str, s
     return owners
 
 
-def check_bindings(nvml: Any, *,
+def check_bindings(nvml: object, *,
                    owners: Callable[[str, str], list[tuple[str, str]]] = _owning_distributions
                    ) -> BindingsCheck:
     """Tell NVIDIA's ``nvidia-ml-py`` from the unofficial ``pynvml`` distribution.

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.attribution import ContainerJob, JobEnergyWindows, Mismatch, ProcContainers, attribute
 from agents.config import AgentConfig
@@ -40,7 +40,9 @@ from agents.entries import heartbeat, to_entry
 from agents.fake_gpus import drive_fake
 from agents.fence import Fence, Verdicts
 from agents.meter import Meter
-from agents.records import GpuGap, GpuSample
+from agents.bindings import NvmlModule
+from agents.epochs import ContainerExit, ContainerInfo
+from agents.records import EpochRecord, GpuGap, GpuSample
 from agents.resume import Resume
 from agents.seams import GpuSource, HostSource, Tracker
 from agents.spool import Spool
@@ -49,6 +51,10 @@ from andreas.config import ExecutorKind
 from andreas.store.registry import NodeSpec, agent_engine
 from andreas.infra.backoff import Backoff
 from andreas.store.engine import is_sqlite, parse_url
+
+if TYPE_CHECKING:                   # both imported on use
+    from agents.nvml_fake import FakeNvml
+    from agents.powerlimits import LimitApplier
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +104,8 @@ class Agent:
 
     def __init__(self, cfg: AgentConfig, *, gpu_sampler: GpuSource | None = None,
                  host_sampler: HostSource | None = None,
-                 fake: Any = None, writer: Writer | None = None, spool: Spool | None = None,
+                 fake: FakeNvml | None = None, writer: Writer | None = None,
+                 spool: Spool | None = None,
                  tracker_factory: Callable[..., Tracker] | None = None,
                  docker_client_factory: Callable[[str], Any] | None = None,
                  pid_container: Callable[[int], str | None] | None = None,
@@ -121,7 +128,8 @@ class Agent:
         self.stats = AgentStats()
         self.meter = Meter()               # totals for the metrics exporter (agents/exporter.py)
         self.started_wall = wall()
-        self._events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[tuple[str, ContainerInfo | ContainerExit]] = \
+            queue.SimpleQueue()
         self._running: dict[str, _Running] = {}
         self._spec: NodeSpec | None = None
         self._spec_key: tuple | None = None
@@ -140,7 +148,7 @@ class Agent:
         self._fence_stop = threading.Event()
         self._fence_thread: threading.Thread | None = None
         self._last_clock: tuple[float, float] | None = None
-        self.limits: Any = None              # agents/powerlimits.LimitApplier
+        self.limits: LimitApplier | None = None
         self._limits_thread: threading.Thread | None = None
         self._current: list[ContainerJob] = []
 
@@ -453,14 +461,14 @@ class Agent:
                                                name="andreas-powerlimits", daemon=True)
         self._limits_thread.start()
 
-    def _on_epoch(self, record: Any) -> None:
+    def _on_epoch(self, record: EpochRecord) -> None:
         assert self.delivery is not None
         self.delivery.put(to_entry(record))
 
-    def _on_start(self, info: Any) -> None:
+    def _on_start(self, info: ContainerInfo) -> None:
         self._events.put(("start", info))
 
-    def _on_exit(self, info: Any) -> None:
+    def _on_exit(self, info: ContainerExit) -> None:
         self._events.put(("exit", info))
 
     def _drive_fake(self, current: list[ContainerJob]) -> None:
@@ -512,7 +520,7 @@ class Agent:
     def _make_gpu_sampler(self) -> GpuSource:
         from agents.gpu import GpuSampler
 
-        nvml: Any
+        nvml: NvmlModule
         if self.cfg.fake_gpus:
             from agents.nvml_fake import make_fake_nvml
 

@@ -11,14 +11,22 @@ docs/METRICS.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from agents.delivery import DeliveryMode
 from agents.meter import MeterView
+
+if TYPE_CHECKING:
+    from agents.daemon import Agent, AgentStats
+    from agents.delivery import Delivery
+    from agents.fence import Fence
+    from agents.meter import Meter
+    from agents.records import GpuInfo
+    from agents.spool import Spool
 
 MJ_PER_J = 1000.0
 
@@ -33,11 +41,11 @@ class AgentCollector(Collector):
     the lag is measured on; ``started_wall``: the lag's origin before anything was stored.
     """
 
-    def __init__(self, *, node: str, meter: Any, inventory: Callable[[], Any],
-                 unhealthy: Callable[[], frozenset[str]], stats: Any,
-                 delivery: Callable[[], Any], spool: Callable[[], Any],
+    def __init__(self, *, node: str, meter: Meter, inventory: Callable[[], Sequence[GpuInfo]],
+                 unhealthy: Callable[[], frozenset[str]], stats: AgentStats,
+                 delivery: Callable[[], Delivery | None], spool: Callable[[], Spool | None],
                  wall: Callable[[], float], started_wall: float,
-                 fence: Callable[[], Any] = lambda: None) -> None:
+                 fence: Callable[[], Fence | None] = lambda: None) -> None:
         self.node = node
         self.meter = meter
         self.inventory = inventory
@@ -82,15 +90,15 @@ class AgentCollector(Collector):
         limit = GaugeMetricFamily("andreas_gpu_power_limit_watts", "The GPU's power limit "
                                   "in force, as andreas-powerd read it back (docs/"
                                   "power-limits.md).", labels=labels)
-        for g in view.gpus:
-            gpu = gpus.get(g.uuid)
-            index = str(gpu.index) if gpu is not None else g.uuid
-            if g.power_w is not None:
-                power.add_metric([node, index], g.power_w)
-            energy.add_metric([node, index], g.energy_mj / MJ_PER_J)
-            gaps.add_metric([node, index], float(g.gaps))
-            if g.power_limit_w is not None:
-                limit.add_metric([node, index], g.power_limit_w)
+        for seen in view.gpus:
+            gpu = gpus.get(seen.uuid)
+            index = str(gpu.index) if gpu is not None else seen.uuid
+            if seen.power_w is not None:
+                power.add_metric([node, index], seen.power_w)
+            energy.add_metric([node, index], seen.energy_mj / MJ_PER_J)
+            gaps.add_metric([node, index], float(seen.gaps))
+            if seen.power_limit_w is not None:
+                limit.add_metric([node, index], seen.power_limit_w)
         yield from (info, up, power, energy, gaps, limit)
 
     def _host_metrics(self, view: MeterView) -> Iterator[Metric]:
@@ -194,7 +202,7 @@ class AgentCollector(Collector):
         yield from (stops, fenced)
 
 
-def agent_collector(agent: Any) -> AgentCollector:
+def agent_collector(agent: Agent) -> AgentCollector:
     """The collector of a started :class:`agents.daemon.Agent`."""
     return AgentCollector(
         node=agent.cfg.node_name, meter=agent.meter,

@@ -44,7 +44,7 @@ from typing import Any
 
 import pynvml
 
-from agents.bindings import BindingsCheck, check_bindings
+from agents.bindings import BindingsCheck, NvmlModule, check_bindings
 from agents.records import GpuGap, GpuInfo, GpuSample
 from andreas.infra.backoff import Backoff
 from andreas.errors import AndreasError
@@ -115,9 +115,9 @@ class GpuSampler:
     :class:`GpuGap` (at most one per ``min_interval_s``) while the GPU cannot be read.
     """
 
-    def __init__(self, nvml: Any = pynvml, *, min_interval_s: float = 1.0,
+    def __init__(self, nvml: NvmlModule = pynvml, *, min_interval_s: float = 1.0,
                  backoff_initial_s: float = 2.0, backoff_max_s: float = 300.0,
-                 check: Callable[[Any], BindingsCheck] = check_bindings) -> None:
+                 check: Callable[[object], BindingsCheck] = check_bindings) -> None:
         self._nvml = nvml
         self.min_interval_s = float(min_interval_s)
         self.backoff = Backoff(initial_s=float(backoff_initial_s), max_s=float(backoff_max_s))

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agents.attribution import JobShare
-from agents.delivery import DeliveryStats
+from agents.delivery import DeliveryMode, DeliveryStats
 from agents.exporter import AgentCollector
 from agents.meter import Meter
 from agents.records import GpuGap, GpuInfo, GpuSample, HostSample
@@ -136,7 +136,7 @@ def test_energy_counters_never_go_down_and_jobs_expire():
 
 def test_spool_and_delivery_lag():
     stats = DeliveryStats(written=10, spooled=5, replayed=3, rejected=1, refused=2,
-                          mode="spool", stored_t=990.0)
+                          mode=DeliveryMode.SPOOL, stored_t=990.0)
     m = scrape(agent_collector(Meter(), delivery=FakeDelivery(stats), spool=FakeSpool()))
     assert m["andreas_spool_bytes"][0].value == 4096
     assert m["andreas_spool_max_bytes"][0].value == 1 << 20
