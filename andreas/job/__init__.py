@@ -46,7 +46,7 @@ from .names import (DEFAULT_LOCAL_JOB_ID, ENV_CHECKPOINT_DIR, ENV_EPOCHS, ENV_JO
                     ENV_RESTART_COUNT, EXIT_DONE, EXIT_KILLED, EXIT_PREEMPTED, LABEL_ATTEMPT,
                     LABEL_GPUS, LABEL_JOB, JobEnv, JobLabels, container_labels,
                     job_environment, job_labels, valid_job_id)
-from .progress import (EVENTS, PROGRESS_MARKER, PROGRESS_VERSION, EpochEvent, EpochProgress,
+from .progress import (EVENTS, PROGRESS_MARKER, PROGRESS_VERSION, EpochBoundary, EpochProgress,
                        EpochReporter, ProgressEvent, format_progress, parse_progress)
 from .signals import GracefulStop
 
@@ -54,7 +54,7 @@ __all__ = [
     "DEFAULT_LOCAL_JOB_ID", "ENV_CHECKPOINT_DIR", "ENV_EPOCHS", "ENV_JOB_ID",
     "ENV_RESTART_COUNT", "EVENTS", "EXIT_DONE", "EXIT_KILLED", "EXIT_PREEMPTED",
     "LABEL_ATTEMPT", "LABEL_GPUS", "LABEL_JOB", "MANIFEST_FORMAT", "MANIFEST_NAME",
-    "PROGRESS_MARKER", "PROGRESS_VERSION", "Checkpoint", "EpochEvent", "EpochProgress",
+    "PROGRESS_MARKER", "PROGRESS_VERSION", "Checkpoint", "EpochBoundary", "EpochProgress",
     "EpochReporter", "GracefulStop", "JobEnv", "JobLabels", "KerasProgressCallback",
     "LightningProgressCallback", "ProgressEvent", "atomic_write", "checkpoint_name",
     "completed_epochs", "container_labels", "format_progress", "job_environment",

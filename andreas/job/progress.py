@@ -20,14 +20,14 @@ PROGRESS_MARKER = "ANDREAS-PROGRESS"
 PROGRESS_VERSION = 1
 
 
-class EpochEvent(enum.StrEnum):
+class EpochBoundary(enum.StrEnum):
     """What a progress line says of its epoch (``event=``; the line's text is the value)."""
 
     START = "start"
     END = "end"
 
 
-EVENTS = tuple(EpochEvent)
+EVENTS = tuple(EpochBoundary)
 
 _METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 _TIME = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
@@ -46,18 +46,18 @@ class ProgressEvent:
     job_id: str
     epoch: int
     of: int
-    event: EpochEvent
+    event: EpochBoundary
     t: float
     metrics: Mapping[str, float] = field(default_factory=dict, hash=False)
     version: int = PROGRESS_VERSION
 
     @property
     def is_start(self) -> bool:
-        return self.event == EpochEvent.START
+        return self.event == EpochBoundary.START
 
     @property
     def is_end(self) -> bool:
-        return self.event == EpochEvent.END
+        return self.event == EpochBoundary.END
 
     def line(self) -> str:
         return format_progress(self.job_id, self.epoch, self.of, self.event, t=self.t,
@@ -149,7 +149,7 @@ def _parse_progress(line: object) -> ProgressEvent | None:
     if epoch < 1 or of < 1:
         return None
     return ProgressEvent(job_id=fields["job"], epoch=epoch, of=of,
-                         event=EpochEvent(fields["event"]),
+                         event=EpochBoundary(fields["event"]),
                          t=float(fields["t"]), metrics=metrics)
 
 
@@ -204,11 +204,11 @@ class EpochReporter:
 
     def start(self, epoch: int) -> float:
         """Print epoch ``epoch``'s start line; returns its time."""
-        return self._emit(epoch, EpochEvent.START, None)
+        return self._emit(epoch, EpochBoundary.START, None)
 
     def end(self, epoch: int, metrics: Mapping[str, float] | None = None) -> float:
         """Print epoch ``epoch``'s end line (with metrics); returns its time."""
-        return self._emit(epoch, EpochEvent.END, metrics)
+        return self._emit(epoch, EpochBoundary.END, metrics)
 
     @contextlib.contextmanager
     def epoch(self, epoch: int) -> Iterator[EpochProgress]:
