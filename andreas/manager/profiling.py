@@ -52,7 +52,7 @@ from andreas.store.epochs import ProfilingRun, profiling_runs
 from andreas.store.errors import TransitionConflict
 from andreas.store.jobs import WAITING, record, transition
 from andreas.store.models import JobState, NodeState
-from andreas.store.profiles import WARMUP_MIN_EPOCHS, upsert_profiles
+from andreas.store.profiles import WARMUP_MIN_EPOCHS, ProfileSource, upsert_profiles
 from andreas.store.read import JobView, NodeView
 
 log = logging.getLogger("andreas.manager")
@@ -339,10 +339,11 @@ class Profiling:
         fit = fit_amdahl([g for g, _ in points], [d for _, d in points],
                          prior_serial_fraction=prior_serial_fraction(prior, app))
         upsert_profiles(s, [dict(application=app, gpu_type=gpu_type, gpus=g,
-                                 epoch_time_s=float(statistics.median(ds)), source="profiler",
+                                 epoch_time_s=float(statistics.median(ds)),
+                                 source=ProfileSource.PROFILER,
                                  samples=len(ds), updated_s=now_s)
                             for g, ds in sorted(kept.items()) if ds])
-        write_model(s, app, gpu_type, fit, source="profiler", now_s=now_s)
+        write_model(s, app, gpu_type, fit, source=ProfileSource.PROFILER, now_s=now_s)
         error = ("unknown (one GPU count)" if fit.mape is None
                  else f"{100 * fit.mape:.1f}%")
         log.info("profiled application %s on %s: %s; t1 %.3g s, serial fraction %.2f, "

@@ -16,9 +16,9 @@ import logging
 import statistics
 from collections.abc import Sequence
 
-from andreas.powerfit import FittedLevel, Point, fit_levels
+from andreas.powerfit import MEASURED, FittedLevel, Point, fit_levels
 from andreas.store.nodes import Db
-from andreas.store.profiles import mean_gpu_power, upsert_levels
+from andreas.store.profiles import ProfileSource, mean_gpu_power, upsert_levels
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ def store_levels(db: Db, app: str, gpu_type: str, levels_w: Sequence[float],
     base = fitted[0].epoch_s
     upsert_levels(db, [dict(application=app, gpu_type=gpu_type, limit_w=f.limit_w,
                             time_factor=f.epoch_s / base, gpu_power_w=f.power_w,
-                            source="profiler" if f.source == "measured" else "fit",
+                            source=(ProfileSource.PROFILER if f.source == MEASURED
+                                    else ProfileSource.FIT),
                             updated_s=now_s) for f in fitted])
     log.info("profiled power levels of %s on %s: %s", app, gpu_type, ", ".join(
         f"{f.limit_w:g} W x{f.epoch_s / base:.3f} {f.power_w:.0f} W" for f in fitted))

@@ -68,7 +68,7 @@ from andreas.store.profiles import latest_gpu_sample_s
 from andreas.profiler.store import write_model
 from andreas.store.engine import Store
 from andreas.store.models import JobState
-from andreas.store.profiles import PROFILE_RUN_REASON, upsert_profiles
+from andreas.store.profiles import PROFILE_RUN_REASON, ProfileSource, upsert_profiles
 from andreas.store.submissions import NewJob, insert_job, job_exists, record_run_end
 
 log = logging.getLogger(__name__)
@@ -431,9 +431,11 @@ def _profile_node(store: Store, executor: Executor, request: ProfileRequest,
         with store.session() as s:
             upsert_profiles(s, [dict(application=request.app, gpu_type=target.gpu_type,
                                      gpus=r.g, epoch_time_s=float(r.median_s),
-                                     source="profiler", samples=len(r.kept_s), updated_s=now)
+                                     source=ProfileSource.PROFILER, samples=len(r.kept_s),
+                                     updated_s=now)
                                 for r in runs if r.median_s is not None])
-            write_model(s, request.app, target.gpu_type, fit, source="profiler", now_s=now)
+            write_model(s, request.app, target.gpu_type, fit, source=ProfileSource.PROFILER,
+                        now_s=now)
     return NodeProfile(node=target.name, gpu_type=target.gpu_type,
                        max_gpus=len(target.usable), runs=tuple(runs), fit=fit)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from andreas.profiler.fit import (MODEL, AmdahlFit, fit_amdahl, prior_serial_fraction,
                                   recency_weights, weighted_median)
 from andreas.store.nodes import Db
-from andreas.store.profiles import (ModelRow, profiler_points, recent_epochs, upsert_model,
-                                    upsert_profiles)
+from andreas.store.profiles import (ModelRow, ProfileSource, profiler_points,
+                                    recent_epochs, upsert_model, upsert_profiles)
 
 DEFAULT_HALF_LIFE_S = 7 * 24 * 3600.0
 MAX_EPOCHS_PER_CONFIG = 200      # newest epochs read per (application, type, g)
@@ -89,9 +89,9 @@ def refresh_models(db: Db, now_s: float, *,
         upsert_profiles(db, [dict(
             application=app, gpu_type=gpu_type, gpus=g,
             epoch_time_s=weighted_median([ys[i] for i in by_g[g]], [ws[i] for i in by_g[g]]),
-            source="measured", samples=len(by_g[g]), updated_s=float(now_s))
+            source=ProfileSource.MEASURED, samples=len(by_g[g]), updated_s=float(now_s))
             for g in measured])
-        write_model(db, app, gpu_type, fit, source="measured", now_s=now_s)
+        write_model(db, app, gpu_type, fit, source=ProfileSource.MEASURED, now_s=now_s)
         out.append(Refreshed(app=app, gpu_type=gpu_type, fit=fit,
                              measured_gpus=tuple(measured), epochs=len(points)))
     return out

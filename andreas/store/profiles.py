@@ -9,6 +9,7 @@ duplicate: the later one wins.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,17 @@ from andreas.store.chunks import chunks
 from andreas.store.models import (AppLevel, AppModel, AppProfile, EpochEvent, Job, JobAttempt,
                                   PowerSample)
 from andreas.store.nodes import Db
+
+
+
+class ProfileSource(enum.StrEnum):
+    """Where an ``app_profiles``, ``app_models`` or ``app_levels`` row came from (the
+    stored ``source``)."""
+
+    PROFILER = "profiler"       # profiling runs: ``andreas profile``, the manager's own
+    MEASURED = "measured"       # production epochs (andreas.profiler.store)
+    FIT = "fit"                 # a power level fitted where none was measured
+
 
 # The ``jobs.reason`` of the rows ``andreas profile`` writes for its containers (they have
 # no attempt rows); their first epoch is warm-up, like a profiling attempt's.
@@ -145,7 +157,8 @@ def profiler_points(db: Db, applications: Iterable[str]) -> list[ProfilerPoint]:
             for a, t, g, s, n, u in _conn(db).execute(
                 select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
                        AppProfile.epoch_time_s, AppProfile.samples, AppProfile.updated_s)
-                .where(AppProfile.application.in_(apps), AppProfile.source == "profiler"))]
+                .where(AppProfile.application.in_(apps),
+                       AppProfile.source == ProfileSource.PROFILER))]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,7 +189,8 @@ def app_profiles(db: Db, apps: Sequence[str]) -> dict[tuple[str, str, int], Prof
                 select(AppProfile.application, AppProfile.gpu_type, AppProfile.gpus,
                        AppProfile.epoch_time_s, AppProfile.source, AppProfile.samples)
                 .where(AppProfile.application.in_(chunk))):
-            out[(a, t, int(g))] = ProfileRow(epoch_time_s=float(s), source=src or "profiler",
+            out[(a, t, int(g))] = ProfileRow(epoch_time_s=float(s),
+                                             source=src or ProfileSource.PROFILER,
                                              samples=int(n or 0))
     return out
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from andreas.job.names import LABEL_POWER_LIMIT, container_labels, job_labels
 from andreas.profiler.run import ProfileRequest, profile_application
-from andreas.store.models import Gpu
+from andreas.store.models import AppLevel, AppModel, AppProfile, Gpu
 from andreas.store.nodes import set_power_caps
-from andreas.store.profiles import app_levels
+from andreas.store.profiles import ProfileSource, app_levels
 from andreas.store.samples import PowerRow, insert_power_samples
 from tests.manager.helpers import add_node
 from tests.profiler.fakes import ScriptedExecutor
@@ -74,6 +74,10 @@ def test_each_level_is_run_at_its_limit_and_the_curve_stored(pstore):
     assert rows[125.0].source == "fit" and rows[125.0].time_factor > AT[150.0][0]
     assert rows[125.0].gpu_power_w < AT[150.0][1]
     assert [f.limit_w for f in result.levels] == list(LEVELS)
+    with pstore.session() as s:                # every stored source reads back as one
+        stored = {v for table in (AppProfile, AppModel, AppLevel)
+                  for v in s.execute(select(table.source).distinct()).scalars()}
+    assert {ProfileSource(v) for v in stored} == {ProfileSource.PROFILER, ProfileSource.FIT}
 
 
 def test_no_level_runs_where_limits_cannot_be_set_or_are_not_wanted(pstore):
