@@ -53,7 +53,16 @@ ENV_DB_URL = "ANDREAS_DB_URL"
 ENV_DB_PASSWORD_FILE = "ANDREAS_DB_PASSWORD_FILE"
 
 _SECTIONS = ("store", "manager", "executor", "report", "profiler", "power")
-LOCK_CHOICES = ("wait", "exit")
+
+
+class LockMode(enum.StrEnum):
+    """What a manager does while another holds the lease (``[manager] lock``)."""
+
+    WAIT = "wait"               # a standby: take over when the lease is free
+    EXIT = "exit"               # refuse to start
+
+
+LOCK_CHOICES = tuple(LockMode)
 # Upper bounds of the settings: a value past them is a typo, and would hang a
 # loop, overflow a column or make a job impossible to stop.
 MAX_CONFIG_BYTES = 1 << 20

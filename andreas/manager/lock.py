@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from andreas.config import LockMode
 from andreas.errors import AndreasError
 from andreas.infra import procs
 from andreas.store import lease as rows
@@ -223,7 +224,7 @@ def make_lock(engine: Engine, *, ttl_s: float = LEASE_S) -> Lease | ProcessLock:
     return Lease(engine, ttl_s=ttl_s)
 
 
-def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | None = None,
+def acquire(lock: ManagerLock, mode: str = LockMode.WAIT, *, stop: threading.Event | None = None,
             step_s: float = 2.0) -> bool:
     """Take the lease: at once, or (``wait``) once its holder lets go; False if ``stop``
     was set while waiting. ``exit`` mode raises LockHeld naming the holder. A waiting
@@ -245,7 +246,7 @@ def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | No
                 raise LockHeld(f"this database account may not take the manager lease "
                                f"({why}); run the manager with the manager's account "
                                "(`andreas db create-users`)") from None
-            if mode == "exit":
+            if mode == LockMode.EXIT:
                 raise
             if down is None:
                 log.warning("standby: the database does not answer (%s); still waiting for "
@@ -256,7 +257,7 @@ def acquire(lock: ManagerLock, mode: str = "wait", *, stop: threading.Event | No
                 log.info("standby: the database answers again; the manager lease is held "
                          "by %s", holder)
                 down = None
-            if mode == "exit":
+            if mode == LockMode.EXIT:
                 raise LockHeld(f"another manager holds the manager lease ({holder}); not "
                                "starting ([manager] lock = 'exit')")
             if not waiting:
