@@ -144,8 +144,8 @@ def create_users_cmd(do_apply: bool, prefix: str, account_host: str, roles: tupl
     if not do_apply:
         if is_sqlite(url) and database is None:
             database = "andreas"
-        target = database or url.database
-        if target is None:
+        target = database or url.database    # parse_url refuses a server URL without one
+        if target is None:                     # (an in-memory SQLite URL and --database '')
             raise InputError(f"database URL {mask_url(url)!r} names no database: give "
                              "--database")
         click.echo(accounts.setup_script(target, prefix, account_host, roles,
