@@ -40,9 +40,9 @@ class Tracker(Protocol):
     """The jobs' containers and their epochs (:class:`agents.tracker.EpochTracker`,
     :class:`agents.slurm_jobs.SlurmJobTracker`)."""
 
-    client: Any
+    client: Any                       # the Docker SDK's client (untyped); Slurm: None
 
-    def start(self) -> Any: ...
+    def start(self) -> object: ...      # (the tracker itself; unused)
 
     def stop(self, timeout: float = 10.0) -> None: ...
 
