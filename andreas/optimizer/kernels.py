@@ -22,12 +22,15 @@ The objective of a row is computed from its final assignment with the same defin
 as ``andreas.costs.evaluate`` (tests hold them equal).
 
 The kernels read the problem as one structure, ``problem.KernelArrays`` (built once per
-problem), a batch's rows as ``Rows`` and write ``RowsOut``: numba passes a NamedTuple of
-arrays as its fields, so this costs nothing at run time. A row's own state is a ``_Row``.
+problem), a batch's rows as ``Rows`` and write ``RowsOut``. A compiled call counts a
+reference up and down for every array of the structures it is given, so a row's stages
+take small views of the problem (``_Fit``, ``_Sizing``, ``_Costs``, ``_Moves``) and one
+row state (``_Row``), all made once per batch.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
@@ -81,6 +84,34 @@ class _Row(NamedTuple):
     is_open: np.ndarray
     placed: np.ndarray      # (J,)
     counters: np.ndarray    # (3,) nodes opened, closed nodes left, free GPUs on open nodes
+
+
+# What each stage of a row reads of the problem: ``KernelArrays`` fields of the same names
+# (numba compiles a helper for the structure it is given, so its body reads ``a.cfg_g``
+# from either). A call counts a reference up and down per array of its structures, so the
+# stages take these views, made once per batch, not the whole problem (30 arrays).
+_Fit = namedtuple("_Fit", "cloud runnable cfg_group cfg_g cfg_class pack_class class_gpus "
+                 "group_nodes group_count")            # _place_queue, _work_conserving
+_Sizing = namedtuple("_Sizing", "class_gpus class_group class_cost_h group_cheapest group_best "
+                     "cfg_g cfg_index runnable t_energy")   # _downsize and what it calls
+_Costs = namedtuple("_Costs", "cloud mu class_gpus class_cost_h cfg_index cfg_g t_energy rank "
+                    "job_cost fbar_term post_cost")        # evaluate_row
+_Moves = namedtuple("_Moves", "node_class run_node run_cfg cfg_base mv_same mv_change "
+                    "mv_stop")                             # move_cost_row
+
+
+@njit(cache=True, nogil=True)
+def _views(a):
+    """The stages' views of the problem ``a``."""
+    fit = _Fit(a.cloud, a.runnable, a.cfg_group, a.cfg_g, a.cfg_class, a.pack_class,
+               a.class_gpus, a.group_nodes, a.group_count)
+    sizing = _Sizing(a.class_gpus, a.class_group, a.class_cost_h, a.group_cheapest,
+                     a.group_best, a.cfg_g, a.cfg_index, a.runnable, a.t_energy)
+    costs = _Costs(a.cloud, a.mu, a.class_gpus, a.class_cost_h, a.cfg_index, a.cfg_g,
+                   a.t_energy, a.rank, a.job_cost, a.fbar_term, a.post_cost)
+    moves = _Moves(a.node_class, a.run_node, a.run_cfg, a.cfg_base, a.mv_same, a.mv_change,
+                   a.mv_stop)
+    return fit, sizing, costs, moves
 
 
 @njit(cache=True, nogil=True)
@@ -317,30 +348,40 @@ def move_cost_row(a, node_of, cfg_of):
 
 
 @njit(cache=True, nogil=True)
-def _new_row(a, node_of, cfg_of):
+def _new_row(a, n_jobs):
+    """Room for one row's state, reused by every row of a batch (``_clear_row``)."""
+    n, lists = a.node_class.shape[0], (a.group_count.shape[0], a.class_cost_h.shape[1])
+    return _Row(np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_),
+                np.empty(n, np.int64), np.empty(lists, np.int64), np.empty(lists, np.int64),
+                np.empty(n, np.int64), np.empty(lists[0], np.int64), np.empty(n, np.bool_),
+                np.empty(n_jobs, np.bool_), np.empty(3, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _clear_row(st, cloud, node_class, node_of, cfg_of):
     """An empty row: every node closed (on premise each keeps its class), no job placed."""
-    n_nodes, n_jobs = a.node_class.shape[0], node_of.shape[0]
-    n_groups, levels = a.group_count.shape[0], a.class_cost_h.shape[1]
-    ncls = np.empty(n_nodes, np.int64)
-    cloud, node_class = a.cloud, a.node_class
-    for n in range(n_nodes):
-        ncls[n] = -1 if cloud else node_class[n]
-    for j in range(n_jobs):
-        node_of[j] = -1
-        cfg_of[j] = -1
-    counters = np.zeros(3, np.int64)
-    counters[CLOSED_LEFT] = n_nodes
-    return _Row(np.zeros(n_nodes, np.int64), np.zeros(n_nodes, np.int64),
-                np.zeros(n_nodes, np.bool_), ncls, np.full((n_groups, levels), -1, np.int64),
-                np.zeros((n_groups, levels), np.int64), np.full(n_nodes, -1, np.int64),
-                np.zeros(n_groups, np.int64), np.zeros(n_nodes, np.bool_),
-                np.zeros(n_jobs, np.bool_), counters)
+    st.free[:] = 0
+    st.used[:] = 0
+    st.fixed[:] = False
+    for n in range(node_class.shape[0]):
+        st.ncls[n] = -1 if cloud else node_class[n]
+    st.head[:] = -1
+    st.cnt[:] = 0
+    st.nxt[:] = -1
+    st.ptr[:] = 0
+    st.is_open[:] = False
+    st.placed[:] = False
+    st.counters[:] = 0
+    st.counters[CLOSED_LEFT] = node_class.shape[0]
+    node_of[:] = -1
+    cfg_of[:] = -1
 
 
 @njit(cache=True, nogil=True)
 def _pin_running(a, st, node_of, cfg_of):
     """Keep the running jobs where they run (their node, class and GPU count); the GPUs
-    their nodes have left join the open lists."""
+    their nodes have left join the open lists. On premise each group's next closed node
+    then skips the nodes kept open."""
     pin_job, pin_node, pin_cfg, cfg_class, cfg_g = (a.pin_job, a.pin_node, a.pin_cfg,
                                                     a.cfg_class, a.cfg_g)
     cloud, class_gpus, class_group = a.cloud, a.class_gpus, a.class_group
@@ -374,13 +415,10 @@ def _pin_running(a, st, node_of, cfg_of):
         if fixed[n] and free[n] > 0:
             _push(head, nxt, cnt, class_group[ncls[n]], free[n], n)
             counters[OPEN_FREE] += free[n]
-
-
-@njit(cache=True, nogil=True)
-def _skip_open(ptr, is_open, group_nodes, group_count, grp):
-    """On premise: move the group's pointer past nodes already open (kept running jobs)."""
-    while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
-        ptr[grp] += 1
+    ptr, group_nodes, group_count = st.ptr, a.group_nodes, a.group_count
+    for grp in range(0 if cloud else group_count.shape[0]):
+        while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
+            ptr[grp] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -523,40 +561,39 @@ def _downsize(a, st, node_of, cfg_of):
 
 
 @njit(cache=True, nogil=True)
-def construct_row(a, rows, out, b):
-    """Row b of ``out``: one construction (ANDREAS Algorithm 1) of its strategy, its f_obj,
-    f_bar and f_mix, move costs included (``move_cost_row``), and whether it is
-    work-conserving. With the strategy's ``pinned`` the running jobs are first kept
-    where they run."""
-    s = rows.strategy[b]
-    randomize = rows.randomized[b]
-    if randomize:
-        np.random.seed(rows.seed[b])
-    node_of, cfg_of = out.node[b], out.cfg[b]
-    st = _new_row(a, node_of, cfg_of)
-    if rows.pinned[s]:
-        _pin_running(a, st, node_of, cfg_of)
-    if not a.cloud:   # the next closed node of each group: skip the nodes kept open above
-        group_nodes, group_count = a.group_nodes, a.group_count
-        for grp in range(group_count.shape[0]):
-            _skip_open(st.ptr, st.is_open, group_nodes, group_count, grp)
-    _place_queue(a, st, rows, s, randomize, node_of, cfg_of)
-    out.wc[b] = _work_conserving(a, st)
-    if a.cloud and not rows.exclusive[s]:
-        _downsize(a, st, node_of, cfg_of)
-    out.ncls[b, :] = st.ncls
-    obj, bar, mix = evaluate_row(a, node_of, cfg_of, st.ncls, st.used)
-    if a.run_node.shape[0] > 0:
-        moves = move_cost_row(a, node_of, cfg_of)
-        obj += moves
-        mix += moves
-    out.obj[b] = obj
-    out.bar[b] = bar
-    out.mix[b] = mix
-
-
-@njit(cache=True, nogil=True)
 def construct_rows(a, rows, out):
-    """Every row of ``rows`` on the problem ``a`` (``problem.KernelArrays``), into ``out``."""
-    for b in range(rows.strategy.shape[0]):
-        construct_row(a, rows, out, b)
+    """Every row of ``rows`` on the problem ``a`` (``problem.KernelArrays``), into ``out``.
+
+    Row b: one construction (ANDREAS Algorithm 1) of its strategy, its f_obj, f_bar and
+    f_mix, move costs included (``move_cost_row``), and whether it is work-conserving.
+    With the strategy's ``pinned`` the running jobs are first kept where they run. The
+    row state and the stages' views are made once per batch; a row only clears them."""
+    fit, sizing, costs, moves = _views(a)
+    st = _new_row(a, out.node.shape[1])
+    cloud, node_class, has_moves = a.cloud, a.node_class, a.run_node.shape[0] > 0
+    strategy, randomized, seed = rows.strategy, rows.randomized, rows.seed
+    pinned, exclusive = rows.pinned, rows.exclusive
+    out_node, out_cfg, out_ncls, out_wc = out.node, out.cfg, out.ncls, out.wc
+    out_obj, out_bar, out_mix = out.obj, out.bar, out.mix
+    for b in range(strategy.shape[0]):
+        s = strategy[b]
+        randomize = randomized[b]
+        if randomize:
+            np.random.seed(seed[b])
+        node_of, cfg_of = out_node[b], out_cfg[b]
+        _clear_row(st, cloud, node_class, node_of, cfg_of)
+        if pinned[s]:
+            _pin_running(a, st, node_of, cfg_of)
+        _place_queue(fit, st, rows, s, randomize, node_of, cfg_of)
+        out_wc[b] = _work_conserving(fit, st)
+        if cloud and not exclusive[s]:
+            _downsize(sizing, st, node_of, cfg_of)
+        out_ncls[b, :] = st.ncls
+        obj, bar, mix = evaluate_row(costs, node_of, cfg_of, st.ncls, st.used)
+        if has_moves:
+            moved = move_cost_row(moves, node_of, cfg_of)
+            obj += moved
+            mix += moved
+        out_obj[b] = obj
+        out_bar[b] = bar
+        out_mix[b] = mix
