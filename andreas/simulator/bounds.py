@@ -159,6 +159,13 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     whole GPUs of one node (packing), epoch checkpoints and restarts, that a job's work
     within a slot is not before its completion, and power curves above the envelope.
 
+    ``cuts`` (default) adds rows that every schedule satisfies, each with its reason in
+    its writer's docstring: the makespan after each slot start covers the class's work
+    from then on (``_capacity_rows``), a job ends half its fastest run after the mean time
+    of its work (``_mean_busy_row``), and the jobs submitted from a slot start on cannot
+    all end early nor all on time when their work exceeds the capacity before their due
+    dates (``_completion_sum_rows``). Alone the relaxation lets every job end early.
+
     ``integral``: the same model with one binary per job and slot, y_t >= F_t ("j still
     works from slot t on"), and y_t in place of F_t in the completion and lateness rows,
     so a job that does any work in slot t ends after s_t plus that work. The relaxation
