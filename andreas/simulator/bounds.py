@@ -42,9 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from andreas import levels
 from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour
 from andreas.errors import InputError
-from andreas.model import GPU_MILLI, CatalogEntry, Job, Trace
+from andreas.model import GPU_MILLI, CatalogEntry, Energy, Job, Trace
 
 BOUND_MARGIN = 1e-6      # relative: the interior-point solver's tolerance, and more
 MAX_SLOTS = 120          # time slots of the on-premise relaxation (the last one open-ended)
@@ -141,8 +142,10 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     Time-indexed LP relaxation: time from the first submission is cut into slots of
     ``slot_s`` (default: the span to the last due date plus the longest fastest run,
     over MAX_SLOTS - 1), the last one open-ended. u[j,c,t] >= 0 is the share of job j's
-    work done on configuration c = (node class k, g GPUs) in slot t (not before its
-    submission; P_jc its whole run time there): sum u = 1; per slot a job runs at most
+    work done on configuration c = (node class k, g GPUs, power level) in slot t (not
+    before its submission; P_jc its whole run time there, the level's time factor in
+    it; the level's change of each busy GPU's draw is added to the GPU-second's cost
+    below, as the simulator adds it to the node's curve): sum u = 1; per slot a job runs at most
     the slot's length, sum_c u P <= len_t (a job is on one node at a time); per slot and
     class the GPU-seconds used fit N_k G_k len_t. Energy: a node with g busy GPUs draws
     P_k(g) = P_k(0) + (P_k(g) - P_k(0)), and (P_k(g) - P_k(0)) >= a_k g with a_k = min_g
@@ -188,7 +191,7 @@ def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPrem
     if not trace.cloud:
         raise InputError(f"trace {trace.name}: the cloud capacity bound needs a cloud trace")
     offers = gpu_offers(trace.catalog)
-    classes = [(gpu_type, largest, len(trace.nodes), 0.0, price)
+    classes = [(gpu_type, largest, len(trace.nodes), 0.0, price, None)
                for gpu_type, (price, largest) in offers.items()]
     return _lp_bound(trace, classes, slot_s, shared_nodes=len(trace.nodes))
 
@@ -217,19 +220,35 @@ def _fastest_s(job: Job) -> float:
     return min(job.epochs_left * t for times in job.epoch_time_s.values() for t in times)
 
 
-def _classes(trace: Trace, power_off_idle: bool) -> list[tuple[str, int, int, float, float]]:
+def _classes(trace: Trace, power_off_idle: bool) -> list[tuple]:
     """(GPU type, GPUs per node, nodes, idle cost per hour of all of them, least cost per
-    busy GPU-hour) per node class, in money (PUE x price)."""
-    groups: dict[tuple, int] = {}
+    busy GPU-hour, one of its nodes) per node class, in money (PUE x price); a class's
+    nodes share their power curve and power limits."""
+    groups: dict[tuple, list] = {}
     for node in trace.nodes:
-        key = (node.gpu_type, node.gpus, tuple(node.power_w))
-        groups[key] = groups.get(key, 0) + 1
+        key = (node.gpu_type, node.gpus, tuple(node.power_w), node.power_limits)
+        groups.setdefault(key, [0, node])[0] += 1
     out = []
-    for (gpu_type, gpus, power), count in groups.items():
+    for (gpu_type, gpus, power, _), (count, node) in groups.items():
         idle = 0.0 if power_off_idle else power[0]
         per_gpu = min((power[g] - idle) / g for g in range(1, gpus + 1))
         out.append((gpu_type, gpus, count, count * c_ng_per_hour(idle, trace.energy),
-                    c_ng_per_hour(max(per_gpu, 0.0), trace.energy)))
+                    c_ng_per_hour(max(per_gpu, 0.0), trace.energy), node))
+    return out
+
+
+def _configs(job: Job, classes, energy) -> list[tuple[int, int, float, float]]:
+    """(class, GPUs, whole run seconds, cost per busy GPU-hour) of every way ``job`` can
+    run: per class, GPU count and power level (``andreas/levels.py``: the level's time
+    factor, and its change of each busy GPU's draw added to the class's least cost)."""
+    out = []
+    for k, (gt, gpus, _, _, per_gpu, node) in enumerate(classes):
+        options = levels.options(job, node) if node is not None else (levels.DEFAULT,)
+        for g in range(1, gpus + 1):
+            if job.runs_on(gt, g):
+                run_s = job.epochs_left * job.epoch_time_s[gt][g - 1]
+                out += [(k, g, run_s * o.time_factor,
+                         per_gpu + c_ng_per_hour(o.delta_w, energy)) for o in options]
     return out
 
 
@@ -245,6 +264,8 @@ class _Model:
         self.binary: list[int] = []
         self.cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
         self.least_work: list[float] = []     # per job, in the capacity rows' unit
+        self.ends_after = -math.inf            # no schedule ends before this
+        self.energy: Energy | None = None
 
     def col(self, cost: float, upper: float = math.inf) -> int:
         self.cols.append((cost, upper))
@@ -257,6 +278,7 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     import highspy
 
     model = _Model(cuts)
+    model.energy = trace.energy
     m_col = model.col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
     starts = t0 + slot * np.arange(n_slots)
     cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
@@ -264,8 +286,7 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     tard_cols = [tard for tard, _ in cols]
     rates = ({k: float(c[2] * c[1]) for k, c in enumerate(classes)} if shared_nodes is None
              else {-1: float(shared_nodes)})      # GPUs per class; cloud: the N nodes
-    _capacity_rows(model, rates, starts, m_col,
-                   max(j.submit_s + _fastest_s(j) for j in jobs))
+    _capacity_rows(model, rates, starts, m_col, model.ends_after)
     if cuts:
         _completion_sum_rows(model, jobs, cols, starts, sum(rates.values()))
     h = _highs(highspy, model, t0 * model.cols[m_col][0], time_limit_s)
@@ -289,18 +310,17 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
     tardiness and completion columns."""
     n_slots = len(starts)
     first = int(min(n_slots - 1, max(0, (job.submit_s - t0) // slot)))
-    configs = [(k, g, job.epochs_left * job.epoch_time_s[gt][g - 1])
-               for k, (gt, gpus, _, _, _) in enumerate(classes)
-               for g in range(1, gpus + 1) if job.runs_on(gt, g)]
+    configs = _configs(job, classes, model.energy)
     if not configs:
         raise InputError(f"job {job.id}: runs on no node of the trace")
+    fastest = min(c[2] for c in configs)
     done: list[int] = []
     least = math.inf      # the least capacity the whole job can take (GPU-seconds)
     work_after: list[list[tuple[int, float]]] = []
     for t in range(first, n_slots):
         here = []
-        for k, g, p in configs:
-            u = model.col(p * g * classes[k][4] / SECONDS_PER_HOUR, 1.0)
+        for k, g, p, cost in configs:
+            u = model.col(p * g * cost / SECONDS_PER_HOUR, 1.0)
             here.append((u, p))
             done.append(u)
             # GPU-seconds on class k (cloud: node-seconds shared by every type)
@@ -321,8 +341,9 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
     slot_starts = [max(starts[first + i], job.submit_s) for i in range(len(work_after))]
     _completion_rows(model, job, work_after, slot_starts, c_col, tard, integral)
     if model.cuts:
-        _mean_busy_row(model, work_after, slot_starts, c_col, min(p for _, _, p in configs))
+        _mean_busy_row(model, work_after, slot_starts, c_col, fastest)
     model.least_work.append(least)
+    model.ends_after = max(model.ends_after, job.submit_s + fastest)
     return tard, c_col
 
 
