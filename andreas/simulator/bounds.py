@@ -42,9 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from andreas import levels
 from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour
 from andreas.errors import InputError
-from andreas.model import GPU_MILLI, CatalogEntry, Job, Trace
+from andreas.model import GPU_MILLI, CatalogEntry, Energy, Job, Trace
 
 BOUND_MARGIN = 1e-6      # relative: the interior-point solver's tolerance, and more
 MAX_SLOTS = 120          # time slots of the on-premise relaxation (the last one open-ended)
@@ -132,7 +133,7 @@ def lower_bound(trace: Trace, *, power_off_idle: bool = False) -> float:
 
 def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
                        power_off_idle: bool = False, integral: bool = False,
-                       time_limit_s: float | None = None) -> OnPremBound:
+                       time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
     """A lower bound on the bill of any schedule of an on-premise trace, as the simulator
     bills it (every node's power with its busy GPUs x PUE x price, idle nodes at
     ``power_w[0]`` from the first submission to the last completion; with
@@ -141,8 +142,10 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     Time-indexed LP relaxation: time from the first submission is cut into slots of
     ``slot_s`` (default: the span to the last due date plus the longest fastest run,
     over MAX_SLOTS - 1), the last one open-ended. u[j,c,t] >= 0 is the share of job j's
-    work done on configuration c = (node class k, g GPUs) in slot t (not before its
-    submission; P_jc its whole run time there): sum u = 1; per slot a job runs at most
+    work done on configuration c = (node class k, g GPUs, power level) in slot t (not
+    before its submission; P_jc its whole run time there, the level's time factor in
+    it; the level's change of each busy GPU's draw is added to the GPU-second's cost
+    below, as the simulator adds it to the node's curve): sum u = 1; per slot a job runs at most
     the slot's length, sum_c u P <= len_t (a job is on one node at a time); per slot and
     class the GPU-seconds used fit N_k G_k len_t. Energy: a node with g busy GPUs draws
     P_k(g) = P_k(0) + (P_k(g) - P_k(0)), and (P_k(g) - P_k(0)) >= a_k g with a_k = min_g
@@ -159,6 +162,13 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     whole GPUs of one node (packing), epoch checkpoints and restarts, that a job's work
     within a slot is not before its completion, and power curves above the envelope.
 
+    ``cuts`` (default) adds rows that every schedule satisfies, each with its reason in
+    its writer's docstring: the makespan after each slot start covers the class's work
+    from then on (``_capacity_rows``), a job ends half its fastest run after the mean time
+    of its work (``_mean_busy_row``), and the jobs submitted from a slot start on cannot
+    all end early nor all on time when their work exceeds the capacity before their due
+    dates (``_completion_sum_rows``). Alone the relaxation lets every job end early.
+
     ``integral``: the same model with one binary per job and slot, y_t >= F_t ("j still
     works from slot t on"), and y_t in place of F_t in the completion and lateness rows,
     so a job that does any work in slot t ends after s_t plus that work. The relaxation
@@ -169,7 +179,7 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     if trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound needs an on-premise trace")
     return _lp_bound(trace, _classes(trace, power_off_idle), slot_s, shared_nodes=None,
-                     integral=integral, time_limit_s=time_limit_s)
+                     integral=integral, time_limit_s=time_limit_s, cuts=cuts)
 
 
 def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPremBound:
@@ -181,14 +191,14 @@ def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPrem
     if not trace.cloud:
         raise InputError(f"trace {trace.name}: the cloud capacity bound needs a cloud trace")
     offers = gpu_offers(trace.catalog)
-    classes = [(gpu_type, largest, len(trace.nodes), 0.0, price)
+    classes = [(gpu_type, largest, len(trace.nodes), 0.0, price, None)
                for gpu_type, (price, largest) in offers.items()]
     return _lp_bound(trace, classes, slot_s, shared_nodes=len(trace.nodes))
 
 
 def _lp_bound(trace: Trace, classes, slot_s: float | None,
               shared_nodes: int | None, integral: bool = False,
-              time_limit_s: float | None = None) -> OnPremBound:
+              time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
     if trace.energy.tariff is not None and not trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound assumes a constant price "
                          "(no tariff)")
@@ -203,39 +213,59 @@ def _lp_bound(trace: Trace, classes, slot_s: float | None,
     slot = slot_s or max((end - t0) / (MAX_SLOTS - 1), 60.0)
     n_slots = int(math.ceil((end - t0) / slot)) + 1        # the last one is open-ended
     return _solve_bound(trace, jobs, classes, t0, slot, n_slots, shared_nodes, integral,
-                        time_limit_s)
+                        time_limit_s, cuts)
 
 
 def _fastest_s(job: Job) -> float:
     return min(job.epochs_left * t for times in job.epoch_time_s.values() for t in times)
 
 
-def _classes(trace: Trace, power_off_idle: bool) -> list[tuple[str, int, int, float, float]]:
+def _classes(trace: Trace, power_off_idle: bool) -> list[tuple]:
     """(GPU type, GPUs per node, nodes, idle cost per hour of all of them, least cost per
-    busy GPU-hour) per node class, in money (PUE x price)."""
-    groups: dict[tuple, int] = {}
+    busy GPU-hour, one of its nodes) per node class, in money (PUE x price); a class's
+    nodes share their power curve and power limits."""
+    groups: dict[tuple, list] = {}
     for node in trace.nodes:
-        key = (node.gpu_type, node.gpus, tuple(node.power_w))
-        groups[key] = groups.get(key, 0) + 1
+        key = (node.gpu_type, node.gpus, tuple(node.power_w), node.power_limits)
+        groups.setdefault(key, [0, node])[0] += 1
     out = []
-    for (gpu_type, gpus, power), count in groups.items():
+    for (gpu_type, gpus, power, _), (count, node) in groups.items():
         idle = 0.0 if power_off_idle else power[0]
         per_gpu = min((power[g] - idle) / g for g in range(1, gpus + 1))
         out.append((gpu_type, gpus, count, count * c_ng_per_hour(idle, trace.energy),
-                    c_ng_per_hour(max(per_gpu, 0.0), trace.energy)))
+                    c_ng_per_hour(max(per_gpu, 0.0), trace.energy), node))
+    return out
+
+
+def _configs(job: Job, classes, energy) -> list[tuple[int, int, float, float]]:
+    """(class, GPUs, whole run seconds, cost per busy GPU-hour) of every way ``job`` can
+    run: per class, GPU count and power level (``andreas/levels.py``: the level's time
+    factor, and its change of each busy GPU's draw added to the class's least cost)."""
+    out = []
+    for k, (gt, gpus, _, _, per_gpu, node) in enumerate(classes):
+        options = levels.options(job, node) if node is not None else (levels.DEFAULT,)
+        for g in range(1, gpus + 1):
+            if job.runs_on(gt, g):
+                run_s = job.epochs_left * job.epoch_time_s[gt][g - 1]
+                out += [(k, g, run_s * o.time_factor,
+                         per_gpu + c_ng_per_hour(o.delta_w, energy)) for o in options]
     return out
 
 
 class _Model:
     """A linear model being written: columns (cost, upper bound; lower bound 0), rows
     (columns, coefficients, lower, upper), the binary columns, and per (slot, class) the
-    capacity row's terms, written last."""
+    capacity rows' terms (the open-ended last slot's too), written last."""
 
-    def __init__(self) -> None:
+    def __init__(self, cuts: bool) -> None:
+        self.cuts = cuts     # the valid inequalities that tighten it
         self.cols: list[tuple[float, float]] = []
         self.rows: list[tuple[list[int], list[float], float, float]] = []
         self.binary: list[int] = []
         self.cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
+        self.least_work: list[float] = []     # per job, in the capacity rows' unit
+        self.ends_after = -math.inf            # no schedule ends before this
+        self.energy: Energy | None = None
 
     def col(self, cost: float, upper: float = math.inf) -> int:
         self.cols.append((cost, upper))
@@ -244,18 +274,21 @@ class _Model:
 
 def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
                  n_slots: int, shared_nodes: int | None, integral: bool = False,
-                 time_limit_s: float | None = None) -> OnPremBound:
+                 time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
     import highspy
 
-    model = _Model()
+    model = _Model(cuts)
+    model.energy = trace.energy
     m_col = model.col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
     starts = t0 + slot * np.arange(n_slots)
-    tard_cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
-                           integral) for job in jobs]
-    for (_, k), (us, ws) in model.cap.items():
-        limit = (shared_nodes * slot if shared_nodes is not None
-                 else classes[k][2] * classes[k][1] * slot)
-        model.rows.append((us, ws, -math.inf, limit))
+    cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
+                      integral) for job in jobs]
+    tard_cols = [tard for tard, _ in cols]
+    rates = ({k: float(c[2] * c[1]) for k, c in enumerate(classes)} if shared_nodes is None
+             else {-1: float(shared_nodes)})      # GPUs per class; cloud: the N nodes
+    _capacity_rows(model, rates, starts, m_col, model.ends_after)
+    if cuts:
+        _completion_sum_rows(model, jobs, cols, starts, sum(rates.values()))
     h = _highs(highspy, model, t0 * model.cols[m_col][0], time_limit_s)
     h.run()
     status = h.getModelStatus()
@@ -272,30 +305,30 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
 
 
 def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: np.ndarray,
-              shared_nodes: int | None, m_col: int, integral: bool) -> int:
+              shared_nodes: int | None, m_col: int, integral: bool) -> tuple[int, int]:
     """One job's columns and rows (``onprem_lower_bound``'s model); returns its
-    tardiness column."""
+    tardiness and completion columns."""
     n_slots = len(starts)
     first = int(min(n_slots - 1, max(0, (job.submit_s - t0) // slot)))
-    configs = [(k, g, job.epochs_left * job.epoch_time_s[gt][g - 1])
-               for k, (gt, gpus, _, _, _) in enumerate(classes)
-               for g in range(1, gpus + 1) if job.runs_on(gt, g)]
+    configs = _configs(job, classes, model.energy)
     if not configs:
         raise InputError(f"job {job.id}: runs on no node of the trace")
+    fastest = min(c[2] for c in configs)
     done: list[int] = []
+    least = math.inf      # the least capacity the whole job can take (GPU-seconds)
     work_after: list[list[tuple[int, float]]] = []
     for t in range(first, n_slots):
         here = []
-        for k, g, p in configs:
-            u = model.col(p * g * classes[k][4] / SECONDS_PER_HOUR, 1.0)
+        for k, g, p, cost in configs:
+            u = model.col(p * g * cost / SECONDS_PER_HOUR, 1.0)
             here.append((u, p))
             done.append(u)
-            if t < n_slots - 1:    # cloud: node-seconds shared by every type
-                key = (t, k if shared_nodes is None else -1)
-                model.cap.setdefault(key, ([], []))
-                model.cap[key][0].append(u)
-                model.cap[key][1].append(p * g if shared_nodes is None
-                                         else p * g / classes[k][1])
+            # GPU-seconds on class k (cloud: node-seconds shared by every type)
+            key = (t, k if shared_nodes is None else -1)
+            model.cap.setdefault(key, ([], []))
+            model.cap[key][0].append(u)
+            model.cap[key][1].append(p * g if shared_nodes is None else p * g / classes[k][1])
+            least = min(least, model.cap[key][1][-1])
         if t < n_slots - 1:
             length = starts[t] + slot - max(starts[t], job.submit_s)
             model.rows.append(([u for u, _ in here], [p for _, p in here], -math.inf, length))
@@ -305,10 +338,97 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
     tard = model.col(job.weight)
     model.rows.append(([tard, c_col], [1.0, -1.0], -job.due_s, math.inf))    # T >= C - d
     model.rows.append(([m_col, c_col], [1.0, -1.0], 0.0, math.inf))           # M >= C
-    _completion_rows(model, job, work_after, [max(starts[first + i], job.submit_s)
-                                              for i in range(len(work_after))],
-                     c_col, tard, integral)
-    return tard
+    slot_starts = [max(starts[first + i], job.submit_s) for i in range(len(work_after))]
+    _completion_rows(model, job, work_after, slot_starts, c_col, tard, integral)
+    if model.cuts:
+        _mean_busy_row(model, work_after, slot_starts, c_col, fastest)
+    model.least_work.append(least)
+    model.ends_after = max(model.ends_after, job.submit_s + fastest)
+    return tard, c_col
+
+
+def _mean_busy_row(model: _Model, work_after: list[list[tuple[int, float]]],
+                   slot_starts: list[float], c_col: int, fastest: float) -> None:
+    """C >= sum_t s_t (share of the work done in slot t) + (the fastest whole run) / 2.
+
+    Valid for every schedule: with F(t) the share of the job's work done by time t, the
+    rest needs at least (1 - F(t)) x the fastest run, and it runs after t, so C >= t +
+    (1 - F(t)) x fastest at every t before C; averaged over the work (dF) that is C >=
+    (mean time of the work) + fastest / 2, and the work of slot t is done after s_t. The
+    per-slot completion rows take the maximum of C >= s_t F_t + W_t, which a job spread
+    thinly over [0, T] meets at about T / 4; this row puts it at T / 2 at least."""
+    cols = [u for here in work_after for u, _ in here]
+    times = [s for here, s in zip(work_after, slot_starts) for _ in here]
+    model.rows.append(([c_col] + cols, [1.0] + [-s for s in times], fastest / 2, math.inf))
+
+
+def _capacity_rows(model: _Model, rates: dict[int, float], starts: np.ndarray,
+                   m_col: int, ends_after: float) -> None:
+    """Per class k (cloud: the N nodes) and slot t, with R_t the class's work from slot t
+    on in seconds of the whole class (GPU-seconds over its rate N_k G_k; cloud: node-
+    seconds over N): R_t - R_t+1 <= the slot's length (capacity), and M >= s_t + R_t for
+    the slots that start no later than ``ends_after`` (max_j of r_j plus j's fastest run).
+
+    The second row is valid for every schedule: no schedule ends before ``ends_after``, so
+    M >= s_t there, and the work a class does after s_t is done within [s_t, M] (M the
+    last completion) on at most its N_k G_k GPUs at once, however jobs are stopped, moved
+    or resized; restarts and lost epochs only add to it. (A slot after every completion
+    has no work and M < s_t: the row would be wrong there.) The slot rows alone let the
+    LP end every job early on its own and leave the class's total work unseen: on one GPU
+    three jobs could all end by the longest one's run, while the idle draw lasts until
+    the last of them really ends."""
+    n_slots = len(starts)
+    for key, rate in rates.items():
+        r_next = -1
+        for t in range(n_slots - 1, -1, -1):
+            us, ws = model.cap.get((t, key), ([], []))
+            r_t = model.col(0.0)
+            nxt = [r_next] if r_next >= 0 else []
+            model.rows.append(([r_t] + nxt + us, [1.0] + [-1.0] * len(nxt)
+                               + [-w / rate for w in ws], 0.0, 0.0))
+            if t < n_slots - 1:        # the last slot is open-ended
+                model.rows.append(([r_t] + nxt, [1.0] + [-1.0] * len(nxt), -math.inf,
+                                   float(starts[t + 1] - starts[t])))
+            if model.cuts and starts[t] <= ends_after:
+                model.rows.append(([m_col, r_t], [1.0, -1.0], float(starts[t]), math.inf))
+            r_next = r_t
+
+
+def _completion_sum_rows(model: _Model, jobs: list[Job], cols: list[tuple[int, int]],
+                         starts: np.ndarray, rate: float) -> None:
+    """For each slot start s_t, the set S of jobs submitted at or after it, r its first
+    submission, p_j = (the least capacity job j can take) / (the cluster's rate, the sum
+    of the classes' N_k G_k; cloud N), P = sum_S p_j, and Q_k the sum of the k smallest
+    p_j: sum_S p_j C_j >= r P + (P^2 + sum_S p_j^2) / 2 (written divided by P), and
+    sum_S T_j >= sum_k max(0, r + Q_k - d_(k)), d_(k) the k-th earliest due date in S.
+
+    Valid for every schedule: in the order in which S's jobs end, the k-th cannot end
+    before r plus the work of the first k, since all of it is done after r at the
+    cluster's rate at most (preemption, moves and resizes included; a job's work is at
+    least its least GPU-seconds over its configurations), and that work is at least Q_k.
+    Weighting by p_(k) and summing gives the first row (Queyranne's preemptive single-
+    machine inequality on one machine of the cluster's rate). For the second: the sum of
+    lateness pairs the sorted ends with the due dates in some order, and since
+    max(0, x) is convex, pairing both in sorted order gives the least sum, at least
+    sum_k max(0, r + Q_k - d_(k)) (the SPT/EDD bound on total tardiness). Both make a set
+    of jobs that share capacity unable to all finish early, which the per-job rows
+    allow; the LP still chooses which of them are late, so the cheapest pay."""
+    seen: set[tuple[int, ...]] = set()
+    for s_t in starts:
+        members = tuple(i for i, j in enumerate(jobs) if j.submit_s >= s_t)
+        if len(members) < 2 or members in seen:
+            continue
+        seen.add(members)
+        p = np.array([model.least_work[i] / rate for i in members])
+        total = float(p.sum())
+        release = min(jobs[i].submit_s for i in members)
+        model.rows.append(([cols[i][1] for i in members], list(p / total),
+                           release + (total + float((p * p).sum()) / total) / 2, math.inf))
+        late = np.maximum(0.0, release + np.cumsum(np.sort(p))
+                          - np.sort([jobs[i].due_s for i in members]))
+        if late.sum() > 0:
+            model.rows.append(([cols[i][0] for i in members], [1.0] * len(members),
+                               float(late.sum()), math.inf))
 
 
 def _completion_rows(model: _Model, job: Job, work_after: list[list[tuple[int, float]]],

@@ -19,6 +19,7 @@ from andreas.model import (Assignment, Config, Job, Node, Plan, PowerLevel, Powe
 from andreas.policies import POLICIES
 from andreas.optimizer import decide
 from andreas.optimizer.exact import enumerate_optimum
+from andreas.simulator.bounds import onprem_lower_bound
 from andreas.simulator.engine import simulate
 from andreas.simulator.generate import generate_trace
 from andreas.simulator.power_bound import energy_bound
@@ -182,6 +183,17 @@ def test_simulator_limits_save_energy_above_idle_and_off_is_the_bare_trace(zeus_
     for r in (on, off):
         assert bound.above_idle_kwh <= r.energy_above_idle_kwh
         assert bound.total_kwh <= r.energy_kwh
+
+
+def test_the_lp_bound_takes_every_level_as_a_configuration(zeus_trace):
+    # a lower limit trades time for a smaller draw per busy GPU: the capacity-respecting
+    # LP offers it as a column, so it lies below the LP of the bare trace and below the
+    # bills with levels on and off
+    with_levels = onprem_lower_bound(zeus_trace).total_cost
+    bare = onprem_lower_bound(levels.without_levels(zeus_trace)).total_cost
+    assert with_levels < bare
+    for options in (SimOptions(), SimOptions(power_levels=False)):
+        assert with_levels <= simulate(zeus_trace, "greedy", options).total_cost
 
 
 def test_bound_is_each_job_alone_at_its_least_energy_level():
