@@ -17,6 +17,7 @@ import functools
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -214,6 +215,29 @@ def _hint(code: int | None) -> str:
     return ""
 
 
+class WriteCount:
+    """Counts the statements an engine sends that may change data: every statement but a
+    SELECT, except the manager lease's own (which holds no data a reader loads). Unchanged
+    between two calls: this process changed nothing in between (other processes may
+    have; a read is as old as its snapshot anyway). Thread-safe."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        head = statement.lstrip()[:32].upper()
+        if head.startswith("SELECT") or head.startswith("UPDATE MANAGER_LEASE"):
+            return
+        with self._lock:
+            self._count += 1
+
+    def __call__(self) -> int:
+        with self._lock:
+            return self._count
+
+
 @dataclass(frozen=True)
 class Store:
     """An open, migrated database: ``with store.session() as s:`` commits on success;
@@ -237,6 +261,12 @@ class Store:
     def session(self) -> Iterator[Session]:
         with self.sessions.begin() as s:
             yield s
+
+    @functools.cached_property
+    def writes(self) -> WriteCount:
+        """The count of statements this process sent that may have changed the store's
+        data (counted from the first use of this property on)."""
+        return WriteCount(self.engine)
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[Connection]:
