@@ -10,10 +10,13 @@ Manager: the real daemon (``andreas.manager.daemon.run``) in this process, one n
 2 fake GPUs on ``$DOCKER_HOST``, the same settings as bench_submit.py. Its phases are
 timed by wrapping them (observe, fence, load_state, profiling review, snapshot, decide,
 decision write, apply, the attempt's transaction, the engine's create+start), and every
-SQL statement, ping, commit and rollback by SQLAlchemy's events, from the CLI's exit to
-the engine's ``start`` event. Printed: medians over the trials of each phase's time and
+SQL statement, ping, commit and rollback by SQLAlchemy's events; times from the wake-up
+(the submission's datagram received), ``after_s``: bench_submit.py's CLI exit to the
+engine's ``start`` event. Printed: medians over the trials of each phase's time and
 statement count in the tick that started the job. Times are printed, never asserted.
-Run: ``bash scripts/bench.sh submit-breakdown`` (Docker and a private MariaDB).
+Run with the services of ``bash scripts/bench.sh submit`` (``DOCKER_HOST``,
+``ANDREAS_TEST_DOCKER_IMAGE``, ``ANDREAS_TEST_MARIADB_URL``):
+``python tests/benchmarks/bench_submit_breakdown.py [--mariadb] --trials 8``.
 """
 
 from __future__ import annotations
@@ -194,17 +197,15 @@ def manager_thread(env: dict[str, str]):
     return thread, stop, store
 
 
-def breakdown(events, cli_exit: float, running: float) -> dict:
-    """The phases and statements of the tick that started the container."""
+def breakdown(events, wake: float) -> dict:
+    """The phases and statements of the tick that started the container; times from the
+    wake-up (the submission's datagram received: ``Manager.wake_now``)."""
     starts = [e for e in events if e[1] == "DockerExecutor.start"]
-    ticks = [e for e in events if e[1] == "Manager.tick" and e[2] >= cli_exit - 0.5]
+    ticks = [e for e in events if e[1] == "Manager.tick" and e[2] >= wake - 0.5]
     tick = next(t for t in ticks if t[2] <= starts[0][2] <= t[2] + t[3])
     inside = [e for e in events if tick[2] <= e[2] <= tick[2] + tick[3]]
-    wake = [e[2] for e in events if e[1] == "wake" and e[2] >= cli_exit - 0.5]
-    out: dict = {"wake_after_exit": (wake[0] - cli_exit) if wake else None,
-                 "tick_start_after_exit": tick[2] - cli_exit, "tick": tick[3],
-                 "start_call_after_exit": starts[0][2] - cli_exit,
-                 "running_after_exit": running - cli_exit,
+    out: dict = {"tick_start_after_wake": tick[2] - wake, "tick": tick[3],
+                 "start_call_after_wake": starts[0][2] - wake,
                  "ticks_before": sum(1 for t in ticks if t[2] < tick[2])}
     for kind, label, _t0, dt in inside:
         if kind == "mark":
@@ -263,15 +264,12 @@ def main() -> int:
             # bs.trial returns durations; the absolute times come from the events
             events = list(EVENTS)
             ticks = [e for e in events if e[1] == "Manager.tick"]
-            start = next(e for e in events if e[1] == "DockerExecutor.start")
-            cli_exit = start[2] + start[3] - after_s          # approx, refined below
-            wake = [e[2] for e in events if e[1] == "wake"]
-            cli_exit = wake[0] - 0.0005 if wake else cli_exit
-            row = breakdown(events, cli_exit, cli_exit + after_s)
+            wake = next(e[2] for e in events if e[1] == "wake")
+            row = breakdown(events, wake)
             row.update(cli_s=cli_s, after_s=after_s, n_ticks=len(ticks))
             if i:                                             # the first one warms up
                 log.append(row)
-                last = [(k, lbl, round((t0 - cli_exit) * 1000, 3), round(dt * 1000, 3))
+                last = [(k, lbl, round((t0 - wake) * 1000, 3), round(dt * 1000, 3))
                         for k, lbl, t0, dt in sorted(events, key=lambda e: e[2])]
             print(f"  trial {i}: cli {cli_s * 1000:.0f} ms, after {after_s * 1000:.0f} ms, "
                   f"tick {row['tick'] * 1000:.1f} ms, {row['n:sql_total']} statements "
@@ -311,8 +309,8 @@ def report(result: dict) -> None:
         if k.startswith(("n:", "in:")):
             continue
         n = med.get(f"n:{k}")
-        print(f"  {k:40s} {v * 1000:8.2f} ms" + (f"   x{n:g}" if n else "")
-              if isinstance(v, float) else f"  {k:40s} {v}")
+        print(f"  {k:40s} {v:8g}" if k in ("n_ticks", "ticks_before") else
+              f"  {k:40s} {v * 1000:8.2f} ms" + (f"   x{n:g}" if n else ""))
     print("  statements and driver calls by phase: " + ", ".join(
         f"{k[3:]} {v:g}" for k, v in med.items() if k.startswith("in:")))
 
