@@ -164,9 +164,12 @@ class _SslOnUse(types.ModuleType):
     then in PyMySQL's module, where it imports the real ``ssl`` on its first use."""
 
     def __getattr__(self, name: str) -> Any:
-        import ssl
+        import importlib
+        import sys
 
-        return getattr(ssl, name)
+        if sys.modules.get("ssl") is self:      # used while PyMySQL is being imported
+            del sys.modules["ssl"]
+        return getattr(importlib.import_module("ssl"), name)
 
 
 def _import_without_ssl() -> None:
@@ -176,11 +179,12 @@ def _import_without_ssl() -> None:
 
     if "ssl" in sys.modules:
         return
-    sys.modules["ssl"] = _SslOnUse("ssl")
+    stand_in = sys.modules["ssl"] = _SslOnUse("ssl")
     try:
         import pymysql.connections  # noqa: F401 - imported here with the stand-in
     finally:
-        del sys.modules["ssl"]
+        if sys.modules.get("ssl") is stand_in:
+            del sys.modules["ssl"]
 
 
 @contextmanager
