@@ -9,6 +9,8 @@
 #   bash scripts/bench.sh manager     # only the Job Manager (100 nodes x 450 jobs, SQLite)
 #   bash scripts/bench.sh metrics     # the agent's /metrics: scrape time at 8 GPUs, CPU on/off
 #   bash scripts/bench.sh submit      # submission -> container running (starts Docker like test.sh)
+#   bash scripts/bench.sh submit-breakdown  # where a submission's time goes, per store: the
+#                                     # CLI's phases, the manager's tick statement by statement
 #   bash scripts/bench.sh slurm       # submission -> Slurm job running vs plain sbatch, manager
 #                                     # tick with 3 Slurm nodes x 100 jobs (not in "all": ~4 min)
 #   bash scripts/bench.sh gap         # optimality gaps against milp's proven optimum (~10 min)
@@ -81,6 +83,19 @@ if [ "$which" = all ] || [ "$which" = submit ]; then
     .venv/bin/python tests/benchmarks/bench_submit.py --json out/bench_submit.json "$@"
     .venv/bin/python tests/benchmarks/bench_submit.py --mariadb \
         --json out/bench_submit_mariadb.json "$@"
+fi
+if [ "$which" = submit-breakdown ]; then     # the services of "submit"; not in "all"
+    # shellcheck source=scripts/docker-test-daemon.sh
+    source scripts/docker-test-daemon.sh
+    # shellcheck source=scripts/mariadb-test-server.sh
+    source scripts/mariadb-test-server.sh
+    trap 'docker_test_stop; mariadb_test_stop' EXIT
+    docker_test_start out/docker-bench
+    mariadb_test_start out/mariadb-bench
+    .venv/bin/python tests/benchmarks/bench_submit_breakdown.py \
+        --json out/bench_submit_breakdown.json "$@"
+    .venv/bin/python tests/benchmarks/bench_submit_breakdown.py --mariadb \
+        --json out/bench_submit_breakdown_mariadb.json "$@"
 fi
 if [ "$which" = slurm ]; then
     # The Slurm test cluster as test.sh starts it (installs Debian's Slurm if missing).

@@ -33,6 +33,7 @@ from andreas.manager.decider import Decider, InProcess
 from andreas.manager.engine_view import EngineView
 from andreas.manager.estimates import Estimator
 from andreas.manager.meter import ManagerMeter
+from andreas.manager.observe import Observation
 from andreas.manager.plandoc import DecisionDoc, Target, plan_document
 from andreas.manager.power import Power
 from andreas.manager.profiling import Profiling, Review
@@ -332,13 +333,12 @@ class Manager:
     def _tick(self) -> TickReport:
         if not self._target_loaded:
             self.load_target()
-        rec = self.reconciler
+        rec, written = self.reconciler, self.store.writes()
         obs = rec.observe()
         if self.fence is not None:
             self.fence()         # what was observed was written under this lease (or before)
         triggers = rec.settle(obs)
-        with self.store.session() as s:
-            state = load_state(s)
+        state = self._settled_state(obs, written)
         triggers |= self.engine_view.refresh(state)
         state = self.engine_view.apply(state)
         review = self.review_profiling(state)
@@ -382,6 +382,14 @@ class Manager:
         if more:
             self._defer(*more)
         return TickReport(triggers=frozenset(triggers), decision_id=decision_id)
+
+    def _settled_state(self, obs: Observation, written: int) -> StoreState:
+        """The store after settling: the observed one when this process wrote nothing
+        since ``written`` was counted (before observing), else read again."""
+        if self.store.writes() == written:
+            return obs.state
+        with self.store.session() as s:
+            return load_state(s)
 
     def _load_state(self) -> StoreState:
         """The store, with the GPUs the engine holds back marked (``engine_view``)."""

@@ -17,6 +17,7 @@ import functools
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, InvalidatePoolError
 
 from andreas.infra.backoff import Backoff
 from andreas.config import mask_url
@@ -44,6 +45,7 @@ _DRIVERS = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite",
 # MySQL/MariaDB client error codes worth retrying at start: can't connect, server gone or
 # lost during the handshake, too many connections, server shutting down / starting.
 _RETRYABLE = {2002, 2003, 2006, 2013, 1040, 1053, 1205, 2005}
+PING_AFTER_S = 0.5     # a pooled MariaDB connection idle longer is pinged before use
 
 
 def parse_url(url: str | URL, password_file: str | None = None) -> URL:
@@ -134,10 +136,38 @@ def make_engine(url: str | URL, *, password_file: str | None = None,
         return engine
     from andreas.store.quick import tls_args
 
-    return create_engine(parsed, pool_pre_ping=True, pool_recycle=3600,
-                         connect_args={"connect_timeout": 10,
-                                       **tls_args(parsed.host, dict(parsed.query))},
-                         json_deserializer=read_json)
+    engine = create_engine(parsed, pool_recycle=3600,
+                           connect_args={"connect_timeout": 10,
+                                         **tls_args(parsed.host, dict(parsed.query))},
+                           json_deserializer=read_json)
+    ping_after_rest(engine)
+    return engine
+
+
+def ping_after_rest(engine: Engine, rest_s: float = PING_AFTER_S) -> None:
+    """SQLAlchemy's ``pool_pre_ping`` for connections that rested in the pool more than
+    ``rest_s``: one a transaction of this process used a moment ago is as alive as a ping
+    would show (a server can go away just after a ping too, and the store's callers handle
+    that), so a burst of transactions (a manager tick: 7 before a start) pings once, not
+    before each. A failed ping invalidates the pool, as ``pool_pre_ping`` does."""
+    dialect = engine.dialect
+
+    def checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["andreas_rested_from"] = time.monotonic()
+
+    def checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("andreas_rested_from")
+        if since is None or time.monotonic() - since <= rest_s:
+            return                          # new, or used a moment ago
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as e:
+            if dialect.is_disconnect(e, dbapi_connection, None):
+                raise InvalidatePoolError(str(e)) from e
+            raise
+
+    event.listen(engine, "checkin", checkin)
+    event.listen(engine, "checkout", checkout)
 
 
 def read_json(text: str | bytes) -> Any:
@@ -214,6 +244,29 @@ def _hint(code: int | None) -> str:
     return ""
 
 
+class WriteCount:
+    """Counts the statements an engine sends that may change data: every statement but a
+    SELECT, except the manager lease's own (which holds no data a reader loads). Unchanged
+    between two calls: this process changed nothing in between (other processes may
+    have; a read is as old as its snapshot anyway). Thread-safe."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        head = statement.lstrip()[:32].upper()
+        if head.startswith("SELECT") or head.startswith("UPDATE MANAGER_LEASE"):
+            return
+        with self._lock:
+            self._count += 1
+
+    def __call__(self) -> int:
+        with self._lock:
+            return self._count
+
+
 @dataclass(frozen=True)
 class Store:
     """An open, migrated database: ``with store.session() as s:`` commits on success;
@@ -237,6 +290,12 @@ class Store:
     def session(self) -> Iterator[Session]:
         with self.sessions.begin() as s:
             yield s
+
+    @functools.cached_property
+    def writes(self) -> WriteCount:
+        """The count of statements this process sent that may have changed the store's
+        data (counted from the first use of this property on)."""
+        return WriteCount(self.engine)
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[Connection]:

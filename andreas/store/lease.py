@@ -9,13 +9,13 @@ nor hold it, unlike the server's named locks (``GET_LOCK``), which any account m
 - :func:`take` is a compare-and-set on the token the caller read: of two managers that
   both saw the lease free, one gets it;
 - :func:`renew` extends the lease while the token is still the caller's;
-- :func:`install_fence` makes every INSERT, UPDATE and DELETE on an engine first run
-  ``UPDATE manager_lease SET token = token WHERE id = 1 AND token = :mine`` in the same
-  transaction, and raise :class:`LeaseLost` when it matches no row. The check and the
-  write commit together: a manager that took over has raised the token (its own write
-  on that row, which waits for or is waited on by the other's transaction), so a manager
-  that lost the lease, whatever it believes and however long a database blip lasted,
-  cannot change anything; its transaction rolls back.
+- :func:`install_fence` makes the first INSERT, UPDATE or DELETE of each transaction on
+  an engine first run ``UPDATE manager_lease SET token = token WHERE id = 1 AND token =
+  :mine`` in the same transaction, and raise :class:`LeaseLost` when it matches no row.
+  The check and the writes commit together: a manager that took over has raised the
+  token (its own write on that row, which waits for or is waited on by the other's
+  transaction), so a manager that lost the lease, whatever it believes and however long
+  a database blip lasted, cannot change anything; its transaction rolls back.
 
 Times are seconds (the server's clock: ``UNIX_TIMESTAMP()`` on MariaDB, whole seconds;
 ``julianday('now')`` on SQLite).
@@ -23,6 +23,7 @@ Times are seconds (the server's clock: ``UNIX_TIMESTAMP()`` on MariaDB, whole se
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -132,11 +133,22 @@ def fence(conn: Connection, token: int) -> None:
 def install_fence(engine: Engine, token: Callable[[], int]) -> Callable[[], None]:
     """Fence every write made through ``engine`` (see the module docstring); ``token``
     returns the holder's token or raises LeaseLost. Returns the function that removes
-    the fence (idempotent)."""
+    the fence (idempotent).
+
+    Once per transaction: the fence's own write locks the lease row until the transaction
+    ends (InnoDB's row lock; SQLite's write lock), so no take-over commits before a later
+    write of the same transaction, and checking again would only repeat the round trip.
+    A fence made inside a savepoint is not remembered (its rollback would undo it)."""
+    fenced: weakref.WeakSet[Any] = weakref.WeakSet()   # transactions holding the row
 
     def before_execute(conn: Connection, clause: Any, *_args: Any) -> None:
         if isinstance(clause, UpdateBase) and getattr(clause, "table", None) is not Lease:
+            root = conn.get_transaction()
+            if root is not None and root in fenced:
+                return
             fence(conn, token())
+            if root is not None and conn.get_nested_transaction() is None:
+                fenced.add(root)
 
     def remove() -> None:
         if event.contains(engine, "before_execute", before_execute):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import types
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -86,7 +87,7 @@ def target(url: str, password_file: str | None) -> Target | None:
         password = credentials.read_password_file(password_file)
     kwargs: dict[str, Any] = {"user": user, "password": password or "",
                               "database": database, "charset": query.get("charset", "utf8mb4"),
-                              "connect_timeout": 10, "autocommit": False}
+                              "connect_timeout": 10, "autocommit": True}
     if "unix_socket" in query:
         kwargs["unix_socket"] = query["unix_socket"]
     if parts.hostname:
@@ -114,11 +115,13 @@ def tls_args(host: str | None, query: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def import_pymysql() -> Any:
+def import_pymysql(*, tls: bool = True) -> Any:
     """PyMySQL, imported without cryptography (about 9 MB and 0.05-0.1 s, loaded at import
     time when installed, e.g. beside andreas[manager]'s paramiko) for its one use: MySQL
     8's RSA password exchange (sha256_password, caching_sha2_password without TLS), which
     MariaDB's accounts never use; it is imported on the first such exchange instead.
+    ``tls`` False (a connection with ``ssl_disabled``, which never uses it): the ``ssl``
+    module PyMySQL imports at its top (10-20 ms) is imported on its first use instead.
     None when PyMySQL is not installed."""
     import sys
 
@@ -129,6 +132,8 @@ def import_pymysql() -> Any:
     had, saved = "cryptography" in modules, modules.get("cryptography")
     modules["cryptography"] = None
     try:
+        if not tls:
+            _import_without_ssl()
         import pymysql
         from pymysql import _auth
     except ImportError:
@@ -158,6 +163,34 @@ def import_pymysql() -> Any:
     return pymysql
 
 
+class _SslOnUse(types.ModuleType):
+    """Stands in for ``ssl`` while PyMySQL is imported for a connection without TLS, and
+    then in PyMySQL's module, where it imports the real ``ssl`` on its first use."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+        import sys
+
+        if sys.modules.get("ssl") is self:      # used while PyMySQL is being imported
+            del sys.modules["ssl"]
+        return getattr(importlib.import_module("ssl"), name)
+
+
+def _import_without_ssl() -> None:
+    """PyMySQL's ``connections`` module, with :class:`_SslOnUse` as its ``ssl``; nothing
+    outside PyMySQL sees the stand-in (``sys.modules`` is restored)."""
+    import sys
+
+    if "ssl" in sys.modules:
+        return
+    stand_in = sys.modules["ssl"] = _SslOnUse("ssl")
+    try:
+        import pymysql.connections  # noqa: F401 - imported here with the stand-in
+    finally:
+        if sys.modules.get("ssl") is stand_in:
+            del sys.modules["ssl"]
+
+
 @contextmanager
 def _connection(where: Target) -> Iterator[tuple[Any, type[BaseException]]]:
     """An open driver connection and its IntegrityError class; closed (rolled back unless
@@ -172,8 +205,9 @@ def _connection(where: Target) -> Iterator[tuple[Any, type[BaseException]]]:
         conn.execute("BEGIN IMMEDIATE")
         integrity: type[BaseException] = sqlite3.IntegrityError
     else:
-        pymysql = import_pymysql()
-        conn = pymysql.connect(**(where.connect or {}))
+        kwargs = where.connect or {}
+        pymysql = import_pymysql(tls=not kwargs.get("ssl_disabled", False))
+        conn = pymysql.connect(**kwargs)
         integrity = pymysql.err.IntegrityError
     try:
         yield conn, integrity
@@ -189,19 +223,18 @@ def _sqlite_revision_ok(conn: Any) -> bool:
 
 
 def _mysql_prepare(cur: Any) -> tuple[str, bool, str] | None:
-    """(login, restricted, wake key) of a MariaDB session at the head revision, else None."""
+    """(login, restricted, wake key) of a MariaDB session at the head revision, else None
+    (one round trip; an unreadable ``alembic_version`` raises, and the caller hands the
+    submission to the full path, which checks and explains)."""
     from andreas.store.schema import head_revision
 
     cur.execute("SELECT SUBSTRING_INDEX(USER(), '@', 1), (SELECT COUNT(*) FROM "
                 "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
-                "TABLE_NAME = 'jobs'), @@hostname, @@port, DATABASE()")
-    me, sees_jobs, host, port, database = cur.fetchone()
-    try:
-        cur.execute("SELECT version_num FROM alembic_version")
-        row = cur.fetchone()
-    except Exception:  # noqa: BLE001 - not readable: the full path checks and explains
-        return None
-    if row is None or row[0] != head_revision():
+                "TABLE_NAME = 'jobs'), @@hostname, @@port, DATABASE(), "
+                "(SELECT MAX(version_num) FROM alembic_version), "
+                "(SELECT COUNT(*) FROM alembic_version)")
+    me, sees_jobs, host, port, database, revision, revisions = cur.fetchone()
+    if revisions != 1 or revision != head_revision():
         return None
     return str(me), not sees_jobs, mysql_wake_key(str(host), int(port), str(database))
 
@@ -272,6 +305,9 @@ def sqlite_wake_key(path: str) -> str:
 
 def _mysql_add(conn: Any, integrity: type[BaseException],
                row: dict[str, Any]) -> tuple[str, str] | None:
+    """The write is one statement (the procedure's one INSERT, or the INSERT itself; the
+    id check before it only reads), committed by itself: the session is in autocommit
+    mode, which spares the round trips of ``SET autocommit = 0`` and ``COMMIT``."""
     with conn.cursor() as cur:
         prepared = _mysql_prepare(cur)
         if prepared is None:
@@ -292,7 +328,6 @@ def _mysql_add(conn: Any, integrity: type[BaseException],
                 marks = ", ".join("%s" for _ in COLUMNS)
                 cur.execute(f"INSERT INTO jobs ({', '.join(COLUMNS)}) VALUES ({marks})",
                             _values({**row, "owner": me}))
-            conn.commit()
         except integrity as e:
             raise DuplicateId(row["id"], row["id"]) from e
         except AndreasError:

@@ -168,3 +168,27 @@ def test_period_refits_the_runtime_models_from_production_epochs(mstore):
     assert model.gpu_type == "V100" and model.source == "measured"
     assert model.t1_s * (model.serial_fraction + (1 - model.serial_fraction)) == \
         pytest.approx(30.0)
+
+
+def test_a_tick_reads_the_store_again_only_after_writing_it_itself(mstore, monkeypatch):
+    """Settling that wrote nothing leaves the observed store current, so the tick plans on
+    it without a second read; settling that wrote (an exit closed an attempt) is read
+    back, and the tick plans on what it wrote."""
+    import andreas.manager.manager as manager_module
+
+    add_node(mstore, "n1", gpus=2)
+    add_job(mstore, "j1")
+    m, ex, clock = make(mstore)
+    m.start()
+    reads, seen = [], []
+    real_load, real_refresh = manager_module.load_state, m.engine_view.refresh
+    monkeypatch.setattr(manager_module, "load_state", lambda s: reads.append(1) or real_load(s))
+    monkeypatch.setattr(m.engine_view, "refresh",
+                        lambda state: seen.append(state) or real_refresh(state))
+    m.tick()
+    assert reads == [] and seen[-1].jobs["j1"].state is JobState.RUNNING
+    clock.advance(600)
+    ex.exit("j1", 0)
+    report = m.tick()
+    assert "complete" in report.triggers and reads == [1]
+    assert "j1" not in seen[-1].jobs or seen[-1].jobs["j1"].state is JobState.COMPLETED

@@ -83,6 +83,47 @@ def test_fenced_writes_pass_with_the_token_and_roll_back_without(store, db_url):
         stale.dispose()
 
 
+def test_each_transaction_is_fenced_once_before_its_first_write(store, db_url):
+    """The fence's write holds the lease row to the transaction's end, so later writes of
+    that transaction need no second check; every new transaction checks again, and so
+    does a write after a savepoint that fenced (its rollback would undo the fence)."""
+    from andreas.store.tables import jobs
+
+    fresh(store)
+    job = add_job(store, state=JobState.QUEUED)
+    mine = take(store, "b")
+    fenced = open_store(db_url)
+    remove = install_fence(fenced.engine, lambda: mine)
+    fences: list[str] = []
+
+    @sa.event.listens_for(fenced.engine, "before_cursor_execute")
+    def count(_conn, _cursor, statement, *_args):
+        if statement.lstrip().upper().startswith("UPDATE MANAGER_LEASE"):
+            fences.append(statement)
+
+    def write(s, weight: float) -> None:
+        s.execute(sa.update(jobs).where(jobs.c.id == job).values(weight=weight))
+
+    try:
+        with fenced.session() as s:
+            write(s, 0.1)
+            write(s, 0.2)
+            s.execute(sa.text("SELECT 1"))
+            write(s, 0.3)
+        assert len(fences) == 1
+        with fenced.session() as s:
+            write(s, 0.4)
+        assert len(fences) == 2
+        with fenced.session() as s:
+            with s.begin_nested():
+                write(s, 0.5)
+            write(s, 0.6)
+        assert len(fences) == 4
+    finally:
+        remove()
+        fenced.dispose()
+
+
 def test_a_take_over_waits_for_a_fenced_transaction_in_flight(store, db_url):
     """Check and write are one transaction: a manager taking the lease over while the
     old holder's fenced transaction is open commits only after it, so the old holder's
@@ -110,6 +151,8 @@ def test_a_take_over_waits_for_a_fenced_transaction_in_flight(store, db_url):
             t = threading.Thread(target=take_over)
             t.start()
             assert not taken.wait(1.0)           # blocked by the open fenced transaction
+            transition(s, job, JobState.PREEMPTING, expected=JobState.RUNNING)  # no 2nd fence
+            assert not taken.wait(0.2)
             order.append("committed")
         t.join(30)
         assert order == ["committed", "taken"]

@@ -113,6 +113,32 @@ def test_a_user_submits_with_their_own_account_and_owns_the_job(mdb):
         "SECRET": "alice-token"}
 
 
+def test_the_quick_path_submits_through_the_procedure_in_one_statement(mdb):
+    """``andreas submit`` as a person: the driver-only path calls ``andreas_submit`` in
+    autocommit mode (no COMMIT follows it) and the job is stored, owned by that person;
+    a taken id and a refused field come back as the usual errors, nothing stored."""
+    from andreas.store import quick
+
+    alice, url = mdb["people"]["alice"], mdb["urls"]["alice"]
+    new = {**dict(zip(quick.COLUMNS, [None] * len(quick.COLUMNS))), "id": "q-Alice-1",
+           "image": "registry.example/ml/train:1", "command": [], "env": {"A": "1"},
+           "epochs": 3, "epochs_done": 0, "submit_s": time.time(),
+           "due_s": time.time() + 3600, "weight": 0.01, "application": "train",
+           "grace_s": 30.0, "state": "queued", "state_changed_s": time.time(),
+           "failures": 0}
+    del new["owner"]
+    owner, key = quick.add_job(url, None, new)
+    assert owner == alice and key.startswith("mysql:")
+    stored = row(mdb, "q-Alice-1")
+    assert stored.owner == alice and stored.env == {"A": "1"} and stored.epochs == 3
+    with pytest.raises(quick.DuplicateId):
+        quick.add_job(url, None, {**new, "id": "Q-ALICE-1"})
+    with pytest.raises(InputError, match="epochs"):
+        quick.add_job(url, None, {**new, "id": "q-alice-2", "epochs": 0})
+    with mdb["stores"]["admin"].session() as s:
+        assert s.get(Job, "q-alice-2") is None
+
+
 def test_another_user_cannot_cancel_read_or_change_the_job(mdb):
     st, alice, bob = mdb["stores"], mdb["people"]["alice"], mdb["people"]["bob"]
     job_id = submit(st["alice"], spec(), time.time())

@@ -103,7 +103,7 @@ def test_urls_the_quick_path_reads(url, kind):
     if "alice" in url:
         assert found.connect == {"user": "alice", "password": "p@ss", "database": "andreas",
                                  "charset": "utf8mb4", "connect_timeout": 10,
-                                 "autocommit": False, "host": "db.example.org",
+                                 "autocommit": True, "host": "db.example.org",
                                  "port": 3307}
 
 
@@ -173,3 +173,19 @@ def test_submit_imports_no_sqlalchemy(tmp_path):
                               "ANDREAS_CONFIG": str(tmp_path / "andreas.toml")})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "heavy: []", out.stdout + out.stderr
+
+
+def test_without_tls_pymysql_comes_without_ssl_and_with_it_on_first_use():
+    """A connection with TLS off never uses ``ssl``: PyMySQL is imported without it; the
+    module is imported when something asks PyMySQL for it, and is the one module of that
+    name (nothing else sees a stand-in)."""
+    code = ("import sys\n"
+            "from andreas.store import quick\n"
+            "pymysql = quick.import_pymysql(tls=False)\n"
+            "print('_ssl' in sys.modules, 'ssl' in sys.modules, pymysql.connections.SSL_ENABLED)\n"
+            "context = pymysql.connections.ssl.SSLContext\n"
+            "import ssl\n"
+            "print(context is ssl.SSLContext, type(sys.modules['ssl']).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "True", "True", "module"]
