@@ -49,7 +49,8 @@ import numpy as np
 
 from andreas import levels
 from andreas.limits import J_PER_KWH, SECONDS_PER_HOUR
-from andreas.model import CatalogEntry, Energy, Job, Node, Params, Plan, Snapshot
+from andreas.model import (CatalogEntry, Energy, Job, Node, Params, Plan, Postponement,
+                           Progress, Snapshot)
 
 
 
@@ -219,7 +220,7 @@ def lost_s(job: Job, epoch_s: float, params: Params) -> float:
     if job.running is None:
         return 0.0
     partial = 0.0
-    if params.progress == "epoch":
+    if params.progress == Progress.EPOCH:
         partial = (job.epochs_done - math.floor(job.epochs_done + 1e-9)) * epoch_s
     return max(0.0, partial) + params.restart_overhead_s
 
@@ -275,7 +276,7 @@ def job_move_costs(snapshot: Snapshot, job: Job) -> tuple[float, float, float]:
 
 def postponement_costs(params: Params, now_s: float, weight, due_s, best_s, slowest_s):
     """What f_obj charges for postponed jobs (see above); numpy arrays or floats."""
-    if params.postponement == "paper":
+    if params.postponement == Postponement.PAPER:
         return params.rho * weight * np.maximum(0.0, now_s + params.period_s + slowest_s - due_s)
     late_now = np.maximum(0.0, now_s + best_s - due_s)
     late_after = np.maximum(0.0, now_s + params.period_s + best_s - due_s)

@@ -118,8 +118,22 @@ class Energy:
     tariff: Tariff | None = None
 
 
-PROGRESS_KINDS = ("epoch", "exact")
-POSTPONEMENT_KINDS = ("delay", "paper")
+class Progress(enum.StrEnum):
+    """What a stopped job keeps (``Params.progress``)."""
+
+    EPOCH = "epoch"     # its last epoch checkpoint: the partial epoch is redone
+    EXACT = "exact"     # every fraction of work (the papers' simulator)
+
+
+class Postponement(enum.StrEnum):
+    """The f_obj term of a postponed job (``Params.postponement``)."""
+
+    DELAY = "delay"     # andreas: the lateness it cannot avoid, charged once
+    PAPER = "paper"     # P1a as published
+
+
+PROGRESS_KINDS = tuple(p.value for p in Progress)
+POSTPONEMENT_KINDS = tuple(p.value for p in Postponement)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,7 +322,7 @@ class Job:
         if continuing:
             return self.epochs_left * (times[gpus - 1] * factor)
         done = self.epochs_done
-        if params.progress == "epoch":
+        if params.progress == Progress.EPOCH:
             done = math.floor(done + 1e-9)
         restart = params.restart_overhead_s if (self.running or self.epochs_done > 0) else 0.0
         return (self.epochs - done) * (times[gpus - 1] * factor) + restart

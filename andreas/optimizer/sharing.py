@@ -32,7 +32,7 @@ import numpy as np
 
 from andreas.interference import Sharing, balance, collision_probability, thetas
 from andreas.costs import SECONDS_PER_HOUR
-from andreas.model import GPU_MILLI, Demand, Job, Plan, Snapshot
+from andreas.model import GPU_MILLI, Demand, Job, Plan, Progress, Snapshot
 from andreas.optimizer.packing import Packing
 from andreas.resources import demand_of
 
@@ -327,7 +327,7 @@ def _move_cost(job: Job, snapshot: Snapshot) -> float:
     node = next(n for n in snapshot.nodes if n.name == run.node)
     epoch_s = job.epoch_time_s[node.gpu_type or ""][run.gpus - 1]
     partial = job.epochs_done - np.floor(job.epochs_done + 1e-9) \
-        if snapshot.params.progress == "epoch" else 0.0
+        if snapshot.params.progress == Progress.EPOCH else 0.0
     return float(partial * epoch_s + snapshot.params.restart_overhead_s)
 
 

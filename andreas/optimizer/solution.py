@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from andreas.costs import switch_share, switch_targets
-from andreas.model import Assignment, Plan
+from andreas.model import Assignment, Plan, Progress
 from andreas.optimizer.levels import limit_of
 from andreas.optimizer.problem import Problem
 
@@ -90,7 +90,7 @@ def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | No
         return None
     rows, cols = np.nonzero(cheaper_later)
     tau = switch_share(t_cur[rows], t_alt[rows, cols], left[rows]) * t_cur[rows]
-    if problem.snapshot.params.progress == "epoch":
+    if problem.snapshot.params.progress == Progress.EPOCH:
         tau = _at_epoch_end(problem, placed[rows], own[rows], t_cur[rows], tau)
     return float(now + tau.min() + REVISIT_MARGIN_S)
 

@@ -31,7 +31,9 @@ from andreas import levels
 from andreas.costs import tariff_blind
 from andreas.errors import AndreasError
 from andreas.feasibility import check_plan
-from andreas.model import ActionKind, CatalogEntry, Config, Demand, Node, Snapshot, Trace
+from andreas.model import (ActionKind, CatalogEntry, Config, Demand, Node, Snapshot,
+                           Trace)
+from andreas.model import Progress as ProgressMode   # engine.Progress is the callback
 from andreas import policies
 from andreas.optimizer import decide
 from andreas.resources import Ledger, demand_of
@@ -68,7 +70,7 @@ class Simulator:
                               progress=options.progress,
                               restart_overhead_s=options.restart_s,
                               mu=trace.params.mu if options.mu is None else options.mu)
-        self.exact = options.progress == "exact"
+        self.exact = options.progress == ProgressMode.EXACT
         self.bill = trace.energy          # what the site pays (with the tariff, if any)
         self.plan_energy = (tariff_blind(trace.energy) if options.tariff_blind
                             else trace.energy)

@@ -11,10 +11,10 @@ from andreas.errors import InputError
 from andreas.formats.snapshot import MAX_DURATION_S
 from andreas.limits import MAX_PERIOD_S, MIN_TRACE_PERIOD_S
 from andreas.interference import Sharing
-from andreas.model import DEFAULT_RESTART_OVERHEAD_S
+from andreas.model import DEFAULT_RESTART_OVERHEAD_S, PROGRESS_KINDS, Progress
 from andreas.policies import OPTIONS
 
-PROGRESS_MODES = ("epoch", "exact")
+PROGRESS_MODES = PROGRESS_KINDS
 GA_FITNESSES = OPTIONS["fitness"].choices
 # SimOptions field -> the policy option it sets (andreas/policies.py)
 POLICY_OPTIONS = {"iterations": "iterations", "order": "order", "floor": "floor",
@@ -109,8 +109,9 @@ class SimOptions:
             raise InputError(f"period_s: must be 0 (off) or {MIN_TRACE_PERIOD_S:g}-"
                              f"{MAX_PERIOD_S:g} seconds, got {p!r}", field="period_s")
         if self.restart_overhead_s is None:
+            epoch = self.progress == Progress.EPOCH
             object.__setattr__(self, "restart_overhead_s",
-                               DEFAULT_RESTART_OVERHEAD_S if self.progress == "epoch" else 0.0)
+                               DEFAULT_RESTART_OVERHEAD_S if epoch else 0.0)
         r = self.restart_overhead_s
         if not (isinstance(r, (int, float)) and math.isfinite(r) and 0 <= r <= MAX_DURATION_S):
             raise InputError(f"restart_overhead_s: must be 0-{MAX_DURATION_S:g} seconds, got "
