@@ -127,6 +127,13 @@ def docker_run_as_manager(cli: str, image: str, tmp: Path, node_memory_mib: int)
     return dt
 
 
+def remove_job_containers(client: docker.DockerClient) -> None:
+    """Remove every andreas job container the run left, then close the client."""
+    for c in client.containers.list(all=True, filters={"label": "andreas.job"}):
+        c.remove(force=True)
+    client.close()
+
+
 def rss_mb(pid: int) -> tuple[float, float]:
     """(the process's VmRSS, the same summed with its children's) in MB."""
     import psutil
@@ -299,9 +306,7 @@ def main() -> int:
     finally:
         manager.terminate()
         manager.wait(timeout=60)
-        for c in client.containers.list(all=True, filters={"label": "andreas.job"}):
-            c.remove(force=True)
-        client.close()
+        remove_job_containers(client)
     report(results, args, url)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

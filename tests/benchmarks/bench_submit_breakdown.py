@@ -62,14 +62,15 @@ FUNCTIONS = [("andreas.manager.manager", ("load_state", "build_snapshot", "add_d
              ("andreas.manager.starting", ("record_container",))]
 
 
-def timed(label: str, fn):
+def timed(label: str, fn, kind: str = "phase"):
+    """``fn``, appending (kind, label, start, duration) to EVENTS on each call."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         t0 = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
-            EVENTS.append(("phase", label, t0, time.perf_counter() - t0))
+            EVENTS.append((kind, label, t0, time.perf_counter() - t0))
     return wrapper
 
 
@@ -107,21 +108,11 @@ def watch_sql(engine) -> None:
 
     dialect = engine.dialect
     for name in ("do_ping", "do_commit", "do_rollback"):
-        setattr(dialect, name, timed_event(name[3:], getattr(dialect, name)))
+        setattr(dialect, name, timed(name[3:], getattr(dialect, name), "db"))
 
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection, record):
         EVENTS.append(("db", "connect", time.perf_counter(), 0.0))
-
-
-def timed_event(label: str, fn):
-    def wrapper(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            EVENTS.append(("db", label, t0, time.perf_counter() - t0))
-    return wrapper
 
 
 def shape(statement: str) -> str:
@@ -278,9 +269,7 @@ def main() -> int:
     finally:
         stop.set()
         thread.join(timeout=60)
-        for c in client.containers.list(all=True, filters={"label": "andreas.job"}):
-            c.remove(force=True)
-        client.close()
+        bs.remove_job_containers(client)
         store.dispose()
     keys = sorted({k for r in log for k in r})
     med = {k: statistics.median([r.get(k, 0) or 0 for r in log]) for k in keys}
