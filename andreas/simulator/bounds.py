@@ -257,7 +257,7 @@ class _Model:
     (columns, coefficients, lower, upper), the binary columns, and per (slot, class) the
     capacity rows' terms (the open-ended last slot's too), written last."""
 
-    def __init__(self, cuts: bool) -> None:
+    def __init__(self, cuts: bool, energy: Energy) -> None:
         self.cuts = cuts     # the valid inequalities that tighten it
         self.cols: list[tuple[float, float]] = []
         self.rows: list[tuple[list[int], list[float], float, float]] = []
@@ -265,7 +265,7 @@ class _Model:
         self.cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
         self.least_work: list[float] = []     # per job, in the capacity rows' unit
         self.ends_after = -math.inf            # no schedule ends before this
-        self.energy: Energy | None = None
+        self.energy = energy                   # the prices of the configurations
 
     def col(self, cost: float, upper: float = math.inf) -> int:
         self.cols.append((cost, upper))
@@ -277,8 +277,7 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
                  time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
     import highspy
 
-    model = _Model(cuts)
-    model.energy = trace.energy
+    model = _Model(cuts, trace.energy)
     m_col = model.col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
     starts = t0 + slot * np.arange(n_slots)
     cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
