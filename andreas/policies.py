@@ -105,6 +105,24 @@ def _is_number(value: Any, *, integral: bool) -> bool:
 
 ORDERS = ("wspt-late", "pressure")
 
+
+class EnergyPrice(enum.StrEnum):
+    """What greedy, rg and pr charge a job's run on premise (``compile_problem``).
+
+    ``node``: ANDREAS' c_ng(g), the node's whole draw with g busy GPUs. ``above-idle``:
+    without power-down a node draws its idle power whether or not it runs a job, so that
+    part of c_ng is sunk and biases every choice toward fast configurations. The run
+    then pays what its GPUs add, c_ng(g) - c_ng(0), plus the idle draw of every node
+    for as long as it would end after the last running job (the cluster stays on for
+    it if nothing else comes: the simulator bills until the last completion); and a
+    configuration counts as on time only with 15 % of its time to spare, since the
+    cheapest one is now often the slowest. The cloud's VM prices are unchanged.
+    """
+
+    NODE = "node"
+    ABOVE_IDLE = "above-idle"
+
+
 # Every option of every policy, once: name -> type, bounds, help. A policy lists the
 # names it takes with its own default (PolicySpec.options).
 OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
@@ -118,6 +136,9 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="order", type=str, choices=ORDERS,
                help="queue order: wspt-late (late jobs by weight over remaining time) or "
                     "pressure (the papers' order)"),
+    OptionSpec(name="energy_price", type=str, choices=tuple(EnergyPrice),
+               help="on premise, charge a job's run the node's whole draw (node) or only "
+                    "what its GPUs add above the node's idle draw (above-idle)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -258,17 +279,18 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-late"}),
+          options={"order": "wspt-late", "energy_price": EnergyPrice.NODE}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"iterations": None, **_SEARCH, "fallback": None}),
+          options={"iterations": None, **_SEARCH, "fallback": None,
+                   "energy_price": EnergyPrice.NODE}),
     _spec("pr", "relinking", "decide_pr",
           "randomized construction + path relinking + post-processing (maximises f_bar)",
           manager=True, power_levels=True,
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
-                   "fallback": None}),
+                   "fallback": None, "energy_price": EnergyPrice.NODE}),
     _spec("horizon", "horizon", "decide_horizon",
           "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "
           "greedy and rg, starts what its plan starts now (never above greedy's plan on its "

@@ -55,6 +55,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @policy_option("iterations", text="MaxIt of the randomized policies.")
 @policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
                "time) or pressure (the papers' order, most late first).")
+@policy_option("energy_price", text="On premise, price a job's run by its node's whole "
+               "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw.")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
@@ -181,7 +183,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                    "processes.")
 @click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, seed: int,
-                 iterations: int | None, order: str | None, period_s: float | None,
+                 iterations: int | None, order: str | None, energy_price: str | None,
+                 period_s: float | None,
                  progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
@@ -211,7 +214,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
         raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
     names = _policy_names(policy_list, {
         "iterations": iterations, "order": order, "floor": floor or None,
-        "population": ga_population, "generations": ga_generations,
+        "energy_price": energy_price, "population": ga_population, "generations": ga_generations,
         "fitness": ga_fitness, "backfill": ga_backfill})
     tariff_file = _read_tariff(tariff_path, tariff_blind)
     for a in _csv_list(arrivals, "--arrival"):
@@ -225,6 +228,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
             power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor, revisit=revisit,
+            energy_price=energy_price,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
             tariff_blind=tariff_blind, power_levels=power_levels != "off",
@@ -259,8 +263,9 @@ def _policy_names(policy_list: str, taken: dict) -> tuple[str, ...]:
         raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
                          f"(known: {', '.join(POLICIES)})")
     with option_names(iterations="--iterations", order="--order", floor="--floor",
-                      population="--ga-population", generations="--ga-generations",
-                      fitness="--ga-fitness", backfill="--ga-backfill"):
+                      energy_price="--energy-price", population="--ga-population",
+                      generations="--ga-generations", fitness="--ga-fitness",
+                      backfill="--ga-backfill"):
         policies.check_applicable(names, taken)
     return names
 

@@ -19,6 +19,7 @@ from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, char
                            postponement_costs)
 from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import levels as config_levels
+from andreas.policies import EnergyPrice
 
 INF = np.inf
 
@@ -172,6 +173,11 @@ VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer 
 
 ORDERS = ("wspt-late", "pressure")
 DEFAULT_ORDER = "wspt-late"
+# With ``EnergyPrice.ABOVE_IDLE`` a configuration counts as on time (D*) only with this
+# share of its time to spare: priced above idle, the cheapest on-time configuration is
+# often the slowest, ending just before the due date, and one restart then makes it late
+# (as ``horizon.MARGIN``; docs/measurements/2026-11-28-marginal).
+ABOVE_IDLE_MARGIN = 0.15
 
 
 def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
@@ -197,26 +203,38 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
 
 
-def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER) -> Problem:
+def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
+                    energy_price: str = EnergyPrice.NODE) -> Problem:
     """Build every array the policies need; O(J * C) (cloud: O(J * C^2), ``mix_cost``) and
-    done once per decision."""
+    done once per decision; ``energy_price``: how runs are priced on premise
+    (``policies.EnergyPrice``)."""
     classes = node_classes(snapshot)
     cl = _classes(snapshot, classes)
+    above = EnergyPrice(energy_price) is EnergyPrice.ABOVE_IDLE and not snapshot.cloud
+    idle_h = float((cl.n_nodes * cl.cost_h[:, 0]).sum())     # every node idle, per hour
+    if above:
+        has = np.arange(cl.cost_h.shape[1])[None, :] <= cl.gpus[:, None]
+        cl = cl._replace(cost_h=np.where(has, cl.cost_h - cl.cost_h[:, :1], 0.0))
     jobs = snapshot.jobs
     lv = config_levels.configurations(jobs, cl.reps, cl.gpus)
     due = np.array([j.due_s for j in jobs], dtype=float)
     weight = np.array([j.weight for j in jobs], dtype=float)
     pr = _prices(snapshot, cl, lv, _times(snapshot, cl, lv, classes), due)
-    terms = _job_terms(snapshot, classes, pr, weight, due, lv.cfg_g, order)
     groups = _groups(snapshot, cl.type, cl.gpus, cl.cost_h, cl.nodes, cl.n_nodes, lv.cfg_class,
                      lv.cfg_g, lv.cfg_level, cl.cost_h.shape[1])
     pins = _pins(snapshot, pr["t"], groups["cfg_index"], cl.name, cl.node_class, lv)
+    tail = _beyond_known_end(pr["t"], pr["runnable"], pins, idle_h) if above else None
+    if tail is not None:
+        pr["pi"] = pr["pi"] + tail
+    terms = _job_terms(snapshot, classes, pr, weight, due, lv.cfg_g, order,
+                       ABOVE_IDLE_MARGIN if above else 0.0)
     class_nodes = cl.nodes
     if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
         groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],
                                               pins[1], cl.node_class)
         class_nodes = groups["group_nodes"]
     job_cost = terms["tard_cost"] + pr["level_cost"] if lv.active else terms["tard_cost"]
+    job_cost = job_cost + tail if tail is not None else job_cost
     return Problem(
         snapshot=snapshot, jobs=tuple(jobs), node_names=tuple(x.name for x in snapshot.nodes),
         cloud=snapshot.cloud, class_name=cl.name, class_type=cl.type, class_gpus=cl.gpus,
@@ -326,9 +344,10 @@ def _prices(snapshot: Snapshot, cl: _Classes, lv: config_levels.ConfigLevels,
 
 def _job_terms(snapshot: Snapshot, classes: dict, pr: dict[str, np.ndarray],
                weight: np.ndarray, due: np.ndarray, cfg_g: np.ndarray,
-               order: str) -> dict[str, np.ndarray]:
+               order: str, margin: float = 0.0) -> dict[str, np.ndarray]:
     """What the objectives charge each job (tardiness, f_bar's term, postponing), its
-    ranking of configurations (D*, rank, preference) and the queue."""
+    ranking of configurations (D*, rank, preference) and the queue; D* holds the
+    configurations that end before the due date with ``margin`` x their time to spare."""
     t, pi, runnable = pr["t"], pr["pi"], pr["runnable"]
     now, jobs, (nj, nc) = snapshot.now_s, snapshot.jobs, t.shape
     with np.errstate(invalid="ignore"):
@@ -337,7 +356,7 @@ def _job_terms(snapshot: Snapshot, classes: dict, pr: dict[str, np.ndarray],
     max_t = np.where(runnable, t, -INF).max(axis=1, initial=0.0) if nj else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fbar_term = np.where(runnable, max_t[:, None] / (pi + tard_cost), 0.0)
-    in_dstar = runnable & (now + t < due[:, None])
+    in_dstar = runnable & (now + (t * (1.0 + margin) if margin else t) < due[:, None])
     kinds = node_kinds(snapshot, classes)
     best = np.array([best_restart_s(snapshot, job, kinds) or 0.0 for job in jobs], dtype=float)
     post_cost = np.where(runnable.any(axis=1),
@@ -371,6 +390,17 @@ def _moves(snapshot: Snapshot, pins: tuple[np.ndarray, np.ndarray, np.ndarray],
     return {"run_node": run_node, "run_cfg": run_cfg, "cfg_base": cfg_base,
             "mv_same": moves[:, 0].copy(), "mv_change": moves[:, 1].copy(),
             "mv_stop": moves[:, 2].copy()}
+
+
+def _beyond_known_end(t: np.ndarray, runnable: np.ndarray,
+                      pins: tuple[np.ndarray, np.ndarray, np.ndarray], idle_h: float
+                      ) -> np.ndarray:
+    """(J, C) the idle draw of every node (``idle_h`` per hour) for as long as a run
+    would end after the last running job continuing in place: what it adds to the
+    cluster's time on if nothing else comes (``EnergyPrice.ABOVE_IDLE``)."""
+    end = float(t[pins[0], pins[2]].max()) if len(pins[0]) else 0.0
+    over = np.maximum(0.0, np.where(runnable, t, 0.0) - end)
+    return np.where(runnable, idle_h * over / SECONDS_PER_HOUR, 0.0)
 
 
 def _charged(snapshot: Snapshot, t: np.ndarray, runnable: np.ndarray) -> np.ndarray:

@@ -19,7 +19,8 @@ GA_FITNESSES = OPTIONS["fitness"].choices
 # SimOptions field -> the policy option it sets (andreas/policies.py)
 POLICY_OPTIONS = {"iterations": "iterations", "order": "order", "floor": "floor",
                   "ga_population": "population", "ga_generations": "generations",
-                  "ga_fitness": "fitness", "ga_backfill": "backfill"}
+                  "ga_fitness": "fitness", "ga_backfill": "backfill",
+                  "energy_price": "energy_price"}
 
 
 # Upper bounds: a wake-up of 1e308 s is a typo that hangs a simulation; the command line
@@ -51,6 +52,7 @@ class SimOptions:
     iterations: int | None = None
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     floor: bool = False            # rg/pr also consider the baselines' plans
+    energy_price: str | None = None  # greedy/rg/pr on premise (None: their default)
     # decide again at each plan's revisit_s (optimizer/solution.py): a running job's
     # cheaper configuration becomes on time; off: only at events and periods, as the
     # papers' simulators
