@@ -34,6 +34,15 @@ PR_ALPHA = DEFAULT_ALPHA
 # greedy plan"; docs/results.md, "The long run").
 ONPREM_FALLBACK = math.inf
 SHORTAGE_FALLBACK = math.inf
+# The moves' hysteresis (``move_margin``, ``costs.move_costs``): the work a move throws
+# away counts 1 + margin times when rg and pr choose their plan, so a move must save
+# margin times its own cost. Unset: DEFAULT_MOVE_MARGIN (0: the moves at their price).
+DEFAULT_MOVE_MARGIN = 0.0
+
+
+def move_margin_of(move_margin: float | None) -> float:
+    """The hysteresis in force: ``move_margin``, or the default where it is unset."""
+    return DEFAULT_MOVE_MARGIN if move_margin is None else float(move_margin)
 
 
 def fallback_margin(problem, fallback: float | None, greedy_waits: bool) -> float:
@@ -89,7 +98,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
               floor: bool = False, fallback: float | None = None,
-              sharing: Sharing | None = None) -> Plan:
+              move_margin: float | None = None, sharing: Sharing | None = None) -> Plan:
     """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
     ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
@@ -100,7 +109,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_problem(snapshot, order=order)
+    problem = compile_problem(snapshot, order=order, move_margin=move_margin_of(move_margin))
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     best, fell = rg_choice(problem, batch, floor=floor, fallback=fallback)
