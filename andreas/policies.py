@@ -127,7 +127,7 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="move_margin", type=float, minimum=0, maximum=1e6,
                help="hysteresis: the work a move, resize or preemption throws away counts "
                     "1 + this many times when the plan is chosen, so a move must save this "
-                    "many times its own cost (unset: 0)"),
+                    "many times its own cost (unset: the policy's default for the setting)"),
     OptionSpec(name="sigma", type=int, minimum=1, maximum=MAX_ITERATIONS,
                help="size of the elite pool path relinking walks between"),
     OptionSpec(name="max_steps", type=int, minimum=0, maximum=MAX_ITERATIONS,

@@ -324,7 +324,8 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    p = compile_problem(snapshot, order=order, move_margin=move_margin_of(move_margin))
+    p = compile_problem(snapshot, order=order,
+                        move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))

@@ -132,13 +132,16 @@ def test_a_move_that_saves_less_than_its_margin_is_not_made(policy: str) -> None
 
 
 @pytest.mark.parametrize("policy", ["rg", "pr"])
-def test_the_margin_changes_nothing_unset_nor_in_the_papers_mode(policy: str) -> None:
+def test_unset_is_the_settings_default_and_the_papers_mode_ignores_the_margin(
+        policy: str) -> None:
+    from andreas.optimizer.greedy import CLOUD_MOVE_MARGIN
     rng = np.random.default_rng(11)
-    for _ in range(4):
-        snap = _with_partial_epochs(random_snapshot(rng, 4, 10, cloud=True,
+    for cloud in (True, False):
+        snap = _with_partial_epochs(random_snapshot(rng, 4, 10, cloud=cloud,
                                                     running_share=0.6), rng)
         paper = dataclasses.replace(snap, params=PAPER)
-        for s, margin in ((snap, 0.0), (paper, 5.0)):
+        default = CLOUD_MOVE_MARGIN if cloud else 0.0
+        for s, margin in ((snap, default), (paper, 5.0)):
             a = decide(s, np.random.default_rng(1), policy, iterations=30)
             b = decide(s, np.random.default_rng(1), policy, iterations=30, move_margin=margin)
             assert (a.assignments, a.postponed, dict(a.node_configs), a.objective) == \
