@@ -1,9 +1,10 @@
 """python analyse.py RUN.json: tables of the moves instrument.py recorded."""
 import collections
+import gzip
 import json
 import sys
 
-d = json.load(open(sys.argv[1]))
+d = json.load((gzip.open if sys.argv[1].endswith(".gz") else open)(sys.argv[1], "rt"))
 mv = d["moves"]
 s = d["summary"]
 print(d["cell"], d["policy"], "bill", round(s["total_cost"], 2), "energy",
