@@ -225,7 +225,8 @@ def lost_s(job: Job, epoch_s: float, params: Params) -> float:
     return max(0.0, partial) + params.restart_overhead_s
 
 
-def move_costs(weight, due_s, now_s: float, t_keep, lost, rate_h, cloud: bool):
+def move_costs(weight, due_s, now_s: float, t_keep, lost, rate_h, cloud: bool,
+               margin: float = 0.0):
     """What f_obj (cloud: f_mix) charges a running job that does not continue in place,
     as (same, change, stop): the job's money for the work it redoes, ``lost`` seconds
     at ``rate_h`` per hour (its configuration's share of the VM price; on premise its
@@ -237,18 +238,24 @@ def move_costs(weight, due_s, now_s: float, t_keep, lost, rate_h, cloud: bool):
       work (lateness; in the cloud its ``rank``, money too): on premise the money only;
     - ``stop``: postponed, whose postponement term prices lateness only: the money.
     Zero in the papers' mode (exact progress, no overhead): their plans are unchanged.
+    ``margin`` (the policies' ``move_margin``, a hysteresis): the redone work's money
+    counts ``1 + margin`` times, so a move must save ``margin`` times its own cost
+    (in the cloud's ``change`` the extra ``margin`` times: ``t_jng`` holds the first).
     Numpy arrays (one entry per job) or floats."""
     money = lost * rate_h / SECONDS_PER_HOUR
     late = (np.maximum(0.0, now_s + t_keep + lost - due_s)
             - np.maximum(0.0, now_s + t_keep - due_s))
-    same = money + weight * late
-    change = money * 0.0 if cloud else money
-    return same, change, money
+    charged = money * (1.0 + margin)
+    same = charged + weight * late
+    change = money * margin if cloud else charged
+    return same, change, charged
 
 
-def job_move_costs(snapshot: Snapshot, job: Job) -> tuple[float, float, float]:
-    """:func:`move_costs` of one running job on its current configuration; (0, 0, 0)
-    for a waiting job or one whose node or VM the snapshot does not know."""
+def job_move_costs(snapshot: Snapshot, job: Job, margin: float = 0.0
+                   ) -> tuple[float, float, float]:
+    """:func:`move_costs` of one running job on its current configuration (with its
+    ``margin``); (0, 0, 0) for a waiting job or one whose node or VM the snapshot does
+    not know."""
     run = job.running
     if run is None:
         return 0.0, 0.0, 0.0
@@ -270,7 +277,7 @@ def job_move_costs(snapshot: Snapshot, job: Job) -> tuple[float, float, float]:
     same, change, stop = move_costs(job.weight, job.due_s, snapshot.now_s,
                                     job.epochs_left * epoch_s,
                                     lost_s(job, epoch_s, snapshot.params), rate,
-                                    snapshot.cloud)
+                                    snapshot.cloud, margin)
     return float(same), float(change), float(stop)
 
 
@@ -373,7 +380,8 @@ class Evaluation:
     move_cost: float = 0.0    # what running jobs that do not continue in place throw away
 
 
-def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
+def evaluate(snapshot: Snapshot, plan: Plan, sharing=None,
+             move_margin: float = 0.0) -> Evaluation:
     """The proxy objectives of a (feasible) plan, computed directly from their definitions.
 
     f_obj (the path-relinking paper's P1a): tardiness + postponement + each running node's
@@ -386,7 +394,8 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
     "Choosing the plan by the mix: f_mix"). On premise f_mix = f_obj.
 
     ``sharing`` (an ``andreas.interference.Sharing``; default its defaults) predicts the
-    slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``."""
+    slowdown of jobs that share GPUs; it matters only for jobs with a ``Demand``.
+    ``move_margin``: the moves' hysteresis (:func:`move_costs`), as rg and pr choose."""
     nodes = _nodes(snapshot)
     catalog = _catalog(snapshot)
     jobs = {j.id: j for j in snapshot.jobs}
@@ -444,7 +453,7 @@ def evaluate(snapshot: Snapshot, plan: Plan, sharing=None) -> Evaluation:
         idle += capacity - g
         if snapshot.cloud:
             mix += first_end[name] / SECONDS_PER_HOUR * hourly * (capacity - g) / capacity
-    moves = plan_move_cost(snapshot, plan, classes)
+    moves = plan_move_cost(snapshot, plan, classes, move_margin)
     f_obj = tard + lvl + post + node_cost + params.mu * idle + moves
     f_mix = tard + post + mix + params.mu * idle + moves if snapshot.cloud else f_obj
     return Evaluation(f_obj=f_obj, f_bar=fbar, f_mix=f_mix, tardiness_cost=tard,
@@ -462,7 +471,8 @@ def _level(snapshot: Snapshot, job: Job, nodes: dict[str, Node], a) -> levels.Le
     return option
 
 
-def plan_move_cost(snapshot: Snapshot, plan: Plan, classes: dict[str, tuple]) -> float:
+def plan_move_cost(snapshot: Snapshot, plan: Plan, classes: dict[str, tuple],
+                   margin: float = 0.0) -> float:
     """The move costs (:func:`move_costs`) of the running jobs a plan stops, moves or
     resizes: a job continues in place only on its node, at its GPU count (cloud: and the
     node keeps its VM)."""
@@ -476,7 +486,7 @@ def plan_move_cost(snapshot: Snapshot, plan: Plan, classes: dict[str, tuple]) ->
         if run is None or job.id not in can or (job.id not in where
                                                  and job.id not in postponed):
             continue
-        same, change, stop = job_move_costs(snapshot, job)
+        same, change, stop = job_move_costs(snapshot, job, margin)
         a = where.get(job.id)
         if a is None:
             total += stop

@@ -145,6 +145,10 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="fallback", type=float, minimum=0,
                help="keep the greedy plan unless the search's objective is lower by more "
                     "than this share of it (unset: never on premise, 0 in the cloud)"),
+    OptionSpec(name="move_margin", type=float, minimum=0, maximum=1e6,
+               help="hysteresis: the work a move, resize or preemption throws away counts "
+                    "1 + this many times when the plan is chosen, so a move must save this "
+                    "many times its own cost (unset: the policy's default for the setting)"),
     OptionSpec(name="sigma", type=int, minimum=1, maximum=MAX_ITERATIONS,
                help="size of the elite pool path relinking walks between"),
     OptionSpec(name="max_steps", type=int, minimum=0, maximum=MAX_ITERATIONS,
@@ -284,13 +288,13 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
           options={"iterations": None, **_SEARCH, "fallback": None,
-                   "energy_price": EnergyPrice.NODE}),
+                   "energy_price": EnergyPrice.NODE, "move_margin": None}),
     _spec("pr", "relinking", "decide_pr",
           "randomized construction + path relinking + post-processing (maximises f_bar)",
           manager=True, power_levels=True,
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
-                   "fallback": None, "energy_price": EnergyPrice.NODE}),
+                   "fallback": None, "energy_price": EnergyPrice.NODE, "move_margin": None}),
     _spec("horizon", "horizon", "decide_horizon",
           "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "
           "greedy and rg, starts what its plan starts now (never above greedy's plan on its "

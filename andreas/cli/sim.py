@@ -75,6 +75,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @policy_option("floor", text="rg and pr also consider the FIFO / EDF / priority plans at "
                "every decision (never worse than a work-conserving baseline on f_obj; off by "
                "default: it costs more in the long run, see ARCHITECTURE.md).")
+@policy_option("move_margin", text="Hysteresis of rg and pr: a move, resize or preemption "
+               "must save this many times the work it throws away.")
 @click.option("--revisit/--no-revisit", default=True, show_default=True,
               help="Cloud: also decide again when a running job could switch to a "
                    "configuration it pays less on and still end on time (the plan's revisit "
@@ -189,7 +191,8 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
                  ewma_a: float, ga_population: int | None, ga_generations: int | None,
-                 ga_fitness: str | None, ga_backfill: bool | None, power_off_idle: bool,
+                 ga_fitness: str | None, ga_backfill: bool | None,
+                 move_margin: float | None, power_off_idle: bool,
                  power_idle_s: float, wake_s: float,
                  tariff_path: str | None, tariff_blind: bool, power_levels: str, bound: bool,
                  workers: int | None,
@@ -215,7 +218,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
     names = _policy_names(policy_list, {
         "iterations": iterations, "order": order, "floor": floor or None,
         "energy_price": energy_price, "population": ga_population, "generations": ga_generations,
-        "fitness": ga_fitness, "backfill": ga_backfill})
+        "fitness": ga_fitness, "backfill": ga_backfill, "move_margin": move_margin})
     tariff_file = _read_tariff(tariff_path, tariff_blind)
     for a in _csv_list(arrivals, "--arrival"):
         if a not in ARRIVALS:
@@ -231,7 +234,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
             energy_price=energy_price,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
-            tariff_blind=tariff_blind, power_levels=power_levels != "off",
+            move_margin=move_margin, tariff_blind=tariff_blind, power_levels=power_levels != "off",
             tariff=str(Path(tariff_path).resolve()) if tariff_path else None,
             sharing=Sharing(tau_bar=tau_bar, theta_bar=theta_bar, theta_balance=theta_balance,
                             contention=contention, migration_budget_s=migration_budget_s,
@@ -265,7 +268,7 @@ def _policy_names(policy_list: str, taken: dict) -> tuple[str, ...]:
     with option_names(iterations="--iterations", order="--order", floor="--floor",
                       energy_price="--energy-price", population="--ga-population",
                       generations="--ga-generations", fitness="--ga-fitness",
-                      backfill="--ga-backfill"):
+                      backfill="--ga-backfill", move_margin="--move-margin"):
         policies.check_applicable(names, taken)
     return names
 

@@ -35,6 +35,21 @@ PR_ALPHA = DEFAULT_ALPHA
 # greedy plan"; docs/results.md, "The long run").
 ONPREM_FALLBACK = math.inf
 SHORTAGE_FALLBACK = math.inf
+# The moves' hysteresis (``move_margin``, ``costs.move_costs``): the work a move throws
+# away counts 1 + margin times when rg and pr choose their plan, so a move must save
+# margin times its own cost. Why: a plan prices a move's saving as if the new
+# configuration lasted to the job's end, but the next event plans again, and in the
+# cloud moved jobs went back and forth between packings (docs/results.md, "In the cloud,
+# mixed arrivals"). Unset: CLOUD_MOVE_MARGIN in the cloud, 0 on premise (where rg and pr
+# keep the greedy plan); no margin changes the papers' mode, whose moves are free.
+CLOUD_MOVE_MARGIN = 3.0
+
+
+def move_margin_of(move_margin: float | None, snapshot: Snapshot) -> float:
+    """The hysteresis in force: ``move_margin``, or the default where it is unset."""
+    if move_margin is not None:
+        return float(move_margin)
+    return CLOUD_MOVE_MARGIN if snapshot.cloud else 0.0
 
 
 def fallback_margin(problem, fallback: float | None, greedy_waits: bool) -> float:
@@ -91,7 +106,8 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
               floor: bool = False, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE, sharing: Sharing | None = None) -> Plan:
+              energy_price: str = EnergyPrice.NODE, move_margin: float | None = None,
+              sharing: Sharing | None = None) -> Plan:
     """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
     ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
     greedy, and with ``floor`` never worse than a baseline whose plan leaves no job
@@ -102,7 +118,8 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_problem(snapshot, order=order, energy_price=energy_price)
+    problem = compile_problem(snapshot, order=order, energy_price=energy_price,
+                              move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     best, fell = rg_choice(problem, batch, floor=floor, fallback=fallback)

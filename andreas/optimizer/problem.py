@@ -204,10 +204,12 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
-                    energy_price: str = EnergyPrice.NODE) -> Problem:
+                    energy_price: str = EnergyPrice.NODE,
+                    move_margin: float = 0.0) -> Problem:
     """Build every array the policies need; O(J * C) (cloud: O(J * C^2), ``mix_cost``) and
     done once per decision; ``energy_price``: how runs are priced on premise
-    (``policies.EnergyPrice``)."""
+    (``policies.EnergyPrice``); ``move_margin``: the moves' hysteresis
+    (``costs.move_costs``)."""
     classes = node_classes(snapshot)
     cl = _classes(snapshot, classes)
     above = EnergyPrice(energy_price) is EnergyPrice.ABOVE_IDLE and not snapshot.cloud
@@ -242,7 +244,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
         node_class=cl.node_class, cfg_class=lv.cfg_class, cfg_g=lv.cfg_g,
         cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w, **pr, **terms, job_cost=job_cost,
         weight=weight, due=due, **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
-        **_moves(snapshot, pins, lv))
+        **_moves(snapshot, pins, lv, move_margin))
 
 
 class _Classes(NamedTuple):
@@ -376,7 +378,7 @@ def _job_terms(snapshot: Snapshot, classes: dict, pr: dict[str, np.ndarray],
 
 
 def _moves(snapshot: Snapshot, pins: tuple[np.ndarray, np.ndarray, np.ndarray],
-           lv: config_levels.ConfigLevels) -> dict[str, np.ndarray]:
+           lv: config_levels.ConfigLevels, margin: float = 0.0) -> dict[str, np.ndarray]:
     """Where each running job continues (``Problem.run_node``, ``run_cfg``) and what moving
     it costs (``costs.job_move_costs``)."""
     jobs, nj = snapshot.jobs, len(snapshot.jobs)
@@ -385,7 +387,7 @@ def _moves(snapshot: Snapshot, pins: tuple[np.ndarray, np.ndarray, np.ndarray],
     run_node[pins[0]] = pins[1]
     cfg_base = (np.arange(len(lv.cfg_class)) - lv.cfg_level).astype(np.int64)
     run_cfg[pins[0]] = cfg_base[pins[2]]
-    moves = np.array([job_move_costs(snapshot, job) if run_node[i] >= 0 else (0.0,) * 3
+    moves = np.array([job_move_costs(snapshot, job, margin) if run_node[i] >= 0 else (0.0,) * 3
                       for i, job in enumerate(jobs)], dtype=float).reshape(nj, 3)
     return {"run_node": run_node, "run_cfg": run_cfg, "cfg_base": cfg_base,
             "mv_same": moves[:, 0].copy(), "mv_change": moves[:, 1].copy(),

@@ -49,7 +49,7 @@ from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, SEARCH, construct
-from andreas.optimizer.greedy import fallback_margin, falls_back
+from andreas.optimizer.greedy import fallback_margin, falls_back, move_margin_of
 from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
@@ -318,14 +318,16 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
               window_when: str | None = None, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE) -> Plan:
+              energy_price: str = EnergyPrice.NODE,
+              move_margin: float | None = None) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
     window_when = window_when or DEFAULT_WINDOW_WHEN
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    p = compile_problem(snapshot, order=order, energy_price=energy_price)
+    p = compile_problem(snapshot, order=order, energy_price=energy_price,
+                        move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))

@@ -20,7 +20,7 @@ GA_FITNESSES = OPTIONS["fitness"].choices
 POLICY_OPTIONS = {"iterations": "iterations", "order": "order", "floor": "floor",
                   "ga_population": "population", "ga_generations": "generations",
                   "ga_fitness": "fitness", "ga_backfill": "backfill",
-                  "energy_price": "energy_price"}
+                  "energy_price": "energy_price", "move_margin": "move_margin"}
 
 
 # Upper bounds: a wake-up of 1e308 s is a typo that hangs a simulation; the command line
@@ -70,6 +70,8 @@ class SimOptions:
     ga_fitness: str | None = None
     # ga's EASY backfilling (None: its default; optimizer/packing.reservation)
     ga_backfill: bool | None = None
+    # rg's and pr's hysteresis on moves (None: their default; optimizer/greedy.py)
+    move_margin: float | None = None
     # the trace's energy has a tariff: plan with its mean price and PUE (the bill still
     # integrates the tariff over the actual run intervals: the what-if of ignoring it)
     tariff_blind: bool = False

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from andreas.costs import c_ng_per_hour, evaluate, job_move_costs
 from andreas.feasibility import check_plan
-from andreas.model import Assignment, Config, Energy, Job, Node, Params, Plan, Snapshot
+from andreas.model import (Assignment, CatalogEntry, Config, Energy, Job, Node, Params, Plan,
+                           Snapshot)
 from andreas.policies import POLICIES
 from andreas.optimizer import decide
 from andreas.optimizer.problem import compile_problem
@@ -75,18 +76,76 @@ def _with_partial_epochs(snap: Snapshot, rng: np.random.Generator) -> Snapshot:
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), cloud=st.booleans(),
-       policy=st.sampled_from(["greedy", "rg", "pr"]))
+       policy=st.sampled_from(["greedy", "rg", "pr"]), margin=st.sampled_from([0.0, 2.0]))
 def test_the_policies_objective_is_evaluate_with_move_costs(seed: int, cloud: bool,
-                                                            policy: str) -> None:
+                                                            policy: str, margin: float) -> None:
     rng = np.random.default_rng(seed)
     snap = _with_partial_epochs(random_snapshot(rng, int(rng.integers(2, 6)),
                                                 int(rng.integers(2, 14)), cloud=cloud,
                                                 running_share=0.6), rng)
     p = decide(snap, np.random.default_rng(seed), policy,
-               **POLICIES[policy].accepted({"iterations": 30, "fallback": 0.0}))
+               **POLICIES[policy].accepted({"iterations": 30, "fallback": 0.0,
+                                            "move_margin": margin}))
     check_plan(snap, p)
-    ev = evaluate(snap, p)
+    ev = evaluate(snap, p, move_margin=margin if policy != "greedy" else 0.0)
     assert p.objective == pytest.approx(ev.f_mix, rel=1e-9, abs=1e-9)
+
+
+def cloud_pair(params: Params = EPOCH) -> Snapshot:
+    """Job r runs alone on VM v1 (type A, 1.00 an hour), 50.5 of 100 epochs of 100 s done;
+    type B runs it as fast for 0.90 an hour. Staying: 4 950 s at 1.00 = 1.375; moving to B:
+    5 010 s (the half epoch again and the 10 s overhead) at 0.90 = 1.2525, a saving of
+    0.1225 for 60 s of lost work worth 60 s x 1.00 = 0.01667."""
+    catalog = (CatalogEntry(name="A", gpu_type="M60", gpus=1, cost_per_hour=1.0),
+               CatalogEntry(name="B", gpu_type="K80", gpus=1, cost_per_hour=0.9))
+    r = Job(id="r", submit_s=0.0, due_s=1e6, weight=1.0, epochs=100, epochs_done=50.5,
+            epoch_time_s={"M60": (100.0,), "K80": (100.0,)}, running=Config(node="v1", gpus=1))
+    nodes = (Node(name="v1", config="A"), Node(name="v2"))
+    return Snapshot(now_s=1000.0, nodes=nodes, jobs=(r,), energy=ENERGY,
+                    params=params, catalog=catalog)
+
+
+def test_the_margin_counts_the_lost_work_one_plus_margin_times() -> None:
+    snap = two_nodes(EPOCH)
+    money = 60.0 * c_ng_per_hour(200.0, ENERGY) / 3600.0
+    assert job_move_costs(snap, snap.jobs[0], 2.0) == pytest.approx((3 * money,) * 3)
+    cloud = cloud_pair()
+    money = 60.0 * 1.0 / 3600.0     # in the cloud t_jng holds the first "one" of a change
+    assert job_move_costs(cloud, cloud.jobs[0], 2.0) == pytest.approx(
+        (3 * money, 2 * money, 3 * money))
+    assert job_move_costs(cloud, cloud.jobs[0]) == pytest.approx((money, 0.0, money))
+
+
+@pytest.mark.parametrize("policy", ["rg", "pr"])
+def test_a_move_that_saves_less_than_its_margin_is_not_made(policy: str) -> None:
+    snap = cloud_pair()
+    options = {"iterations": 20}
+    moved = decide(snap, np.random.default_rng(0), policy, **options)
+    assert moved.node_configs[moved.assignments[0].node] == "B"    # saves 0.1225 > 0.0167
+    # margin 10: the move must save 11 x 0.0167 = 0.183 > 0.1225: the job stays on v1
+    kept = decide(snap, np.random.default_rng(0), policy, move_margin=10.0, **options)
+    assert kept.assignments == (Assignment(job="r", node="v1", gpus=1),)
+    assert kept.node_configs == {"v1": "A"}
+    # margin 6: 7 x 0.0167 = 0.117 < 0.1225: the move still pays
+    assert decide(snap, np.random.default_rng(0), policy, move_margin=6.0,
+                  **options).node_configs != {"v1": "A"}
+
+
+@pytest.mark.parametrize("policy", ["rg", "pr"])
+def test_unset_is_the_settings_default_and_the_papers_mode_ignores_the_margin(
+        policy: str) -> None:
+    from andreas.optimizer.greedy import CLOUD_MOVE_MARGIN
+    rng = np.random.default_rng(11)
+    for cloud in (True, False):
+        snap = _with_partial_epochs(random_snapshot(rng, 4, 10, cloud=cloud,
+                                                    running_share=0.6), rng)
+        paper = dataclasses.replace(snap, params=PAPER)
+        default = CLOUD_MOVE_MARGIN if cloud else 0.0
+        for s, margin in ((snap, default), (paper, 5.0)):
+            a = decide(s, np.random.default_rng(1), policy, iterations=30)
+            b = decide(s, np.random.default_rng(1), policy, iterations=30, move_margin=margin)
+            assert (a.assignments, a.postponed, dict(a.node_configs), a.objective) == \
+                (b.assignments, b.postponed, dict(b.node_configs), b.objective)
 
 
 def test_on_premise_rg_and_pr_fall_back_to_the_greedy_plan() -> None:
