@@ -103,7 +103,7 @@ def _is_number(value: Any, *, integral: bool) -> bool:
     return isinstance(value, numbers.Integral if integral else numbers.Real)
 
 
-ORDERS = ("wspt-late", "pressure")
+ORDERS = ("wspt-late", "pressure", "atc")
 
 # Every option of every policy, once: name -> type, bounds, help. A policy lists the
 # names it takes with its own default (PolicySpec.options).
@@ -118,6 +118,10 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="order", type=str, choices=ORDERS,
                help="queue order: wspt-late (late jobs by weight over remaining time) or "
                     "pressure (the papers' order)"),
+    OptionSpec(name="late_config", type=str, choices=("fastest", "efficient", "efficient-all"),
+               help="while the greedy plan leaves a job waiting, the configuration a job "
+                    "that cannot be on time gets: fastest (the papers') or efficient "
+                    "(least GPU-seconds; efficient-all: on-time jobs too)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -258,7 +262,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-late"}),
+          options={"order": "wspt-late", "late_config": "fastest"}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
