@@ -103,7 +103,7 @@ def _is_number(value: Any, *, integral: bool) -> bool:
     return isinstance(value, numbers.Integral if integral else numbers.Real)
 
 
-ORDERS = ("wspt-late", "pressure", "atc")
+ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc")
 
 # Every option of every policy, once: name -> type, bounds, help. A policy lists the
 # names it takes with its own default (PolicySpec.options).
@@ -116,12 +116,9 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="swap_scale", type=float, minimum=0, maximum=1e6,
                help="how far the randomized constructions swap jobs in the queue"),
     OptionSpec(name="order", type=str, choices=ORDERS,
-               help="queue order: wspt-late (late jobs by weight over remaining time) or "
-                    "pressure (the papers' order)"),
-    OptionSpec(name="late_config", type=str, choices=("fastest", "efficient", "efficient-all"),
-               help="while the greedy plan leaves a job waiting, the configuration a job "
-                    "that cannot be on time gets: fastest (the papers') or efficient "
-                    "(least GPU-seconds; efficient-all: on-time jobs too)"),
+               help="queue order: wspt-late (late jobs by weight over remaining time), "
+                    "pressure (the papers' order), atc (apparent tardiness cost) or "
+                    "wspt-atc (wspt-late, atc while the greedy plan leaves a job waiting)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -262,7 +259,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-late", "late_config": "fastest"}),
+          options={"order": "wspt-late"}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,

@@ -31,14 +31,16 @@ f_obj on single snapshots and lost in the long run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR
 from andreas.optimizer.kernels import Rows, RowsOut, construct_rows
-from andreas.optimizer.problem import INF, Problem
+from andreas.optimizer.problem import (DEFAULT_ORDER, INF, SHORTAGE_ORDER, Problem, atc_order,
+                                       compile_problem)
+from andreas.model import Snapshot
 
 DEFAULT_SWAP_SCALE = 0.5
 KEEP_RANDOM = 64     # randomized keep rows per batch (where moves cost something)
@@ -178,6 +180,31 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
                  f_mix=out_mix,
                  strategy=row_strategy, work_conserving=out_wc,
                  names=tuple(s.name for s in strat))
+
+
+def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
+                    order: str = DEFAULT_ORDER) -> Problem:
+    """``compile_problem``; with ``SHORTAGE_ORDER`` the queue is wspt-late's unless the
+    cluster is overloaded now: a job can no longer be on time and wspt-late's greedy row
+    leaves a job waiting. Then it is the ATC order's: who goes first decides the lateness
+    the cluster owes, and ATC lets a short, heavy job with little slack pass a long,
+    light one that is late anyway (docs/results.md, "Under overload: the queue order")."""
+    p = compile_problem(snapshot, order=order)
+    if order != SHORTAGE_ORDER or not overloaded(p, rng):
+        return p
+    t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)
+    return replace(p, queue=atc_order(p.pressure, p.weight, t_min))
+
+
+def overloaded(problem: Problem, rng: np.random.Generator) -> bool:
+    """Some job will be late whatever runs it (no configuration ends it on time) and the
+    greedy row leaves a job that could run waiting."""
+    p = problem
+    can_run = p.runnable.any(axis=1)
+    if not (can_run & (p.pressure >= 0)).any():
+        return False
+    node = construct(p, 1, rng, randomize=False).node[0]
+    return bool(((node < 0) & can_run).any())
 
 
 def empty_rows(b: int, n_jobs: int, n_nodes: int) -> RowsOut:

@@ -4,16 +4,14 @@ f_mix: ``costs.evaluate``, docs/design/objectives.md "Choosing the plan by the m
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.problem import (DEFAULT_LATE_CONFIG, DEFAULT_ORDER, compile_problem,
-                                       efficient_pref)
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, compile_ordered, construct
+from andreas.optimizer.problem import DEFAULT_ORDER
 from andreas.optimizer.solution import to_plan
 
 if TYPE_CHECKING:
@@ -75,26 +73,16 @@ def rg_choice(problem, batch, *, floor: bool = False, fallback: float | None = N
 
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
-                  order: str = DEFAULT_ORDER, late_config: str = DEFAULT_LATE_CONFIG,
-                  sharing: Sharing | None = None) -> Plan:
+                  order: str = DEFAULT_ORDER, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
-    problem = compile_problem(snapshot, order=order)
+    problem = compile_ordered(snapshot, rng, order=order)
     batch = construct(problem, 1, rng, randomize=False)
-    if late_config != "fastest" and _waits(problem, batch.node[0]):
-        problem = replace(problem, pref=efficient_pref(
-            problem, on_time_too=late_config == "efficient-all"))
-        batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
                    objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
                    stats={"jobs": problem.n_jobs})
-
-
-def _waits(problem, node: np.ndarray) -> bool:
-    """A job that could run somewhere is left waiting: GPUs are short."""
-    return bool(((node < 0) & problem.runnable.any(axis=1)).any())
 
 
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
@@ -112,7 +100,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_problem(snapshot, order=order)
+    problem = compile_ordered(snapshot, rng, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     best, fell = rg_choice(problem, batch, floor=floor, fallback=fallback)

@@ -170,9 +170,10 @@ class Problem:
 
 VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer VMs
 
-ORDERS = ("wspt-late", "pressure", "atc")
+ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc")
 DEFAULT_ORDER = "wspt-late"
-ATC_K = 2.0     # look-ahead of the apparent tardiness cost, in mean processing times
+SHORTAGE_ORDER = "wspt-atc"     # wspt-late, atc while GPUs are short (construction.py)
+ATC_K = 0.5     # look-ahead of the apparent tardiness cost, in mean processing times
 
 
 def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
@@ -192,7 +193,7 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     if order == "pressure":
         return by_pressure
     if order == "atc":
-        return _atc_order(pressure, weight, t_min)
+        return atc_order(pressure, weight, t_min)
     late = pressure >= 0
     wspt = np.where(late, weight / np.maximum(t_min, 1e-9), -np.inf)
     late_idx = np.flatnonzero(late)
@@ -200,32 +201,12 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
 
 
-LATE_CONFIGS = ("fastest", "efficient", "efficient-all")
-DEFAULT_LATE_CONFIG = "fastest"
-
-
-def efficient_pref(problem: Problem, *, on_time_too: bool = False) -> np.ndarray:
-    """(J, C) preferences where a job that cannot be on time ranks its configurations by
-    GPU-seconds for its remaining work (t * g: the least first, the fastest on a tie)
-    instead of by t; jobs that can be on time keep D* first (``on_time_too``: D* also by
-    GPU-seconds)."""
-    p = problem
-    nj, nc = p.t.shape
-    if not nj:
-        return p.pref
-    gpu_s = np.where(p.runnable, p.t * p.cfg_g[None, :], 0.0)
-    key1 = np.where(p.in_dstar, 0, np.where(p.runnable, 1, 2))
-    key2 = np.where(p.in_dstar, gpu_s if on_time_too else p.rank, gpu_s)
-    key3 = np.where(p.runnable, p.t, 0.0)
-    return np.lexsort((np.broadcast_to(p.cfg_g, (nj, nc)), key3, key2, key1),
-                      axis=1).astype(np.int64)
-
-
-def _atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
+def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
     """Apparent tardiness cost (Vepsalainen and Morton): w / p * exp(-slack / (K p_mean)),
-    the largest first; a late job (no slack) by Smith's rule alone."""
-    p = np.maximum(np.where(np.isfinite(t_min), t_min, 0.0), 1e-9)
+    the largest first, p the job's fastest remaining time; a job with no slack left by
+    Smith's rule alone, one with slack behind it unless it is short and heavy."""
     finite = np.isfinite(t_min)
+    p = np.maximum(np.where(finite, t_min, 0.0), 1e-9)
     p_mean = float(p[finite].mean()) if finite.any() else 1.0
     slack = np.maximum(0.0, np.where(np.isfinite(pressure), -pressure, 0.0))
     index = np.where(finite, weight / p * np.exp(-slack / (ATC_K * p_mean)), -np.inf)
