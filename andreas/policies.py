@@ -103,7 +103,7 @@ def _is_number(value: Any, *, integral: bool) -> bool:
     return isinstance(value, numbers.Integral if integral else numbers.Real)
 
 
-ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc")
+ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 
 # Every option of every policy, once: name -> type, bounds, help. A policy lists the
 # names it takes with its own default (PolicySpec.options).

@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR
+from andreas.optimizer import problem as _problem
 from andreas.optimizer.kernels import Rows, RowsOut, construct_rows
-from andreas.optimizer.problem import (DEFAULT_ORDER, INF, SHORTAGE_ORDER, Problem, atc_order,
-                                       compile_problem)
+from andreas.optimizer.problem import (DEFAULT_ORDER, INF, SHORTAGE_ORDER, Problem,
+                                       compile_problem, shortage_queue)
 from andreas.model import Snapshot
 
 DEFAULT_SWAP_SCALE = 0.5
@@ -193,7 +194,7 @@ def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
     if order != SHORTAGE_ORDER or not overloaded(p, rng):
         return p
     t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)
-    return replace(p, queue=atc_order(p.pressure, p.weight, t_min))
+    return replace(p, queue=shortage_queue(p.pressure, p.weight, t_min))
 
 
 def overloaded(problem: Problem, rng: np.random.Generator) -> bool:
@@ -201,10 +202,13 @@ def overloaded(problem: Problem, rng: np.random.Generator) -> bool:
     greedy row leaves a job that could run waiting."""
     p = problem
     can_run = p.runnable.any(axis=1)
-    if not (can_run & (p.pressure >= 0)).any():
+    if _problem.SHORTAGE_GATE == "late" and not (can_run & (p.pressure >= 0)).any():
         return False
     node = construct(p, 1, rng, randomize=False).node[0]
-    return bool(((node < 0) & can_run).any())
+    waiting = (node < 0) & can_run
+    if _problem.SHORTAGE_GATE == "risk":   # a waiting job is late if it waits a period
+        return bool((waiting & (p.pressure + p.snapshot.params.period_s >= 0)).any())
+    return bool(waiting.any())
 
 
 def empty_rows(b: int, n_jobs: int, n_nodes: int) -> RowsOut:

@@ -170,9 +170,11 @@ class Problem:
 
 VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer VMs
 
-ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc")
+ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 DEFAULT_ORDER = "wspt-late"
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, atc while GPUs are short (construction.py)
+SHORTAGE_QUEUE = "atc"          # the order SHORTAGE_ORDER switches to
+SHORTAGE_GATE = "late"          # when: "late" (a job late and one waiting) or "waiting"
 ATC_K = 0.5     # look-ahead of the apparent tardiness cost, in mean processing times
 
 
@@ -194,11 +196,20 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
         return by_pressure
     if order == "atc":
         return atc_order(pressure, weight, t_min)
+    if order == "late-atc":     # late jobs first by Smith's rule, then the others by ATC
+        atc = atc_order(pressure, weight, t_min)
+        late_first = np.argsort(~(pressure[atc] >= 0), kind="stable")
+        return atc[late_first]
     late = pressure >= 0
     wspt = np.where(late, weight / np.maximum(t_min, 1e-9), -np.inf)
     late_idx = np.flatnonzero(late)
     late_sorted = late_idx[np.argsort(-wspt[late_idx], kind="stable")]
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
+
+
+def shortage_queue(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
+    """The queue of ``SHORTAGE_ORDER`` while the cluster is overloaded."""
+    return queue_order(pressure, weight, t_min, SHORTAGE_QUEUE)
 
 
 def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
