@@ -116,9 +116,11 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="swap_scale", type=float, minimum=0, maximum=1e6,
                help="how far the randomized constructions swap jobs in the queue"),
     OptionSpec(name="order", type=str, choices=ORDERS,
-               help="queue order: wspt-late (late jobs by weight over remaining time), "
-                    "pressure (the papers' order), atc (apparent tardiness cost) or "
-                    "wspt-atc (wspt-late, atc while the greedy plan leaves a job waiting)"),
+               help="queue order: wspt-late (late jobs by weight over remaining time, then "
+                    "the least slack), pressure (the papers' order), atc (apparent "
+                    "tardiness cost), late-atc (late jobs as wspt-late, then atc) or "
+                    "wspt-atc (wspt-late, late-atc while the greedy plan leaves a job "
+                    "waiting)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),

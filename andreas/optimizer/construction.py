@@ -37,10 +37,9 @@ from typing import Any
 import numpy as np
 
 from andreas.costs import SECONDS_PER_HOUR
-from andreas.optimizer import problem as _problem
 from andreas.optimizer.kernels import Rows, RowsOut, construct_rows
 from andreas.optimizer.problem import (DEFAULT_ORDER, INF, SHORTAGE_ORDER, Problem,
-                                       compile_problem, shortage_queue)
+                                       compile_problem, queue_order)
 from andreas.model import Snapshot
 
 DEFAULT_SWAP_SCALE = 0.5
@@ -185,30 +184,23 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
 
 def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
                     order: str = DEFAULT_ORDER) -> Problem:
-    """``compile_problem``; with ``SHORTAGE_ORDER`` the queue is wspt-late's unless the
-    cluster is overloaded now: a job can no longer be on time and wspt-late's greedy row
-    leaves a job waiting. Then it is the ATC order's: who goes first decides the lateness
-    the cluster owes, and ATC lets a short, heavy job with little slack pass a long,
-    light one that is late anyway (docs/results.md, "Under overload: the queue order")."""
+    """``compile_problem``; with ``SHORTAGE_ORDER`` the queue is wspt-late's while its
+    greedy row runs every job that can run, and late-atc's while it leaves one waiting:
+    who goes first then decides the lateness the cluster owes, and late-atc lets a
+    short, heavy job with some slack pass a long, light one whose slack is smaller,
+    where wspt-late serves the least slack first (docs/results.md, "What stands between
+    the best policy and the goals": the queue order)."""
     p = compile_problem(snapshot, order=order)
-    if order != SHORTAGE_ORDER or not overloaded(p, rng):
+    if order != SHORTAGE_ORDER or not short_of_gpus(p, rng):
         return p
     t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)
-    return replace(p, queue=shortage_queue(p.pressure, p.weight, t_min))
+    return replace(p, queue=queue_order(p.pressure, p.weight, t_min, "late-atc"))
 
 
-def overloaded(problem: Problem, rng: np.random.Generator) -> bool:
-    """Some job will be late whatever runs it (no configuration ends it on time) and the
-    greedy row leaves a job that could run waiting."""
-    p = problem
-    can_run = p.runnable.any(axis=1)
-    if _problem.SHORTAGE_GATE == "late" and not (can_run & (p.pressure >= 0)).any():
-        return False
-    node = construct(p, 1, rng, randomize=False).node[0]
-    waiting = (node < 0) & can_run
-    if _problem.SHORTAGE_GATE == "risk":   # a waiting job is late if it waits a period
-        return bool((waiting & (p.pressure + p.snapshot.params.period_s >= 0)).any())
-    return bool(waiting.any())
+def short_of_gpus(problem: Problem, rng: np.random.Generator) -> bool:
+    """The greedy row leaves a job that could run waiting."""
+    node = construct(problem, 1, rng, randomize=False).node[0]
+    return bool(((node < 0) & problem.runnable.any(axis=1)).any())
 
 
 def empty_rows(b: int, n_jobs: int, n_nodes: int) -> RowsOut:

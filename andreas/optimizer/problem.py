@@ -172,9 +172,7 @@ VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer 
 
 ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 DEFAULT_ORDER = "wspt-late"
-SHORTAGE_ORDER = "wspt-atc"     # wspt-late, atc while GPUs are short (construction.py)
-SHORTAGE_QUEUE = "atc"          # the order SHORTAGE_ORDER switches to
-SHORTAGE_GATE = "late"          # when: "late" (a job late and one waiting) or "waiting"
+SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
 ATC_K = 0.5     # look-ahead of the apparent tardiness cost, in mean processing times
 
 
@@ -188,6 +186,10 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     rule, which minimises weighted tardiness); jobs that can still be on time keep the
     pressure order. Under overload it cut rg's long-term cost by 45-65 % in the
     simulator (N = 20, high arrivals) and changes nothing while nobody is late.
+    ``atc`` orders every job by its apparent tardiness cost (``atc_order``);
+    ``late-atc`` keeps wspt-late's late jobs first and orders the others by ATC instead
+    of least slack; ``wspt-atc`` is wspt-late here, ``construction.compile_ordered``
+    switches it to late-atc while the greedy plan leaves a job waiting.
     """
     if order not in ORDERS:
         raise ValueError(f"order: must be one of {ORDERS}, got {order!r}")
@@ -198,18 +200,12 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
         return atc_order(pressure, weight, t_min)
     if order == "late-atc":     # late jobs first by Smith's rule, then the others by ATC
         atc = atc_order(pressure, weight, t_min)
-        late_first = np.argsort(~(pressure[atc] >= 0), kind="stable")
-        return atc[late_first]
+        return atc[np.argsort(~(pressure[atc] >= 0), kind="stable")]
     late = pressure >= 0
     wspt = np.where(late, weight / np.maximum(t_min, 1e-9), -np.inf)
     late_idx = np.flatnonzero(late)
     late_sorted = late_idx[np.argsort(-wspt[late_idx], kind="stable")]
     return np.concatenate([late_sorted, by_pressure[~late[by_pressure]]])
-
-
-def shortage_queue(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
-    """The queue of ``SHORTAGE_ORDER`` while the cluster is overloaded."""
-    return queue_order(pressure, weight, t_min, SHORTAGE_QUEUE)
 
 
 def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:

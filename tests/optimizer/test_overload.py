@@ -1,6 +1,6 @@
 """Under overload the queue order decides the lateness the cluster owes: the ATC order,
-and ``wspt-atc``, which uses it only while some job is late anyway and the greedy plan
-leaves a job waiting (unchanged plans otherwise)."""
+late-atc (late jobs first, the others by ATC) and ``wspt-atc``, which uses late-atc only
+while the greedy plan leaves a job waiting (the same plans as wspt-late otherwise)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from andreas.model import Energy, Job, Node, Params, Snapshot
 from andreas.optimizer import decide
-from andreas.optimizer.construction import compile_ordered, overloaded
+from andreas.optimizer.construction import compile_ordered, short_of_gpus
 from andreas.optimizer.problem import ATC_K, compile_problem, queue_order
 
 ENERGY = Energy(pue=1.0, price_per_kwh=1.0)
@@ -18,46 +18,53 @@ EPOCH = Params(progress="epoch", restart_overhead_s=10.0)
 def test_atc_lets_a_short_heavy_job_with_little_slack_pass_a_late_light_one() -> None:
     # A is late (no slack), long and light: w / p = 1e-5. B has 10 s of slack, short and
     # heavy: 2e-4 * exp(-10 / (K * 400)) ~ 1.9e-4. C is as heavy and short with a day of
-    # slack: its index vanishes. wspt-late serves every late job first: A, B, C.
+    # slack: its index vanishes. wspt-late and late-atc serve every late job first.
     pressure = np.array([500.0, -10.0, -86_400.0])
     weight = np.array([0.01, 0.02, 0.02])
     t_min = np.array([1000.0, 100.0, 100.0])
     assert ATC_K * t_min.mean() < 86_400.0 / 50
     assert queue_order(pressure, weight, t_min, "atc").tolist() == [1, 0, 2]
     assert queue_order(pressure, weight, t_min, "wspt-late").tolist() == [0, 1, 2]
+    assert queue_order(pressure, weight, t_min, "late-atc").tolist() == [0, 1, 2]
     # wspt-atc's queue alone is wspt-late's: the switch is compile_ordered's
     assert queue_order(pressure, weight, t_min, "wspt-atc").tolist() == [0, 1, 2]
 
 
-def one_gpu(nodes: int, a_due_s: float = 5_000.0) -> Snapshot:
-    """``nodes`` one-GPU nodes at t = 1000 s; job a is late whatever runs it (10 000 s of
-    work, due at 5 000 s, weight 0.01), job b is on time if it starts now (100 s of work,
-    due in 150 s, weight 0.02)."""
+def test_late_atc_orders_jobs_with_slack_by_atc_not_least_slack() -> None:
+    # L is late; D has 50 s of slack, long and light; E 100 s, short and heavy:
+    # D 1e-6 * exp(-50 / 275) against E 2e-4 * exp(-100 / 275) (K p_mean = 0.5 * 550)
+    pressure = np.array([-50.0, -100.0, 10.0])
+    weight = np.array([0.001, 0.02, 0.001])
+    t_min = np.array([1000.0, 100.0, 550.0])
+    assert queue_order(pressure, weight, t_min, "wspt-late").tolist() == [2, 0, 1]
+    assert queue_order(pressure, weight, t_min, "late-atc").tolist() == [2, 1, 0]
+
+
+def one_gpu(nodes: int) -> Snapshot:
+    """``nodes`` one-GPU nodes at t = 1000 s and two jobs that can both be on time: d (1000
+    s of work, 50 s of slack, weight 0.001) and e (100 s, 100 s of slack, weight 0.02)."""
     node = tuple(Node(name=f"n{i}", gpu_type="V100", gpus=1, power_w=(100.0, 300.0))
                  for i in range(nodes))
-    a = Job(id="a", submit_s=0.0, due_s=a_due_s, weight=0.01, epochs=100,
+    d = Job(id="d", submit_s=0.0, due_s=2_050.0, weight=0.001, epochs=10,
             epoch_time_s={"V100": (100.0,)})
-    b = Job(id="b", submit_s=900.0, due_s=1_150.0, weight=0.02, epochs=1,
+    e = Job(id="e", submit_s=900.0, due_s=1_200.0, weight=0.02, epochs=1,
             epoch_time_s={"V100": (100.0,)})
-    return Snapshot(now_s=1000.0, nodes=node, jobs=(a, b), energy=ENERGY, params=EPOCH)
+    return Snapshot(now_s=1000.0, nodes=node, jobs=(d, e), energy=ENERGY, params=EPOCH)
 
 
-def test_under_overload_wspt_atc_runs_the_job_it_can_still_save() -> None:
+def test_short_of_gpus_wspt_atc_serves_the_short_heavy_job_first() -> None:
     snap, rng = one_gpu(1), np.random.default_rng(0)
-    assert overloaded(compile_problem(snap), rng)
-    late_first = decide(snap, np.random.default_rng(0), "greedy")
+    assert short_of_gpus(compile_problem(snap), rng)
+    least_slack = decide(snap, np.random.default_rng(0), "greedy")
     atc = decide(snap, np.random.default_rng(0), "greedy", order="wspt-atc")
-    assert [x.job for x in late_first.assignments] == ["a"]     # b waits and ends late
-    assert [x.job for x in atc.assignments] == ["b"]            # b ends on time, a waits
+    assert [x.job for x in least_slack.assignments] == ["d"]    # e waits
+    assert [x.job for x in atc.assignments] == ["e"]            # d waits 100 s
     assert compile_ordered(snap, rng, order="wspt-atc").queue.tolist() == [1, 0]
 
 
-def test_without_overload_wspt_atc_plans_as_wspt_late() -> None:
-    rng = np.random.default_rng(0)
-    # a job waits, but none is late whatever runs it: no overload
-    assert not overloaded(compile_problem(one_gpu(1, a_due_s=1e6)), rng)
-    snap = one_gpu(2)      # both jobs run: nothing waits, the order stays wspt-late's
-    assert not overloaded(compile_problem(snap), rng)
+def test_with_gpus_for_every_job_wspt_atc_plans_as_wspt_late() -> None:
+    snap, rng = one_gpu(2), np.random.default_rng(0)
+    assert not short_of_gpus(compile_problem(snap), rng)
     assert compile_ordered(snap, rng, order="wspt-atc").queue.tolist() == \
         compile_problem(snap).queue.tolist()
     for policy in ("greedy", "rg"):
