@@ -119,8 +119,8 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                help="queue order: wspt-late (late jobs by weight over remaining time, then "
                     "the least slack), pressure (the papers' order), atc (apparent "
                     "tardiness cost), late-atc (late jobs as wspt-late, then atc) or "
-                    "wspt-atc (wspt-late, late-atc while the greedy plan leaves a job "
-                    "waiting)"),
+                    "wspt-atc (the default: wspt-late, and on premise late-atc while the "
+                    "greedy plan leaves a job waiting)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -180,7 +180,7 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
 )})
 
 # The options of the ANDREAS search (greedy's randomized constructions).
-_SEARCH = {"alpha": 0.05, "swap_scale": 0.5, "order": "wspt-late", "floor": False}
+_SEARCH = {"alpha": 0.05, "swap_scale": 0.5, "order": "wspt-atc", "floor": False}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +261,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-late"}),
+          options={"order": "wspt-atc"}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
@@ -295,7 +295,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("hierarchical", "hierarchical", "decide_hierarchical",
           "the papers' Hierarchical Method: 5-node controllers, MILP at 5 % gap each",
           options={"time_limit_s": 1.0, "mip_gap": 0.05, "group_size": 5,
-                   "order": "wspt-late", "work_conserving": True}),
+                   "order": "wspt-atc", "work_conserving": True}),
     _spec("dp-wct", "dp", "decide_dp_wct",
           "Saxena et al.'s DP as path relinking adapts it: F1 = F2 = F_WCT, one job per node",
           **_DP),

@@ -188,10 +188,12 @@ def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
     greedy row runs every job that can run, and late-atc's while it leaves one waiting:
     who goes first then decides the lateness the cluster owes, and late-atc lets a
     short, heavy job with some slack pass a long, light one whose slack is smaller,
-    where wspt-late serves the least slack first (docs/results.md, "What stands between
-    the best policy and the goals": the queue order)."""
+    where wspt-late serves the least slack first. Only on premise where moves cost
+    something (the simulator's default mode, the manager): measured there; in the
+    cloud rg and pr lost with it, and the papers' mode keeps its plans
+    (docs/results.md, "What stands between the best policy and the goals")."""
     p = compile_problem(snapshot, order=order)
-    if order != SHORTAGE_ORDER or not short_of_gpus(p, rng):
+    if order != SHORTAGE_ORDER or p.cloud or not p.moves_cost or not short_of_gpus(p, rng):
         return p
     t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)
     return replace(p, queue=queue_order(p.pressure, p.weight, t_min, "late-atc"))

@@ -171,8 +171,8 @@ class Problem:
 VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer VMs
 
 ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
-DEFAULT_ORDER = "wspt-late"
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
+DEFAULT_ORDER = SHORTAGE_ORDER
 ATC_K = 0.5     # look-ahead of the apparent tardiness cost, in mean processing times
 
 
@@ -188,8 +188,9 @@ def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     simulator (N = 20, high arrivals) and changes nothing while nobody is late.
     ``atc`` orders every job by its apparent tardiness cost (``atc_order``);
     ``late-atc`` keeps wspt-late's late jobs first and orders the others by ATC instead
-    of least slack; ``wspt-atc`` is wspt-late here, ``construction.compile_ordered``
-    switches it to late-atc while the greedy plan leaves a job waiting.
+    of least slack; ``wspt-atc`` (the default) is wspt-late here,
+    ``construction.compile_ordered`` switches it to late-atc on premise while the greedy
+    plan leaves a job waiting.
     """
     if order not in ORDERS:
         raise ValueError(f"order: must be one of {ORDERS}, got {order!r}")

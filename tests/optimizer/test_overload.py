@@ -1,15 +1,21 @@
 """Under overload the queue order decides the lateness the cluster owes: the ATC order,
-late-atc (late jobs first, the others by ATC) and ``wspt-atc``, which uses late-atc only
-while the greedy plan leaves a job waiting (the same plans as wspt-late otherwise)."""
+late-atc (late jobs first, the others by ATC) and ``wspt-atc``, the default, which uses
+late-atc only on premise in the default mode while the greedy plan leaves a job waiting
+(the same plans as wspt-late otherwise)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+import dataclasses
+
+import pytest
+
 from andreas.model import Energy, Job, Node, Params, Snapshot
 from andreas.optimizer import decide
 from andreas.optimizer.construction import compile_ordered, short_of_gpus
-from andreas.optimizer.problem import ATC_K, compile_problem, queue_order
+from andreas.optimizer.problem import ATC_K, DEFAULT_ORDER, compile_problem, queue_order
+from andreas.policies import POLICIES
 
 ENERGY = Energy(pue=1.0, price_per_kwh=1.0)
 EPOCH = Params(progress="epoch", restart_overhead_s=10.0)
@@ -52,14 +58,30 @@ def one_gpu(nodes: int) -> Snapshot:
     return Snapshot(now_s=1000.0, nodes=node, jobs=(d, e), energy=ENERGY, params=EPOCH)
 
 
-def test_short_of_gpus_wspt_atc_serves_the_short_heavy_job_first() -> None:
+def test_wspt_atc_is_the_default_of_the_constructions() -> None:
+    assert DEFAULT_ORDER == "wspt-atc"
+    for name in ("greedy", "rg", "pr", "ga-energy"):
+        assert POLICIES[name].options["order"] == "wspt-atc"
+
+
+@pytest.mark.parametrize("policy", ["greedy", "rg", "pr"])
+def test_short_of_gpus_wspt_atc_serves_the_short_heavy_job_first(policy: str) -> None:
     snap, rng = one_gpu(1), np.random.default_rng(0)
     assert short_of_gpus(compile_problem(snap), rng)
-    least_slack = decide(snap, np.random.default_rng(0), "greedy")
-    atc = decide(snap, np.random.default_rng(0), "greedy", order="wspt-atc")
+    least_slack = decide(snap, np.random.default_rng(0), policy, order="wspt-late")
+    atc = decide(snap, np.random.default_rng(0), policy)
     assert [x.job for x in least_slack.assignments] == ["d"]    # e waits
     assert [x.job for x in atc.assignments] == ["e"]            # d waits 100 s
     assert compile_ordered(snap, rng, order="wspt-atc").queue.tolist() == [1, 0]
+
+
+def test_in_the_papers_mode_wspt_atc_plans_as_wspt_late() -> None:
+    # no move costs anything there: the switch is off, the plans are wspt-late's
+    snap = dataclasses.replace(one_gpu(1), params=Params(progress="exact",
+                                                         restart_overhead_s=0.0))
+    assert compile_ordered(snap, np.random.default_rng(0)).queue.tolist() == [0, 1]
+    assert decide(snap, np.random.default_rng(0), "greedy") == \
+        decide(snap, np.random.default_rng(0), "greedy", order="wspt-late")
 
 
 def test_with_gpus_for_every_job_wspt_atc_plans_as_wspt_late() -> None:
