@@ -173,7 +173,7 @@ VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer 
 ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
 DEFAULT_ORDER = SHORTAGE_ORDER
-ATC_K = 0.5     # look-ahead of the apparent tardiness cost, in mean processing times
+ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing times
 
 
 def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,

@@ -23,7 +23,7 @@ EPOCH = Params(progress="epoch", restart_overhead_s=10.0)
 
 def test_atc_lets_a_short_heavy_job_with_little_slack_pass_a_late_light_one() -> None:
     # A is late (no slack), long and light: w / p = 1e-5. B has 10 s of slack, short and
-    # heavy: 2e-4 * exp(-10 / (K * 400)) ~ 1.9e-4. C is as heavy and short with a day of
+    # heavy: 2e-4 * exp(-10 / (K * 400)) ~ 1.8e-4. C is as heavy and short with a day of
     # slack: its index vanishes. wspt-late and late-atc serve every late job first.
     pressure = np.array([500.0, -10.0, -86_400.0])
     weight = np.array([0.01, 0.02, 0.02])
@@ -38,7 +38,7 @@ def test_atc_lets_a_short_heavy_job_with_little_slack_pass_a_late_light_one() ->
 
 def test_late_atc_orders_jobs_with_slack_by_atc_not_least_slack() -> None:
     # L is late; D has 50 s of slack, long and light; E 100 s, short and heavy:
-    # D 1e-6 * exp(-50 / 275) against E 2e-4 * exp(-100 / 275) (K p_mean = 0.5 * 550)
+    # D 1e-6 * exp(-50 / 137.5) against E 2e-4 * exp(-100 / 137.5) (K p_mean = 0.25 * 550)
     pressure = np.array([-50.0, -100.0, 10.0])
     weight = np.array([0.001, 0.02, 0.001])
     t_min = np.array([1000.0, 100.0, 550.0])
