@@ -103,7 +103,7 @@ def _is_number(value: Any, *, integral: bool) -> bool:
     return isinstance(value, numbers.Integral if integral else numbers.Real)
 
 
-ORDERS = ("wspt-late", "pressure")
+ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 
 
 class EnergyPrice(enum.StrEnum):
@@ -134,8 +134,11 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="swap_scale", type=float, minimum=0, maximum=1e6,
                help="how far the randomized constructions swap jobs in the queue"),
     OptionSpec(name="order", type=str, choices=ORDERS,
-               help="queue order: wspt-late (late jobs by weight over remaining time) or "
-                    "pressure (the papers' order)"),
+               help="queue order: wspt-late (late jobs by weight over remaining time, then "
+                    "the least slack), pressure (the papers' order), atc (apparent "
+                    "tardiness cost), late-atc (late jobs as wspt-late, then atc) or "
+                    "wspt-atc (the default: wspt-late, and on premise late-atc while the "
+                    "greedy plan leaves a job waiting)"),
     OptionSpec(name="energy_price", type=str, choices=tuple(EnergyPrice),
                help="on premise, charge a job's run the node's whole draw (node) or only "
                     "what its GPUs add above the node's idle draw (above-idle)"),
@@ -202,7 +205,7 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
 )})
 
 # The options of the ANDREAS search (greedy's randomized constructions).
-_SEARCH = {"alpha": 0.05, "swap_scale": 0.5, "order": "wspt-late", "floor": False}
+_SEARCH = {"alpha": 0.05, "swap_scale": 0.5, "order": "wspt-atc", "floor": False}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,7 +286,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-late", "energy_price": EnergyPrice.NODE}),
+          options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
@@ -318,7 +321,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("hierarchical", "hierarchical", "decide_hierarchical",
           "the papers' Hierarchical Method: 5-node controllers, MILP at 5 % gap each",
           options={"time_limit_s": 1.0, "mip_gap": 0.05, "group_size": 5,
-                   "order": "wspt-late", "work_conserving": True}),
+                   "order": "wspt-atc", "work_conserving": True}),
     _spec("dp-wct", "dp", "decide_dp_wct",
           "Saxena et al.'s DP as path relinking adapts it: F1 = F2 = F_WCT, one job per node",
           **_DP),

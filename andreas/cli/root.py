@@ -187,8 +187,9 @@ def policies_cmd(name: str | None) -> None:
               help="Seed of the random generator, so a run can be repeated exactly.")
 @policy_option("iterations", text="Iterations of a randomized policy (e.g. constructions of "
                "rg); a policy that takes none refuses it.")
-@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
-               "time) or pressure (the papers' order).")
+@policy_option("order", text="Queue order: wspt-atc (wspt-late, and on premise ATC for jobs "
+               "with slack while GPUs are short), wspt-late (late jobs by weight over "
+               "remaining time), pressure (the papers' order), atc or late-atc.")
 @policy_option("time_limit_s", text="Solver time limit (hierarchical: per controller); past "
                "it the best plan found.")
 @policy_option("mip_gap", text="Relative MIP gap at which the solver stops.")
@@ -278,8 +279,9 @@ def run_policy(snapshot: Snapshot, policy: str, seed: int, iterations: int | Non
               help="Seed of every policy's random generator.")
 @policy_option("iterations", text="Iterations of the randomized policies; the others run "
                "without it.")
-@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
-               "time) or pressure (the papers' order).")
+@policy_option("order", text="Queue order: wspt-atc (wspt-late, and on premise ATC for jobs "
+               "with slack while GPUs are short), wspt-late (late jobs by weight over "
+               "remaining time), pressure (the papers' order), atc or late-atc.")
 @policy_option("floor", text="rg and pr also consider the baselines' plans (see `andreas "
                "optimize --help`).")
 @click.option("--tariff", "tariff_path", type=click.Path(dir_okay=False),

@@ -53,8 +53,10 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the policies' random generator (the simulation is reproducible).")
 @policy_option("iterations", text="MaxIt of the randomized policies.")
-@policy_option("order", text="Queue order: wspt-late (late jobs by weight over remaining "
-               "time) or pressure (the papers' order, most late first).")
+@policy_option("order", text="Queue order: wspt-atc (wspt-late, and on premise ATC for jobs "
+               "with slack while GPUs are short), wspt-late (late jobs by weight over "
+               "remaining time), pressure (the papers' order, most late first), atc or "
+               "late-atc.")
 @policy_option("energy_price", text="On premise, price a job's run by its node's whole "
                "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw.")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,

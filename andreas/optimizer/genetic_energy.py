@@ -39,11 +39,11 @@ from numba import njit
 from andreas.costs import SECONDS_PER_HOUR, evaluate
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, compile_ordered, construct
 from andreas.optimizer.genetic import (DEFAULT_GENERATIONS, DEFAULT_POPULATION,
                                        Fitness, check_ga_options, evolve, initial_population)
 from andreas.optimizer.greedy import DEFAULT_ALPHA, DEFAULT_ITERATIONS
-from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
+from andreas.optimizer.problem import DEFAULT_ORDER, Problem
 from andreas.optimizer.solution import restarts, to_plan
 
 
@@ -181,7 +181,7 @@ def decide_ga_energy(snapshot: Snapshot, rng: np.random.Generator, *,
         raise InputError("policy: 'ga-energy' plans elastic jobs on whole GPUs; rigid "
                          "multi-resource tasks need greedy, rg or a packing policy")
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_problem(snapshot, order=order)
+    problem = compile_ordered(snapshot, rng, order=order)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     rg_row = batch.best()

@@ -10,8 +10,8 @@ import numpy as np
 
 from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, construct
-from andreas.optimizer.problem import DEFAULT_ORDER, compile_problem
+from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, compile_ordered, construct
+from andreas.optimizer.problem import DEFAULT_ORDER
 from andreas.optimizer.solution import to_plan
 from andreas.policies import EnergyPrice
 
@@ -95,7 +95,7 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
-    problem = compile_problem(snapshot, order=order, energy_price=energy_price)
+    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
                    objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
@@ -118,7 +118,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_problem(snapshot, order=order, energy_price=energy_price,
+    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
                               move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)

@@ -51,10 +51,10 @@ import numpy as np
 from andreas.costs import SECONDS_PER_HOUR, objective_name
 from andreas.interference import Sharing
 from andreas.model import Plan, Snapshot
-from andreas.optimizer.construction import construct
+from andreas.optimizer.construction import compile_ordered, construct
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, decide_rg, has_demands
 from andreas.optimizer.kernels import Rows, construct_rows
-from andreas.optimizer.problem import INF, Problem, compile_problem
+from andreas.optimizer.problem import INF, Problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_TIME_LIMIT_S = 4.0
@@ -483,7 +483,7 @@ def decide_horizon(snapshot: Snapshot, rng: np.random.Generator, *,
     if has_demands(snapshot):
         return decide_rg(snapshot, rng, iterations=iterations, sharing=sharing)
     clock = time.perf_counter()
-    p = compile_problem(snapshot)
+    p = compile_ordered(snapshot, rng)
     rows = _constructions(p, rng, iterations)
     stats: dict[str, float] = {"jobs": p.n_jobs, "columns": 0.0, "solved": -1.0}
     pick = ("greedy", *rows["greedy"])

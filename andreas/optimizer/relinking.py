@@ -48,11 +48,12 @@ import numpy as np
 from andreas.errors import InputError
 from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
-from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, SEARCH, construct
+from andreas.optimizer.construction import (DEFAULT_SWAP_SCALE, SEARCH, compile_ordered,
+                                            construct)
 from andreas.optimizer.greedy import fallback_margin, falls_back, move_margin_of
 from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
-from andreas.optimizer.problem import DEFAULT_ORDER, Problem, compile_problem
+from andreas.optimizer.problem import DEFAULT_ORDER, Problem
 from andreas.policies import EnergyPrice
 from andreas.optimizer.solution import restarts, to_plan
 
@@ -326,7 +327,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    p = compile_problem(snapshot, order=order, energy_price=energy_price,
+    p = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
                         move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
