@@ -84,6 +84,7 @@ class _Row(NamedTuple):
     is_open: np.ndarray
     placed: np.ndarray      # (J,)
     counters: np.ndarray    # (3,) nodes opened, closed nodes left, free GPUs on open nodes
+    reserved: np.ndarray    # (N,) keep_node: GPUs held for running jobs not placed yet
 
 
 # What each stage of a row reads of the problem: ``KernelArrays`` fields of the same names
@@ -91,7 +92,8 @@ class _Row(NamedTuple):
 # from either). A call counts a reference up and down per array of its structures, so the
 # stages take these views, made once per batch, not the whole problem (30 arrays).
 _Fit = namedtuple("_Fit", "cloud runnable cfg_group cfg_g cfg_class pack_class class_gpus "
-                 "group_nodes group_count")            # _place_queue, _work_conserving
+                 "group_nodes group_count keep_node run_node run_cfg cfg_base")
+#                                                         _place_queue, _work_conserving
 _Sizing = namedtuple("_Sizing", "class_gpus class_group class_cost_h group_cheapest group_best "
                      "cfg_g cfg_index runnable t_energy")   # _downsize and what it calls
 _Costs = namedtuple("_Costs", "cloud mu class_gpus class_cost_h cfg_index cfg_g t_energy rank "
@@ -104,7 +106,9 @@ _Moves = namedtuple("_Moves", "node_class run_node run_cfg cfg_base mv_same mv_c
 def _views(a):
     """The stages' views of the problem ``a``."""
     fit = _Fit(a.cloud, a.runnable, a.cfg_group, a.cfg_g, a.cfg_class, a.pack_class,
-               a.class_gpus, a.group_nodes, a.group_count)
+               a.class_gpus, a.group_nodes, a.group_count,
+               a.keep_node and not a.cloud and a.run_node.shape[0] > 0, a.run_node, a.run_cfg,
+               a.cfg_base)
     sizing = _Sizing(a.class_gpus, a.class_group, a.class_cost_h, a.group_cheapest,
                      a.group_best, a.cfg_g, a.cfg_index, a.runnable, a.t_energy)
     costs = _Costs(a.cloud, a.mu, a.class_gpus, a.class_cost_h, a.cfg_index, a.cfg_g,
@@ -130,6 +134,22 @@ def _pop(head, nxt, cnt, grp, lvl):
     nxt[node] = -1
     cnt[grp, lvl] -= 1
     return node
+
+
+@njit(cache=True, nogil=True)
+def _unlink(head, nxt, cnt, grp, lvl, node):
+    """Take a given open node out of its list (``keep_node``): a walk of that list."""
+    prev, at = -1, head[grp, lvl]
+    while at >= 0 and at != node:
+        prev, at = at, nxt[at]
+    if at < 0:
+        return
+    if prev < 0:
+        head[grp, lvl] = nxt[node]
+    else:
+        nxt[prev] = nxt[node]
+    nxt[node] = -1
+    cnt[grp, lvl] -= 1
 
 
 @njit(cache=True, nogil=True)
@@ -354,7 +374,7 @@ def _new_row(a, n_jobs):
     return _Row(np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_),
                 np.empty(n, np.int64), np.empty(lists, np.int64), np.empty(lists, np.int64),
                 np.empty(n, np.int64), np.empty(lists[0], np.int64), np.empty(n, np.bool_),
-                np.empty(n_jobs, np.bool_), np.empty(3, np.int64))
+                np.empty(n_jobs, np.bool_), np.empty(3, np.int64), np.empty(n, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -372,6 +392,7 @@ def _clear_row(st, cloud, node_class, node_of, cfg_of):
     st.is_open[:] = False
     st.placed[:] = False
     st.counters[:] = 0
+    st.reserved[:] = 0
     st.counters[CLOSED_LEFT] = node_class.shape[0]
     node_of[:] = -1
     cfg_of[:] = -1
@@ -422,16 +443,82 @@ def _pin_running(a, st, node_of, cfg_of):
 
 
 @njit(cache=True, nogil=True)
+def _holds(a, j, first):
+    """Running job j would stay where it runs at its first choice of configuration."""
+    return a.run_node[j] >= 0 and a.cfg_base[first] == a.run_cfg[j]
+
+
+@njit(cache=True, nogil=True)
+def _reserve(a, st, pref):
+    """keep_node: each node holds the GPUs of the running jobs on it that would stay
+    (``_holds``) until their turn comes, so that a job ahead of them in the queue takes
+    them only where nothing else can hold it."""
+    for j in range(a.run_node.shape[0]):
+        if not st.placed[j] and a.runnable[j, pref[j, 0]] and _holds(a, j, pref[j, 0]):
+            st.reserved[a.run_node[j]] += a.cfg_g[a.run_cfg[j]]
+
+
+@njit(cache=True, nogil=True)
+def _open_at(a, st, grp, node):
+    """Open the closed node ``node`` of group ``grp``; its group's next closed node then
+    skips it (nodes may open out of ``group_nodes``' order)."""
+    ptr, is_open, group_nodes, group_count = st.ptr, st.is_open, a.group_nodes, a.group_count
+    is_open[node] = True
+    st.free[node] = a.class_gpus[st.ncls[node]]
+    while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
+        ptr[grp] += 1
+
+
+@njit(cache=True, nogil=True)
+def _keep_fit(a, st, j, c, lvl):
+    """keep_node (on premise): the node for job j at configuration c, taken out of its
+    open list or opened, and whether it was open; -1 if the caller's own rule decides.
+
+    1. A running job at its own (class, g) stays on its node (open or not) where that
+    node still has the GPUs: the same time and energy, and no move. 2. Best fit from
+    level ``lvl`` up among open nodes, skipping those whose free GPUs are held for
+    running jobs not placed yet (``_reserve``). 3. A closed node with enough GPUs not
+    held. Else (-1) the queue's rule, which may take held GPUs: a job never waits for a
+    running job's sake."""
+    free, reserved, is_open, head, nxt, cnt = (st.free, st.reserved, st.is_open, st.head,
+                                               st.nxt, st.cnt)
+    grp, g, home = a.cfg_group[c], a.cfg_g[c], a.run_node[j]
+    if home >= 0 and a.cfg_base[c] == a.run_cfg[j]:
+        if is_open[home] and free[home] >= g:
+            if free[home] > 0:
+                _unlink(head, nxt, cnt, grp, free[home], home)
+            return home, True
+        if not is_open[home]:
+            _open_at(a, st, grp, home)
+            return home, False
+    for lv in range(max(lvl, g), cnt.shape[1] if lvl >= 0 else 0):
+        n = head[grp, lv]
+        while n >= 0 and free[n] - reserved[n] < g:
+            n = nxt[n]
+        if n >= 0:
+            _unlink(head, nxt, cnt, grp, lv, n)
+            return n, True
+    nodes = a.group_nodes[grp]
+    for i in range(st.ptr[grp], a.group_count[grp]):
+        n = nodes[i]
+        if not is_open[n] and a.class_gpus[st.ncls[n]] - reserved[n] >= g:
+            _open_at(a, st, grp, n)
+            return n, False
+    return -1, False
+
+
+@njit(cache=True, nogil=True)
 def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     """Place the strategy's queue in order (a randomized row swaps neighbours with
     ``p_swap``) until every node is full. A job: 1. best fit of its first configuration
     (a randomized row draws it from ``cdf`` and the open node's level, closer fits
     likelier) on an open node; 2. open a node (cloud: as the group's largest VM, or the
     configuration's own in an exclusive row); 3. the same for each configuration of its
-    preference in turn. The hot loop: the arrays are taken out of the structures once
+    preference in turn. With ``keep_node`` (on premise) the choice of node is
+    ``_keep_fit``'s. The hot loop: the arrays are taken out of the structures once
     and the row's counters are locals while it runs (read from an array at each step,
     they cost 1.6x the time per row: every store may alias them); no call but _push and
-    _pop."""
+    _pop (and ``_keep_fit``'s with ``keep_node``)."""
     cloud, runnable, cfg_group, cfg_g, cfg_class = (a.cloud, a.runnable, a.cfg_group, a.cfg_g,
                                                     a.cfg_class)
     pack_class, class_gpus, group_nodes, group_count = (a.pack_class, a.class_gpus,
@@ -439,6 +526,9 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     free, used, ncls, head, cnt, nxt = st.free, st.used, st.ncls, st.head, st.cnt, st.nxt
     ptr, is_open, placed, counters = st.ptr, st.is_open, st.placed, st.counters
     pref, cdf, exclusive, p_swap = rows.pref[s], rows.cdf[s], rows.exclusive[s], rows.p_swap
+    keep_row = a.keep_node and not exclusive
+    if keep_row:
+        _reserve(a, st, pref)
     n_jobs, n_nodes, n_cfg, levels = node_of.shape[0], free.shape[0], pref.shape[1], cnt.shape[1]
     order = rows.queue[s].copy()
     opened, closed_left, open_free = counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE]
@@ -451,6 +541,8 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
         j = order[step]
         if placed[j] or not runnable[j, pref[j, 0]]:
             continue
+        if keep_row and _holds(a, j, pref[j, 0]):
+            st.reserved[a.run_node[j]] -= cfg_g[a.run_cfg[j]]
         c = pref[j, 0]
         if randomize:
             u = np.random.random()
@@ -483,7 +575,15 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
                     if cnt[grp, lv] > 0:
                         lvl = lv
                         break
-            if lvl >= 0:
+            node, was_open = -1, False
+            if keep_row:
+                node, was_open = _keep_fit(a, st, j, c, lvl)
+            if node >= 0:
+                if was_open:
+                    open_free -= free[node]
+                else:
+                    closed_left -= 1
+            elif lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
                 open_free -= free[node]
             elif cloud and opened < n_nodes:

@@ -318,14 +318,14 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
               window_when: str | None = None, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE) -> Plan:
+              energy_price: str = EnergyPrice.NODE, keep_node: bool = False) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
     window_when = window_when or DEFAULT_WINDOW_WHEN
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    p = compile_problem(snapshot, order=order, energy_price=energy_price)
+    p = compile_problem(snapshot, order=order, energy_price=energy_price, keep_node=keep_node)
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))
