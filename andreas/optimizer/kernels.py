@@ -13,7 +13,9 @@ free nodes where that VM would idle GPUs (``_split``), after a job on a GPU coun
 not a power of two swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
 the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
-nothing packs onto an open node.
+nothing packs onto an open node. With ``keep_node`` (on premise) a running job placed at
+its own (class, g) keeps its node, whose GPUs are held for it until its turn
+(``_keep_fit``).
 
 Randomness comes from numba's generator, seeded per row from the caller's
 ``numpy.random.Generator``, so a seed reproduces every row bit for bit.
@@ -575,14 +577,10 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
                     if cnt[grp, lv] > 0:
                         lvl = lv
                         break
-            node, was_open = -1, False
-            if keep_row:
-                node, was_open = _keep_fit(a, st, j, c, lvl)
+            node, was_open = _keep_fit(a, st, j, c, lvl) if keep_row else (-1, False)
             if node >= 0:
-                if was_open:
-                    open_free -= free[node]
-                else:
-                    closed_left -= 1
+                open_free -= free[node] if was_open else 0
+                closed_left -= 0 if was_open else 1
             elif lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
                 open_free -= free[node]
