@@ -13,9 +13,7 @@ free nodes where that VM would idle GPUs (``_split``), after a job on a GPU coun
 not a power of two swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
 the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
-nothing packs onto an open node. With ``keep_node`` (on premise) a running job placed at
-its own (class, g) keeps its node, whose GPUs are held for it until its turn
-(``_keep_fit``).
+nothing packs onto an open node. ``keep.py``: running jobs keep their nodes (an option).
 
 Randomness comes from numba's generator, seeded per row from the caller's
 ``numpy.random.Generator``, so a seed reproduces every row bit for bit.
@@ -38,6 +36,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from andreas.optimizer.keep import _holds, _keep_fit, _reserve
+from andreas.optimizer.nodelists import _pop, _push
 from andreas.optimizer.problem import VM_TIE
 
 INF = np.inf
@@ -118,40 +118,6 @@ def _views(a):
     moves = _Moves(a.node_class, a.run_node, a.run_cfg, a.cfg_base, a.mv_same, a.mv_change,
                    a.mv_stop)
     return fit, sizing, costs, moves
-
-
-@njit(cache=True, nogil=True)
-def _push(head, nxt, cnt, grp, lvl, node):
-    """Put an open node with ``lvl`` free GPUs at the head of its group's list."""
-    nxt[node] = head[grp, lvl]
-    head[grp, lvl] = node
-    cnt[grp, lvl] += 1
-
-
-@njit(cache=True, nogil=True)
-def _pop(head, nxt, cnt, grp, lvl):
-    """Take the first node of a list: any node with that many free GPUs fits as well."""
-    node = head[grp, lvl]
-    head[grp, lvl] = nxt[node]
-    nxt[node] = -1
-    cnt[grp, lvl] -= 1
-    return node
-
-
-@njit(cache=True, nogil=True)
-def _unlink(head, nxt, cnt, grp, lvl, node):
-    """Take a given open node out of its list (``keep_node``): a walk of that list."""
-    prev, at = -1, head[grp, lvl]
-    while at >= 0 and at != node:
-        prev, at = at, nxt[at]
-    if at < 0:
-        return
-    if prev < 0:
-        head[grp, lvl] = nxt[node]
-    else:
-        nxt[prev] = nxt[node]
-    nxt[node] = -1
-    cnt[grp, lvl] -= 1
 
 
 @njit(cache=True, nogil=True)
@@ -442,71 +408,6 @@ def _pin_running(a, st, node_of, cfg_of):
     for grp in range(0 if cloud else group_count.shape[0]):
         while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
             ptr[grp] += 1
-
-
-@njit(cache=True, nogil=True)
-def _holds(a, j, first):
-    """Running job j would stay where it runs at its first choice of configuration."""
-    return a.run_node[j] >= 0 and a.cfg_base[first] == a.run_cfg[j]
-
-
-@njit(cache=True, nogil=True)
-def _reserve(a, st, pref):
-    """keep_node: each node holds the GPUs of the running jobs on it that would stay
-    (``_holds``) until their turn comes, so that a job ahead of them in the queue takes
-    them only where nothing else can hold it."""
-    for j in range(a.run_node.shape[0]):
-        if not st.placed[j] and a.runnable[j, pref[j, 0]] and _holds(a, j, pref[j, 0]):
-            st.reserved[a.run_node[j]] += a.cfg_g[a.run_cfg[j]]
-
-
-@njit(cache=True, nogil=True)
-def _open_at(a, st, grp, node):
-    """Open the closed node ``node`` of group ``grp``; its group's next closed node then
-    skips it (nodes may open out of ``group_nodes``' order)."""
-    ptr, is_open, group_nodes, group_count = st.ptr, st.is_open, a.group_nodes, a.group_count
-    is_open[node] = True
-    st.free[node] = a.class_gpus[st.ncls[node]]
-    while ptr[grp] < group_count[grp] and is_open[group_nodes[grp, ptr[grp]]]:
-        ptr[grp] += 1
-
-
-@njit(cache=True, nogil=True)
-def _keep_fit(a, st, j, c, lvl):
-    """keep_node (on premise): the node for job j at configuration c, taken out of its
-    open list or opened, and whether it was open; -1 if the caller's own rule decides.
-
-    1. A running job at its own (class, g) stays on its node (open or not) where that
-    node still has the GPUs: the same time and energy, and no move. 2. Best fit from
-    level ``lvl`` up among open nodes, skipping those whose free GPUs are held for
-    running jobs not placed yet (``_reserve``). 3. A closed node with enough GPUs not
-    held. Else (-1) the queue's rule, which may take held GPUs: a job never waits for a
-    running job's sake."""
-    free, reserved, is_open, head, nxt, cnt = (st.free, st.reserved, st.is_open, st.head,
-                                               st.nxt, st.cnt)
-    grp, g, home = a.cfg_group[c], a.cfg_g[c], a.run_node[j]
-    if home >= 0 and a.cfg_base[c] == a.run_cfg[j]:
-        if is_open[home] and free[home] >= g:
-            if free[home] > 0:
-                _unlink(head, nxt, cnt, grp, free[home], home)
-            return home, True
-        if not is_open[home]:
-            _open_at(a, st, grp, home)
-            return home, False
-    for lv in range(max(lvl, g), cnt.shape[1] if lvl >= 0 else 0):
-        n = head[grp, lv]
-        while n >= 0 and free[n] - reserved[n] < g:
-            n = nxt[n]
-        if n >= 0:
-            _unlink(head, nxt, cnt, grp, lv, n)
-            return n, True
-    nodes = a.group_nodes[grp]
-    for i in range(st.ptr[grp], a.group_count[grp]):
-        n = nodes[i]
-        if not is_open[n] and a.class_gpus[st.ncls[n]] - reserved[n] >= g:
-            _open_at(a, st, grp, n)
-            return n, False
-    return -1, False
 
 
 @njit(cache=True, nogil=True)
