@@ -1,5 +1,5 @@
 """The ``keep_node`` option: on premise a running job that the construction places at its
-own (class, g) stays on its node (``kernels._keep_fit``); off by default."""
+own (class, g) stays on its node (``keep._keep_fit``); off by default."""
 
 from __future__ import annotations
 
