@@ -142,6 +142,9 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
     OptionSpec(name="energy_price", type=str, choices=tuple(EnergyPrice),
                help="on premise, charge a job's run the node's whole draw (node) or only "
                     "what its GPUs add above the node's idle draw (above-idle)"),
+    OptionSpec(name="keep_node", type=bool,
+               help="on premise, a running job placed at its own node class and GPU count "
+                    "stays on its node where that node still has the GPUs"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -286,18 +289,20 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE}),
+          options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE,
+                   "keep_node": False}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
           options={"iterations": None, **_SEARCH, "fallback": None,
-                   "energy_price": EnergyPrice.NODE, "move_margin": None}),
+                   "energy_price": EnergyPrice.NODE, "keep_node": False, "move_margin": None}),
     _spec("pr", "relinking", "decide_pr",
           "randomized construction + path relinking + post-processing (maximises f_bar)",
           manager=True, power_levels=True,
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
-                   "fallback": None, "energy_price": EnergyPrice.NODE, "move_margin": None}),
+                   "fallback": None, "energy_price": EnergyPrice.NODE, "keep_node": False,
+                   "move_margin": None}),
     _spec("horizon", "horizon", "decide_horizon",
           "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "
           "greedy and rg, starts what its plan starts now (never above greedy's plan on its "

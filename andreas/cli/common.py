@@ -62,7 +62,7 @@ def policy_option_type(name: str) -> Any:
         return Finite(min=spec.minimum, max=spec.maximum, min_open=spec.min_open,
                       max_open=spec.max_open)
     if spec.type is str and spec.choices:
-        return click.Choice(spec.choices)
+        return click.Choice([str(c) for c in spec.choices])   # StrEnum: values
     raise ValueError(f"option {name}: no command-line type for {spec.type.__name__}")
 
 

@@ -59,6 +59,8 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                "late-atc.")
 @policy_option("energy_price", text="On premise, price a job's run by its node's whole "
                "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw.")
+@policy_option("keep_node", text="On premise, a running job placed at its own node class "
+               "and GPU count stays on its node where that node still has the GPUs.")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
@@ -188,7 +190,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, energy_price: str | None,
-                 period_s: float | None,
+                 keep_node: bool, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
@@ -219,7 +221,8 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
         raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
     names = _policy_names(policy_list, {
         "iterations": iterations, "order": order, "floor": floor or None,
-        "energy_price": energy_price, "population": ga_population, "generations": ga_generations,
+        "energy_price": energy_price, "keep_node": keep_node or None,
+        "population": ga_population, "generations": ga_generations,
         "fitness": ga_fitness, "backfill": ga_backfill, "move_margin": move_margin})
     tariff_file = _read_tariff(tariff_path, tariff_blind)
     for a in _csv_list(arrivals, "--arrival"):
@@ -233,7 +236,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
             power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor, revisit=revisit,
-            energy_price=energy_price,
+            energy_price=energy_price, keep_node=keep_node or None,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
             move_margin=move_margin, tariff_blind=tariff_blind, power_levels=power_levels != "off",
@@ -268,7 +271,8 @@ def _policy_names(policy_list: str, taken: dict) -> tuple[str, ...]:
         raise InputError(f"--policies: unknown policy {', '.join(unknown)!r} "
                          f"(known: {', '.join(POLICIES)})")
     with option_names(iterations="--iterations", order="--order", floor="--floor",
-                      energy_price="--energy-price", population="--ga-population",
+                      energy_price="--energy-price", keep_node="--keep-node",
+                      population="--ga-population",
                       generations="--ga-generations", fitness="--ga-fitness",
                       backfill="--ga-backfill", move_margin="--move-margin"):
         policies.check_applicable(names, taken)

@@ -185,7 +185,7 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
 
 def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
                     order: str = DEFAULT_ORDER, energy_price: str = EnergyPrice.NODE,
-                    move_margin: float = 0.0) -> Problem:
+                    keep_node: bool = False, move_margin: float = 0.0) -> Problem:
     """``compile_problem``; with ``SHORTAGE_ORDER`` the queue is wspt-late's while its
     greedy row runs every job that can run, and late-atc's while it leaves one waiting:
     who goes first then decides the lateness the cluster owes, and late-atc lets a
@@ -195,7 +195,7 @@ def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
     cloud rg and pr lost with it, and the papers' mode keeps its plans
     (docs/results.md, "What stands between the best policy and the goals")."""
     p = compile_problem(snapshot, order=order, energy_price=energy_price,
-                        move_margin=move_margin)
+                        keep_node=keep_node, move_margin=move_margin)
     if order != SHORTAGE_ORDER or p.cloud or not p.moves_cost or not short_of_gpus(p, rng):
         return p
     t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)

@@ -90,12 +90,13 @@ def rg_choice(problem, batch, *, floor: bool = False, fallback: float | None = N
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
                   order: str = DEFAULT_ORDER, energy_price: str = EnergyPrice.NODE,
-                  sharing: Sharing | None = None) -> Plan:
+                  keep_node: bool = False, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
-    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price)
+    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
+                              keep_node=keep_node)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
                    objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
@@ -106,7 +107,8 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
               floor: bool = False, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE, move_margin: float | None = None,
+              energy_price: str = EnergyPrice.NODE, keep_node: bool = False,
+              move_margin: float | None = None,
               sharing: Sharing | None = None) -> Plan:
     """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
     ``floor`` the baselines' plans (when work-conserving), then randomized ones; so never worse than
@@ -119,6 +121,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
     problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
+                              keep_node=keep_node,
                               move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)

@@ -13,7 +13,7 @@ free nodes where that VM would idle GPUs (``_split``), after a job on a GPU coun
 not a power of two swaps into an exactly full node (``_swap_odd``); GPUs it still leaves idle go to
 the job on it that they speed up most (``_fill_idle``). In *exclusive*
 rows (the baselines' rule) every job opens a node of its own configuration's class and
-nothing packs onto an open node.
+nothing packs onto an open node. ``keep.py``: running jobs keep their nodes (an option).
 
 Randomness comes from numba's generator, seeded per row from the caller's
 ``numpy.random.Generator``, so a seed reproduces every row bit for bit.
@@ -36,6 +36,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from andreas.optimizer.keep import _holds, _keep_fit, _reserve
+from andreas.optimizer.nodelists import _pop, _push
 from andreas.optimizer.problem import VM_TIE
 
 INF = np.inf
@@ -84,6 +86,7 @@ class _Row(NamedTuple):
     is_open: np.ndarray
     placed: np.ndarray      # (J,)
     counters: np.ndarray    # (3,) nodes opened, closed nodes left, free GPUs on open nodes
+    reserved: np.ndarray    # (N,) keep_node: GPUs held for running jobs not placed yet
 
 
 # What each stage of a row reads of the problem: ``KernelArrays`` fields of the same names
@@ -91,7 +94,8 @@ class _Row(NamedTuple):
 # from either). A call counts a reference up and down per array of its structures, so the
 # stages take these views, made once per batch, not the whole problem (30 arrays).
 _Fit = namedtuple("_Fit", "cloud runnable cfg_group cfg_g cfg_class pack_class class_gpus "
-                 "group_nodes group_count")            # _place_queue, _work_conserving
+                 "group_nodes group_count keep_node run_node run_cfg cfg_base")
+#                                                         _place_queue, _work_conserving
 _Sizing = namedtuple("_Sizing", "class_gpus class_group class_cost_h group_cheapest group_best "
                      "cfg_g cfg_index runnable t_energy")   # _downsize and what it calls
 _Costs = namedtuple("_Costs", "cloud mu class_gpus class_cost_h cfg_index cfg_g t_energy rank "
@@ -104,7 +108,9 @@ _Moves = namedtuple("_Moves", "node_class run_node run_cfg cfg_base mv_same mv_c
 def _views(a):
     """The stages' views of the problem ``a``."""
     fit = _Fit(a.cloud, a.runnable, a.cfg_group, a.cfg_g, a.cfg_class, a.pack_class,
-               a.class_gpus, a.group_nodes, a.group_count)
+               a.class_gpus, a.group_nodes, a.group_count,
+               a.keep_node and not a.cloud and a.run_node.shape[0] > 0, a.run_node, a.run_cfg,
+               a.cfg_base)
     sizing = _Sizing(a.class_gpus, a.class_group, a.class_cost_h, a.group_cheapest,
                      a.group_best, a.cfg_g, a.cfg_index, a.runnable, a.t_energy)
     costs = _Costs(a.cloud, a.mu, a.class_gpus, a.class_cost_h, a.cfg_index, a.cfg_g,
@@ -112,24 +118,6 @@ def _views(a):
     moves = _Moves(a.node_class, a.run_node, a.run_cfg, a.cfg_base, a.mv_same, a.mv_change,
                    a.mv_stop)
     return fit, sizing, costs, moves
-
-
-@njit(cache=True, nogil=True)
-def _push(head, nxt, cnt, grp, lvl, node):
-    """Put an open node with ``lvl`` free GPUs at the head of its group's list."""
-    nxt[node] = head[grp, lvl]
-    head[grp, lvl] = node
-    cnt[grp, lvl] += 1
-
-
-@njit(cache=True, nogil=True)
-def _pop(head, nxt, cnt, grp, lvl):
-    """Take the first node of a list: any node with that many free GPUs fits as well."""
-    node = head[grp, lvl]
-    head[grp, lvl] = nxt[node]
-    nxt[node] = -1
-    cnt[grp, lvl] -= 1
-    return node
 
 
 @njit(cache=True, nogil=True)
@@ -354,7 +342,7 @@ def _new_row(a, n_jobs):
     return _Row(np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_),
                 np.empty(n, np.int64), np.empty(lists, np.int64), np.empty(lists, np.int64),
                 np.empty(n, np.int64), np.empty(lists[0], np.int64), np.empty(n, np.bool_),
-                np.empty(n_jobs, np.bool_), np.empty(3, np.int64))
+                np.empty(n_jobs, np.bool_), np.empty(3, np.int64), np.empty(n, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -372,6 +360,7 @@ def _clear_row(st, cloud, node_class, node_of, cfg_of):
     st.is_open[:] = False
     st.placed[:] = False
     st.counters[:] = 0
+    st.reserved[:] = 0
     st.counters[CLOSED_LEFT] = node_class.shape[0]
     node_of[:] = -1
     cfg_of[:] = -1
@@ -428,10 +417,11 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     (a randomized row draws it from ``cdf`` and the open node's level, closer fits
     likelier) on an open node; 2. open a node (cloud: as the group's largest VM, or the
     configuration's own in an exclusive row); 3. the same for each configuration of its
-    preference in turn. The hot loop: the arrays are taken out of the structures once
+    preference in turn. With ``keep_node`` (on premise) the choice of node is
+    ``_keep_fit``'s. The hot loop: the arrays are taken out of the structures once
     and the row's counters are locals while it runs (read from an array at each step,
     they cost 1.6x the time per row: every store may alias them); no call but _push and
-    _pop."""
+    _pop (and ``_keep_fit``'s with ``keep_node``)."""
     cloud, runnable, cfg_group, cfg_g, cfg_class = (a.cloud, a.runnable, a.cfg_group, a.cfg_g,
                                                     a.cfg_class)
     pack_class, class_gpus, group_nodes, group_count = (a.pack_class, a.class_gpus,
@@ -439,6 +429,9 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
     free, used, ncls, head, cnt, nxt = st.free, st.used, st.ncls, st.head, st.cnt, st.nxt
     ptr, is_open, placed, counters = st.ptr, st.is_open, st.placed, st.counters
     pref, cdf, exclusive, p_swap = rows.pref[s], rows.cdf[s], rows.exclusive[s], rows.p_swap
+    keep_row = a.keep_node and not exclusive
+    if keep_row:
+        _reserve(a, st, pref)
     n_jobs, n_nodes, n_cfg, levels = node_of.shape[0], free.shape[0], pref.shape[1], cnt.shape[1]
     order = rows.queue[s].copy()
     opened, closed_left, open_free = counters[OPENED], counters[CLOSED_LEFT], counters[OPEN_FREE]
@@ -451,6 +444,8 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
         j = order[step]
         if placed[j] or not runnable[j, pref[j, 0]]:
             continue
+        if keep_row and _holds(a, j, pref[j, 0]):
+            st.reserved[a.run_node[j]] -= cfg_g[a.run_cfg[j]]
         c = pref[j, 0]
         if randomize:
             u = np.random.random()
@@ -483,7 +478,11 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
                     if cnt[grp, lv] > 0:
                         lvl = lv
                         break
-            if lvl >= 0:
+            node, was_open = _keep_fit(a, st, j, c, lvl) if keep_row else (-1, False)
+            if node >= 0:
+                open_free -= free[node] if was_open else 0
+                closed_left -= 0 if was_open else 1
+            elif lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
                 open_free -= free[node]
             elif cloud and opened < n_nodes:

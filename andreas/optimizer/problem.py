@@ -60,6 +60,7 @@ class KernelArrays(NamedTuple):
     mv_same: np.ndarray
     mv_change: np.ndarray
     mv_stop: np.ndarray
+    keep_node: bool = False     # a running job at its own (class, g) stays on its node
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +127,7 @@ class Problem:
     mv_same: np.ndarray           # (J,) moved to another node of its class at its g
     mv_change: np.ndarray         # (J,) another class or GPU count
     mv_stop: np.ndarray           # (J,) postponed
+    keep_node: bool = False       # the constructions keep running jobs' nodes (kernels.py)
 
     @property
     def moves_cost(self) -> bool:
@@ -154,7 +156,7 @@ class Problem:
             self.cfg_index, self.pack_class, self.group_cheapest, self.group_best,
             self.group_nodes, self.group_count, self.t_energy, self.rank, self.job_cost,
             self.fbar_term, self.post_cost, self.runnable, self.pin_job, self.pin_node,
-            self.pin_cfg, *moves)
+            self.pin_cfg, *moves, bool(self.keep_node))
 
     @property
     def n_jobs(self) -> int:
@@ -228,12 +230,13 @@ def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
-                    energy_price: str = EnergyPrice.NODE,
+                    energy_price: str = EnergyPrice.NODE, keep_node: bool = False,
                     move_margin: float = 0.0) -> Problem:
     """Build every array the policies need; O(J * C) (cloud: O(J * C^2), ``mix_cost``) and
     done once per decision; ``energy_price``: how runs are priced on premise
-    (``policies.EnergyPrice``); ``move_margin``: the moves' hysteresis
-    (``costs.move_costs``)."""
+    (``policies.EnergyPrice``); ``keep_node``: the constructions keep a running job on its
+    node when they place it at its own (class, g) and the node still has the GPUs;
+    ``move_margin``: the moves' hysteresis (``costs.move_costs``)."""
     classes = node_classes(snapshot)
     cl = _classes(snapshot, classes)
     above = EnergyPrice(energy_price) is EnergyPrice.ABOVE_IDLE and not snapshot.cloud
@@ -268,7 +271,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
         node_class=cl.node_class, cfg_class=lv.cfg_class, cfg_g=lv.cfg_g,
         cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w, **pr, **terms, job_cost=job_cost,
         weight=weight, due=due, **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
-        **_moves(snapshot, pins, lv, move_margin))
+        **_moves(snapshot, pins, lv, move_margin), keep_node=keep_node)
 
 
 class _Classes(NamedTuple):

@@ -319,7 +319,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
               window_when: str | None = None, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE,
+              energy_price: str = EnergyPrice.NODE, keep_node: bool = False,
               move_margin: float | None = None) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
@@ -328,7 +328,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
     p = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
-                        move_margin=move_margin_of(move_margin, snapshot))
+                        keep_node=keep_node, move_margin=move_margin_of(move_margin, snapshot))
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))

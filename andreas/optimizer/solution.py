@@ -138,9 +138,12 @@ def _relabel(problem: Problem, node: np.ndarray, cfg: np.ndarray,
                 current = problem.snapshot.nodes[p].config
                 if current == problem.class_name[node_cls[s]]:
                     scores[(s, p)] += 1
+    # keep_node places running jobs on their own nodes: on a tie a node keeps its label
+    home = problem.keep_node and not problem.cloud
     label: dict[int, int] = {}
     taken: set[int] = set()
-    for (s, p), _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
+    for (s, p), _ in sorted(scores.items(), key=lambda kv: (-kv[1], home and kv[0][0] != kv[0][1],
+                                                             kv[0])):
         if s not in label and p not in taken:
             label[s] = p
             taken.add(p)

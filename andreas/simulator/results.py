@@ -20,7 +20,8 @@ GA_FITNESSES = OPTIONS["fitness"].choices
 POLICY_OPTIONS = {"iterations": "iterations", "order": "order", "floor": "floor",
                   "ga_population": "population", "ga_generations": "generations",
                   "ga_fitness": "fitness", "ga_backfill": "backfill",
-                  "energy_price": "energy_price", "move_margin": "move_margin"}
+                  "energy_price": "energy_price", "keep_node": "keep_node",
+                  "move_margin": "move_margin"}
 
 
 # Upper bounds: a wake-up of 1e308 s is a typo that hangs a simulation; the command line
@@ -53,6 +54,7 @@ class SimOptions:
     order: str | None = None       # queue order of greedy/rg/pr (None: their default)
     floor: bool = False            # rg/pr also consider the baselines' plans
     energy_price: str | None = None  # greedy/rg/pr on premise (None: their default)
+    keep_node: bool | None = None    # greedy/rg/pr on premise (None: their default)
     # decide again at each plan's revisit_s (optimizer/solution.py): a running job's
     # cheaper configuration becomes on time; off: only at events and periods, as the
     # papers' simulators

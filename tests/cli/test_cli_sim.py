@@ -115,3 +115,15 @@ def test_bound_is_an_entry_beside_the_policies_in_both_settings(tmp_path: Path) 
     refused = run("simulate", "--nodes", "2", "--policies", "greedy", "--bound", "--tariff",
                   str(ROOT / "profiles" / "tariffs" / "day-night.csv"))
     assert refused.exit_code == 2 and "--bound" in refused.output
+
+
+def test_energy_price_and_keep_node_take_their_documented_values(tmp_path: Path) -> None:
+    """``--energy-price above-idle`` (the option's value, not the enum's name) and
+    ``--keep-node`` reach greedy; a bad price is named with the values it takes."""
+    result = run("simulate", "--nodes", "2", "--trace-seed", "2", "--policies", "greedy",
+                 "--energy-price", "above-idle", "--keep-node", "--out", str(tmp_path),
+                 "--json", "--no-plots", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["total_cost"] > 0
+    bad = run("simulate", "--nodes", "2", "--policies", "greedy", "--energy-price", "idle")
+    assert bad.exit_code == 2 and "'node', 'above-idle'" in bad.output

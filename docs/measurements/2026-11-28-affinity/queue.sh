@@ -1,0 +1,12 @@
+# The measurements of README.md, one process after the other (from the repository root).
+set -e
+D=docs/measurements/2026-11-28-affinity
+R="nice -n 10 python $D/run.py"
+V=node,above-idle,node+keep,above-idle+keep
+$R $D/zeus.jsonl greedy $V zeus:20:1:off zeus:20:2:on zeus:10:2:off zeus:10:1:on \
+  zeus:10:2:on zeus:10:3:on zeus:20:1:on zeus:20:3:on zeus:10:1:off zeus:10:3:off \
+  zeus:20:2:off zeus:20:3:off
+$R $D/grid.jsonl greedy $V op:10:1:exponential:1 op:10:1:exponential:2 \
+  op:10:1:mixed:1 op:10:1:mixed:2 op:10:2:exponential:1 op:10:2:exponential:2 \
+  op:20:1:exponential:1 op:20:2:exponential:1 op:20:2:mixed:1 op:50:1:exponential:1 \
+  op:50:2:exponential:1
