@@ -144,7 +144,9 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                     "what its GPUs add above the node's idle draw (above-idle)"),
     OptionSpec(name="keep_node", type=bool,
                help="on premise, a running job placed at its own node class and GPU count "
-                    "stays on its node where that node still has the GPUs"),
+                    "stays on its node where that node still has the GPUs; in the cloud "
+                    "(rg, pr, greedy), the plan's jobs are swapped among its VMs of their "
+                    "type at their GPU count so that the most stay on the VM they run on"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),

@@ -60,7 +60,9 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @policy_option("energy_price", text="On premise, price a job's run by its node's whole "
                "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw.")
 @policy_option("keep_node", text="On premise, a running job placed at its own node class "
-               "and GPU count stays on its node where that node still has the GPUs.")
+               "and GPU count stays on its node where that node still has the GPUs; in the "
+               "cloud, the plan's jobs are swapped among its VMs of their type at their GPU "
+               "count so that the most stay on the VM they run on.")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")

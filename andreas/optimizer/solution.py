@@ -28,6 +28,7 @@ import numpy as np
 
 from andreas.costs import switch_share, switch_targets
 from andreas.model import Assignment, Plan, Progress
+from andreas.optimizer.keep_cloud import keep_cloud, repriced
 from andreas.optimizer.levels import limit_of
 from andreas.optimizer.problem import Problem
 
@@ -42,7 +43,12 @@ def to_plan(problem: Problem, node: np.ndarray, cfg: np.ndarray, node_cls: np.nd
     """Plan from per-job node indices and configurations (-1 = postponed); ``revisit_s``
     in the cloud unless ``revisit`` is False (the papers' baselines decide at their own
     points only)."""
-    label = _relabel(problem, node, cfg, node_cls)
+    if problem.cloud and problem.keep_node:      # jobs put back on their VMs (keep_cloud.py)
+        kept, label = keep_cloud(problem, node, cfg, node_cls)
+        objective = float(objective) + repriced(problem, node, kept, cfg, label)
+        node = kept
+    else:
+        label = _relabel(problem, node, cfg, node_cls)
     names = problem.node_names
     assignments = []
     postponed = []
