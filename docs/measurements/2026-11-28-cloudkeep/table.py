@@ -3,7 +3,8 @@ import json
 import sys
 
 BOUND = {"cloud:10:1:mixed:1": 3744.75, "cloud:10:1:mixed:2": 3241.32,
-         "cloud:10:1:exponential:1": 3882.20, "cloud:10:1:exponential:2": 3356.21}
+         "cloud:10:1:exponential:1": 3882.20, "cloud:10:1:exponential:2": 3356.21,
+         "cloud:20:1:mixed:1": 6148.96}
 KINDS = ("relocation", "gpus", "type", "type+gpus", "preemption")
 rows = [json.loads(line) for path in sys.argv[1:] for line in open(path)]
 off = {(r["cell"], r["policy"]): r["total_cost"] for r in rows if r["variant"] == "off"}
