@@ -1,7 +1,8 @@
 """python check-objective.py CELL [POLICY] [keep]: at every decision of a cloud cell
-(default mode, the policy's defaults; keep: with keep_node), the plan's objective against ``costs.evaluate`` of the
-plan with the policy's move margin; prints the decisions where they differ and the
-relocations (same VM type and GPU count, another VM) those plans make."""
+(default mode, the policy's defaults; keep: with keep_node), the plan's objective
+against ``costs.evaluate`` of the plan with the policy's move margin; prints the
+decisions where they differ and the relocations (same VM type and GPU count, another
+VM) those plans make."""
 import sys
 
 from andreas import costs
