@@ -54,7 +54,7 @@ from andreas.model import Plan, Snapshot
 from andreas.optimizer.construction import compile_ordered, construct
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, decide_rg, has_demands
 from andreas.optimizer.kernels import Rows, construct_rows
-from andreas.optimizer.problem import INF, Problem
+from andreas.optimizer.problem import INF, ON_TIME_MARGIN, Problem
 from andreas.optimizer.solution import to_plan
 
 DEFAULT_TIME_LIMIT_S = 4.0
@@ -64,11 +64,11 @@ FIRST_SLOT_S = 1800.0            # the first slot: what starts now runs at least
 MAX_NODES = 2_000                # branch-and-bound nodes: a deterministic limit first
 MIP_GAP = 1e-3
 CHOICES = ("greedy", "rg", "keep", "horizon")    # Plan.stats["chosen"]: an index
-# Planning margins (the bill is unchanged): a run is planned to end ``MARGIN`` of its
-# run time before its due date (lateness inside that margin is charged as lateness), and
-# a start later than now costs ``DELAY`` x its weight per second of delay, so that a job
-# with slack does not wait for nothing: the model does not know the jobs still to come.
-MARGIN = 0.15
+# Planning margins (the bill is unchanged): a run is planned to end
+# ``problem.ON_TIME_MARGIN`` of its run time before its due date (lateness inside that
+# margin is charged as lateness), and a start later than now costs ``DELAY`` x its weight
+# per second of delay, so that a job with slack does not wait for nothing: the model does
+# not know the jobs still to come.
 DELAY = 1e-3
 
 
@@ -166,7 +166,7 @@ def _restart_times(p: Problem, res: np.ndarray) -> np.ndarray:
 
 
 def build_columns(p: Problem, *, slots: int = DEFAULT_SLOTS, first_s: float | None = None,
-                  margin: float = MARGIN, delay: float = DELAY) -> Columns:
+                  margin: float = ON_TIME_MARGIN, delay: float = DELAY) -> Columns:
     """Every column of the model (see the module docstring), vectorised per job."""
     res, use, capacity = _resources(p)
     rate = _rates(p)

@@ -19,7 +19,7 @@ from andreas.costs import (SECONDS_PER_HOUR, best_restart_s, c_ng_per_hour, char
                            postponement_costs)
 from andreas.model import Job, Node, Snapshot
 from andreas.optimizer import levels as config_levels
-from andreas.policies import EnergyPrice
+from andreas.policies import ORDERS, EnergyPrice
 
 INF = np.inf
 
@@ -173,15 +173,14 @@ class Problem:
 
 VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer VMs
 
-ORDERS = ("wspt-late", "pressure", "atc", "wspt-atc", "late-atc")
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
 DEFAULT_ORDER = SHORTAGE_ORDER
 ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing times
-# With ``EnergyPrice.ABOVE_IDLE`` a configuration counts as on time (D*) only with this
-# share of its time to spare: priced above idle, the cheapest on-time configuration is
-# often the slowest, ending just before the due date, and one restart then makes it late
-# (as ``horizon.MARGIN``; docs/measurements/2026-11-28-marginal).
-ABOVE_IDLE_MARGIN = 0.15
+# A run planned to end just before its due date is late after one restart, so where the
+# cheapest configuration tends to be the slowest a run must end with this share of its
+# time to spare: D* with ``EnergyPrice.ABOVE_IDLE`` (docs/measurements/2026-11-28-marginal)
+# and every run of horizon's model.
+ON_TIME_MARGIN = 0.15
 
 
 def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
@@ -256,7 +255,7 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
     if tail is not None:
         pr["pi"] = pr["pi"] + tail
     terms = _job_terms(snapshot, classes, pr, weight, due, lv.cfg_g, order,
-                       ABOVE_IDLE_MARGIN if above else 0.0)
+                       ON_TIME_MARGIN if above else 0.0)
     class_nodes = cl.nodes
     if not snapshot.cloud:   # new jobs open free nodes first, running jobs' nodes last
         groups["group_nodes"] = _running_last(groups["group_nodes"], groups["group_count"],

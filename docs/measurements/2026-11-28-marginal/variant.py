@@ -17,7 +17,7 @@ from andreas.simulator.engine import simulate
 
 cell, variant = sys.argv[1], sys.argv[2]
 if "nomargin" in variant:
-    problem.ABOVE_IDLE_MARGIN = 0.0
+    problem.ON_TIME_MARGIN = 0.0
 if "notail" in variant:
     problem._beyond_known_end = lambda t, runnable, pins, idle_h: np.zeros_like(t)
 if "pinned" in variant:
