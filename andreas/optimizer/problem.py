@@ -176,6 +176,12 @@ VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer 
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
 DEFAULT_ORDER = SHORTAGE_ORDER
 ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing times
+# ``defer_light`` (construction.compile_ordered): while GPUs are short, a job whose
+# WSPT index w / p is below DEFER_INDEX x the snapshot's median and whose p is above
+# DEFER_LONG x the mean p goes behind every other job, late or not
+# (docs/measurements/2026-11-28-hindsight).
+DEFER_INDEX = 0.75
+DEFER_LONG = 1.0
 # A run planned to end just before its due date is late after one restart, so where the
 # cheapest configuration tends to be the slowest a run must end with this share of its
 # time to spare: D* with ``EnergyPrice.ABOVE_IDLE`` (docs/measurements/2026-11-28-marginal)
@@ -226,6 +232,21 @@ def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np
     slack = np.maximum(0.0, np.where(np.isfinite(pressure), -pressure, 0.0))
     index = np.where(finite, weight / p * np.exp(-slack / (ATC_K * p_mean)), -np.inf)
     return np.argsort(-index, kind="stable")
+
+
+def defer_light(queue: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np.ndarray:
+    """``queue`` with its long, light jobs (``DEFER_INDEX``, ``DEFER_LONG``) moved behind
+    the others, each part in its own order. Why: a late job jumps ahead of every job
+    that can still be on time, and a long one with little weight per hour of work then
+    holds GPUs for many hours while the jobs behind it become late; schedules found
+    with hindsight run such jobs last, late as they are."""
+    ok = np.isfinite(t_min)
+    if not ok.any():
+        return queue
+    index = np.where(ok, weight / np.maximum(np.where(ok, t_min, 1.0), 1e-9), np.inf)
+    light = ok & (index < DEFER_INDEX * float(np.median(index[ok])))
+    deferred = light & (t_min > DEFER_LONG * float(t_min[ok].mean()))
+    return queue[np.argsort(deferred[queue], kind="stable")]
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,

@@ -31,7 +31,8 @@ def node_share(attempts, trace_types, ids):
     out: dict = {}
     for a in attempts:
         if a["job"] in ids:
-            out[trace_types[a["node"]]] = out.get(trace_types[a["node"]], 0) + a["end_s"] - a["start_s"]
+            kind = trace_types[a["node"]]
+            out[kind] = out.get(kind, 0) + a["end_s"] - a["start_s"]
     tot = sum(out.values()) or 1
     return {k: round(v / tot, 2) for k, v in sorted(out.items())}
 
