@@ -206,7 +206,7 @@ def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
     queue = (queue_order(p.pressure, p.weight, t_min, "late-atc")
              if order == SHORTAGE_ORDER else p.queue)
     if defer_light_jobs:
-        queue = defer_light(queue, p.weight, t_min)
+        queue = defer_light(queue, p.weight, t_min, p.pressure)
     return replace(p, queue=queue)
 
 

@@ -23,9 +23,9 @@ def test_long_light_jobs_go_last_short_or_heavy_ones_keep_their_place() -> None:
     t_min = np.array([1000.0, 100.0, 200.0, 100.0, np.inf])
     assert DEFER_INDEX * 5e-5 > 1e-6 and 1000.0 > DEFER_LONG * 350.0 > 100.0
     queue = np.array([0, 4, 3, 1, 2])
-    assert defer_light(queue, weight, t_min).tolist() == [4, 3, 1, 2, 0]
+    assert defer_light(queue, weight, t_min, np.zeros(5)).tolist() == [4, 3, 1, 2, 0]
     # nothing light and long: the queue as it was
-    assert defer_light(queue, np.full(5, 0.01), np.full(5, 100.0)).tolist() == queue.tolist()
+    assert defer_light(queue, np.full(5, 0.01), np.full(5, 100.0), np.zeros(5)).tolist() == queue.tolist()
 
 
 def one_gpu(nodes: int, params: Params = EPOCH) -> Snapshot:
