@@ -184,6 +184,8 @@ ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing 
 DEFER_INDEX = 0.75
 DEFER_LONG = 1.0
 DEFER_AGE = math.inf
+DEFER_SHARE = 1.0   # at most this share of the runnable jobs deferred, the lightest first
+DEFER_LATE_ONLY = False
 # A run planned to end just before its due date is late after one restart, so where the
 # cheapest configuration tends to be the slowest a run must end with this share of its
 # time to spare: D* with ``EnergyPrice.ABOVE_IDLE`` (docs/measurements/2026-11-28-marginal)
@@ -249,8 +251,14 @@ def defer_light(queue: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
     index = np.where(ok, weight / np.maximum(np.where(ok, t_min, 1.0), 1e-9), np.inf)
     light = ok & (index < DEFER_INDEX * float(np.median(index[ok])))
     deferred = light & (t_min > DEFER_LONG * float(t_min[ok].mean()))
+    if DEFER_LATE_ONLY:
+        deferred &= pressure >= 0
     if math.isfinite(DEFER_AGE):
         deferred &= pressure < DEFER_AGE * t_min
+    cap = max(1, int(DEFER_SHARE * ok.sum()))
+    if deferred.sum() > cap:
+        lightest = np.flatnonzero(deferred)[np.argsort(index[deferred], kind="stable")]
+        deferred[lightest[cap:]] = False
     return queue[np.argsort(deferred[queue], kind="stable")]
 
 
