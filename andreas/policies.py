@@ -147,10 +147,6 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                     "stays on its node where that node still has the GPUs; in the cloud "
                     "(rg, pr, greedy), the plan's jobs are swapped among its VMs of their "
                     "type at their GPU count so that the most stay on the VM they run on"),
-    OptionSpec(name="defer_light", type=bool,
-               help="on premise, while the greedy plan leaves a job waiting, long jobs "
-                    "with little weight per hour of work (late or not) go behind every "
-                    "other job"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -296,7 +292,7 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
           options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE,
-                   "keep_node": False, "defer_light": False}),
+                   "keep_node": False}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,

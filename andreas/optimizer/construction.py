@@ -39,7 +39,7 @@ import numpy as np
 from andreas.costs import SECONDS_PER_HOUR
 from andreas.optimizer.kernels import Rows, RowsOut, construct_rows
 from andreas.optimizer.problem import (DEFAULT_ORDER, INF, SHORTAGE_ORDER, Problem,
-                                       compile_problem, defer_light, queue_order)
+                                       compile_problem, queue_order)
 from andreas.model import Snapshot
 from andreas.policies import EnergyPrice
 
@@ -185,8 +185,7 @@ def construct(problem: Problem, iterations: int, rng: np.random.Generator, *,
 
 def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
                     order: str = DEFAULT_ORDER, energy_price: str = EnergyPrice.NODE,
-                    keep_node: bool = False, move_margin: float = 0.0,
-                    defer_light_jobs: bool = False) -> Problem:
+                    keep_node: bool = False, move_margin: float = 0.0) -> Problem:
     """``compile_problem``; with ``SHORTAGE_ORDER`` the queue is wspt-late's while its
     greedy row runs every job that can run, and late-atc's while it leaves one waiting:
     who goes first then decides the lateness the cluster owes, and late-atc lets a
@@ -194,20 +193,13 @@ def compile_ordered(snapshot: Snapshot, rng: np.random.Generator, *,
     where wspt-late serves the least slack first. Only on premise where moves cost
     something (the simulator's default mode, the manager): measured there; in the
     cloud rg and pr lost with it, and the papers' mode keeps its plans
-    (docs/results.md, "What stands between the best policy and the goals").
-    ``defer_light_jobs`` (off by default): then, too, the long, light jobs go last
-    (``problem.defer_light``)."""
+    (docs/results.md, "What stands between the best policy and the goals")."""
     p = compile_problem(snapshot, order=order, energy_price=energy_price,
                         keep_node=keep_node, move_margin=move_margin)
-    switch = order == SHORTAGE_ORDER or defer_light_jobs
-    if not switch or p.cloud or not p.moves_cost or not short_of_gpus(p, rng):
+    if order != SHORTAGE_ORDER or p.cloud or not p.moves_cost or not short_of_gpus(p, rng):
         return p
     t_min = np.where(p.runnable, p.t, INF).min(axis=1, initial=INF)
-    queue = (queue_order(p.pressure, p.weight, t_min, "late-atc")
-             if order == SHORTAGE_ORDER else p.queue)
-    if defer_light_jobs:
-        queue = defer_light(queue, p.weight, t_min, p.pressure)
-    return replace(p, queue=queue)
+    return replace(p, queue=queue_order(p.pressure, p.weight, t_min, "late-atc"))
 
 
 def short_of_gpus(problem: Problem, rng: np.random.Generator) -> bool:

@@ -90,14 +90,13 @@ def rg_choice(problem, batch, *, floor: bool = False, fallback: float | None = N
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
                   order: str = DEFAULT_ORDER, energy_price: str = EnergyPrice.NODE,
-                  keep_node: bool = False, defer_light: bool = False,
-                  sharing: Sharing | None = None) -> Plan:
+                  keep_node: bool = False, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
     problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
-                              keep_node=keep_node, defer_light_jobs=defer_light)
+                              keep_node=keep_node)
     batch = construct(problem, 1, rng, randomize=False)
     return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
                    objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),

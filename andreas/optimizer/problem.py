@@ -8,7 +8,6 @@ configuration and randomized choice work on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -177,15 +176,6 @@ VM_TIE = 1e-9   # per VM: of two equally priced sets of VMs, the one with fewer 
 SHORTAGE_ORDER = "wspt-atc"     # wspt-late, late-atc while GPUs are short (construction.py)
 DEFAULT_ORDER = SHORTAGE_ORDER
 ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing times
-# ``defer_light`` (construction.compile_ordered): while GPUs are short, a job whose
-# WSPT index w / p is below DEFER_INDEX x the snapshot's median and whose p is above
-# DEFER_LONG x the mean p goes behind every other job, late or not, until it is late by
-# more than DEFER_AGE x its p (docs/measurements/2026-11-28-hindsight).
-DEFER_INDEX = 0.75
-DEFER_LONG = 1.0
-DEFER_AGE = math.inf
-DEFER_SHARE = 1.0   # at most this share of the runnable jobs deferred, the lightest first
-DEFER_LATE_ONLY = False
 # A run planned to end just before its due date is late after one restart, so where the
 # cheapest configuration tends to be the slowest a run must end with this share of its
 # time to spare: D* with ``EnergyPrice.ABOVE_IDLE`` (docs/measurements/2026-11-28-marginal)
@@ -236,30 +226,6 @@ def atc_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray) -> np
     slack = np.maximum(0.0, np.where(np.isfinite(pressure), -pressure, 0.0))
     index = np.where(finite, weight / p * np.exp(-slack / (ATC_K * p_mean)), -np.inf)
     return np.argsort(-index, kind="stable")
-
-
-def defer_light(queue: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
-                pressure: np.ndarray) -> np.ndarray:
-    """``queue`` with its long, light jobs (``DEFER_INDEX``, ``DEFER_LONG``) moved behind
-    the others, each part in its own order. Why: a late job jumps ahead of every job
-    that can still be on time, and a long one with little weight per hour of work then
-    holds GPUs for many hours while the jobs behind it become late; schedules found
-    with hindsight run such jobs last, late as they are."""
-    ok = np.isfinite(t_min)
-    if not ok.any():
-        return queue
-    index = np.where(ok, weight / np.maximum(np.where(ok, t_min, 1.0), 1e-9), np.inf)
-    light = ok & (index < DEFER_INDEX * float(np.median(index[ok])))
-    deferred = light & (t_min > DEFER_LONG * float(t_min[ok].mean()))
-    if DEFER_LATE_ONLY:
-        deferred &= pressure >= 0
-    if math.isfinite(DEFER_AGE):
-        deferred &= pressure < DEFER_AGE * t_min
-    cap = max(1, int(DEFER_SHARE * ok.sum()))
-    if deferred.sum() > cap:
-        lightest = np.flatnonzero(deferred)[np.argsort(index[deferred], kind="stable")]
-        deferred[lightest[cap:]] = False
-    return queue[np.argsort(deferred[queue], kind="stable")]
 
 
 def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
