@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from andreas.optimizer.keep import _holds, _keep_fit, _reserve
+from andreas.optimizer.keep import SKIP, _holds, _keep_fit, _reserve
 from andreas.optimizer.nodelists import _pop, _push
 from andreas.optimizer.problem import VM_TIE
 
@@ -482,6 +482,8 @@ def _place_queue(a, st, rows, s, randomize, node_of, cfg_of):
             if node >= 0:
                 open_free -= free[node] if was_open else 0
                 closed_left -= 0 if was_open else 1
+            elif node == SKIP:
+                continue
             elif lvl >= 0:
                 node = _pop(head, nxt, cnt, grp, lvl)
                 open_free -= free[node]
