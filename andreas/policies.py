@@ -113,10 +113,11 @@ class EnergyPrice(enum.StrEnum):
     without power-down a node draws its idle power whether or not it runs a job, so that
     part of c_ng is sunk and biases every choice toward fast configurations. The run
     then pays what its GPUs add, c_ng(g) - c_ng(0), plus the idle draw of every node
-    for as long as it would end after the last running job (the cluster stays on for
-    it if nothing else comes: the simulator bills until the last completion); and a
-    configuration counts as on time only with 15 % of its time to spare, since the
-    cheapest one is now often the slowest. The cloud's VM prices are unchanged.
+    for as long as it would end after the last other running job and 1.3 x its own
+    fastest run (the cluster stays on for it if nothing else comes: the simulator bills
+    until the last completion); and a configuration counts as on time only with 15 % of
+    its time to spare, since the cheapest one is now often the slowest. The cloud's VM
+    prices are unchanged.
     """
 
     NODE = "node"
@@ -144,7 +145,8 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                     "what its GPUs add above the node's idle draw (above-idle)"),
     OptionSpec(name="keep_node", type=bool,
                help="on premise, a running job placed at its own node class and GPU count "
-                    "stays on its node where that node still has the GPUs; in the cloud "
+                    "stays on its node where that node still has the GPUs, and one that can "
+                    "stay takes no GPUs held for others to change; in the cloud "
                     "(rg, pr, greedy), the plan's jobs are swapped among its VMs of their "
                     "type at their GPU count so that the most stay on the VM they run on"),
     OptionSpec(name="floor", type=bool,

@@ -3,6 +3,8 @@ own (class, g) stays on its node (``keep._keep_fit``); off by default."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,18 @@ def test_a_job_ahead_in_the_queue_leaves_a_running_job_its_gpu():
     assert {off["a"][0], off["c"][0]} != {"n0"}
     on = _where(decide(snap, np.random.default_rng(0), "greedy", keep_node=True, **ABOVE))
     assert on == {"a": ("n0", 1), "c": ("n0", 1), "new": ("n1", 1)}
+
+
+def test_a_running_job_that_can_stay_takes_no_held_node_to_change():
+    """a runs on one GPU of n1 beside c and would rather have 2 GPUs (on 1 it ends on
+    time, but without the 15 % to spare); every GPU it could add is held: n0's for b,
+    n1's other for c. a comes first in the queue but can continue where it runs: it
+    stays, and nobody moves. Without that rule a took both GPUs of n1 and c waited."""
+    a = _job("a", 10_000.0, "n1")
+    b = replace(_job("b", 10_500.0, "n0"), running=Config(node="n0", gpus=2))
+    snap = _snapshot(a, b, _job("c", 1e6, "n1"), nodes=2)
+    plan = _where(decide(snap, np.random.default_rng(0), "greedy", keep_node=True, **ABOVE))
+    assert plan == {"a": ("n1", 1), "b": ("n0", 2), "c": ("n1", 1)}
 
 
 @pytest.mark.parametrize("seed", [3, 5])
