@@ -142,13 +142,15 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                     "greedy plan leaves a job waiting)"),
     OptionSpec(name="energy_price", type=str, choices=tuple(EnergyPrice),
                help="on premise, charge a job's run the node's whole draw (node) or only "
-                    "what its GPUs add above the node's idle draw (above-idle)"),
+                    "what its GPUs add above the node's idle draw (above-idle; unset: "
+                    "above-idle where restarts cost an overhead, else node)"),
     OptionSpec(name="keep_node", type=bool,
                help="on premise, a running job placed at its own node class and GPU count "
                     "stays on its node where that node still has the GPUs, and one that can "
                     "stay takes no GPUs held for others to change; in the cloud "
                     "(rg, pr, greedy), the plan's jobs are swapped among its VMs of their "
-                    "type at their GPU count so that the most stay on the VM they run on"),
+                    "type at their GPU count so that the most stay on the VM they run on "
+                    "(unset: on premise where restarts cost an overhead, else off)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -293,19 +295,18 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE,
-                   "keep_node": False}),
+          options={"order": "wspt-atc", "energy_price": None, "keep_node": None}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
           options={"iterations": None, **_SEARCH, "fallback": None,
-                   "energy_price": EnergyPrice.NODE, "keep_node": False, "move_margin": None}),
+                   "energy_price": None, "keep_node": None, "move_margin": None}),
     _spec("pr", "relinking", "decide_pr",
           "randomized construction + path relinking + post-processing (maximises f_bar)",
           manager=True, power_levels=True,
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
-                   "fallback": None, "energy_price": EnergyPrice.NODE, "keep_node": False,
+                   "fallback": None, "energy_price": None, "keep_node": None,
                    "move_margin": None}),
     _spec("horizon", "horizon", "decide_horizon",
           "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from andreas.costs import evaluate
 from andreas.errors import InputError
 from andreas.model import Config, Job, Node, Snapshot
 from andreas.optimizer import decide
@@ -90,13 +91,21 @@ def test_the_longest_running_job_pays_for_staying_slow():
                         energy_price="above-idle"), "long") == 2
 
 
-def test_node_is_the_default_and_its_plans_are_unchanged():
-    snap = random_snapshot(np.random.default_rng(5), 8, 30)
+def test_unset_prices_above_idle_with_keep_node_only_where_restarts_cost_an_overhead():
+    """The default: the node's whole draw on a bare snapshot (the papers' mode's, no
+    overhead); above idle with keep_node on premise where a restart costs an overhead."""
+    bare = random_snapshot(np.random.default_rng(5), 8, 30)
+    costly = replace(bare, params=replace(bare.params, restart_overhead_s=10.0))
     for name in ("greedy", "rg", "pr"):
-        assert POLICIES[name].options["energy_price"] == EnergyPrice.NODE
-        a = decide(snap, np.random.default_rng(1), name)
-        b = decide(snap, np.random.default_rng(1), name, energy_price="node")
-        assert a.assignments == b.assignments and a.objective == b.objective
+        assert POLICIES[name].options["energy_price"] is None
+        assert POLICIES[name].options["keep_node"] is None
+        for snap, price, keep in ((bare, "node", False), (costly, "above-idle", True)):
+            a = decide(snap, np.random.default_rng(1), name)
+            b = decide(snap, np.random.default_rng(1), name, energy_price=price,
+                       keep_node=keep)
+            assert a.assignments == b.assignments and a.objective == b.objective
+        # chosen above idle, the plan reports f_obj all the same
+        assert a.objective == pytest.approx(evaluate(costly, a).f_mix, rel=1e-9)
 
 
 def test_a_bad_energy_price_is_named():
