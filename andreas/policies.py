@@ -113,10 +113,11 @@ class EnergyPrice(enum.StrEnum):
     without power-down a node draws its idle power whether or not it runs a job, so that
     part of c_ng is sunk and biases every choice toward fast configurations. The run
     then pays what its GPUs add, c_ng(g) - c_ng(0), plus the idle draw of every node
-    for as long as it would end after the last running job (the cluster stays on for
-    it if nothing else comes: the simulator bills until the last completion); and a
-    configuration counts as on time only with 15 % of its time to spare, since the
-    cheapest one is now often the slowest. The cloud's VM prices are unchanged.
+    for as long as it would end after the last other running job and 1.3 x its own
+    fastest run (the cluster stays on for it if nothing else comes: the simulator bills
+    until the last completion); and a configuration counts as on time only with 15 % of
+    its time to spare, since the cheapest one is now often the slowest. The cloud's VM
+    prices are unchanged.
     """
 
     NODE = "node"
@@ -141,12 +142,15 @@ OPTIONS: Mapping[str, OptionSpec] = MappingProxyType({o.name: o for o in (
                     "greedy plan leaves a job waiting)"),
     OptionSpec(name="energy_price", type=str, choices=tuple(EnergyPrice),
                help="on premise, charge a job's run the node's whole draw (node) or only "
-                    "what its GPUs add above the node's idle draw (above-idle)"),
+                    "what its GPUs add above the node's idle draw (above-idle; unset: "
+                    "above-idle where restarts cost an overhead, else node)"),
     OptionSpec(name="keep_node", type=bool,
                help="on premise, a running job placed at its own node class and GPU count "
-                    "stays on its node where that node still has the GPUs; in the cloud "
+                    "stays on its node where that node still has the GPUs, and one that can "
+                    "stay takes no GPUs held for others to change; in the cloud "
                     "(rg, pr, greedy), the plan's jobs are swapped among its VMs of their "
-                    "type at their GPU count so that the most stay on the VM they run on"),
+                    "type at their GPU count so that the most stay on the VM they run on "
+                    "(unset: on premise where restarts cost an overhead, else off)"),
     OptionSpec(name="floor", type=bool,
                help="also consider the FIFO / EDF / priority plans, so f_obj is never above "
                     "a work-conserving baseline's"),
@@ -291,19 +295,18 @@ POLICIES: dict[str, PolicySpec] = {s.name: s for s in (
     _spec("greedy", "greedy", "decide_greedy",
           "pressure-sorted greedy, best configuration, best fit (minimises f_obj)",
           shares_gpus=True, manager=True, power_levels=True,
-          options={"order": "wspt-atc", "energy_price": EnergyPrice.NODE,
-                   "keep_node": False}),
+          options={"order": "wspt-atc", "energy_price": None, "keep_node": None}),
     _spec("rg", "greedy", "decide_rg",
           "ANDREAS randomized greedy, best f_obj of MaxIt constructions",
           shares_gpus=True, manager=True, power_levels=True,
           options={"iterations": None, **_SEARCH, "fallback": None,
-                   "energy_price": EnergyPrice.NODE, "keep_node": False, "move_margin": None}),
+                   "energy_price": None, "keep_node": None, "move_margin": None}),
     _spec("pr", "relinking", "decide_pr",
           "randomized construction + path relinking + post-processing (maximises f_bar)",
           manager=True, power_levels=True,
           options={"iterations": 1000, **_SEARCH, "sigma": 10, "max_steps": None,
                    "postprocess": True, "slack": None, "window_when": None,
-                   "fallback": None, "energy_price": EnergyPrice.NODE, "keep_node": False,
+                   "fallback": None, "energy_price": None, "keep_node": None,
                    "move_margin": None}),
     _spec("horizon", "horizon", "decide_horizon",
           "rolling horizon: the next hours as a time-indexed MILP (HiGHS) warm-started from "

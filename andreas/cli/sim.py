@@ -58,11 +58,15 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
                "remaining time), pressure (the papers' order, most late first), atc or "
                "late-atc.")
 @policy_option("energy_price", text="On premise, price a job's run by its node's whole "
-               "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw.")
-@policy_option("keep_node", text="On premise, a running job placed at its own node class "
-               "and GPU count stays on its node where that node still has the GPUs; in the "
-               "cloud, the plan's jobs are swapped among its VMs of their type at their GPU "
-               "count so that the most stay on the VM they run on.")
+               "draw (node, ANDREAS' c_ng) or by what it adds above the idle draw "
+               "(above-idle). Unset: above-idle where restarts cost an overhead (this "
+               "command's default mode), node in the cloud and the papers' mode.")
+@policy_option("keep_node", flag="--keep-node/--no-keep-node", default=None,
+               text="On premise, a running job placed at its own node class and GPU count "
+               "stays on its node where that node still has the GPUs; in the cloud, the "
+               "plan's jobs are swapped among its VMs of their type at their GPU count so "
+               "that the most stay on the VM they run on. Unset: on where energy is priced "
+               "above idle by default, off elsewhere.")
 @click.option("--period-s", type=Finite(min=0, max=MAX_PERIOD_S), default=None,
               help="Periodic rescheduling every H seconds [default: the trace's period_s]; "
                    "0 turns it off (reschedule only on submissions and completions).")
@@ -192,7 +196,7 @@ def _csv_list(value: str, field: str, cast=str) -> tuple:
 @click.argument("parts", nargs=-1, type=click.Path(dir_okay=False))
 def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, seed: int,
                  iterations: int | None, order: str | None, energy_price: str | None,
-                 keep_node: bool, period_s: float | None,
+                 keep_node: bool | None, period_s: float | None,
                  progress_mode: str, restart_overhead_s: float | None, mu: float | None,
                  floor: bool, revisit: bool, tau_bar: float, theta_bar: float, theta_balance: float,
                  contention: float, interference_error: float, migration_budget_s: float,
@@ -223,7 +227,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
         raise InputError(f"{'--shard' if shard else '--dask'}: needs --sweep")
     names = _policy_names(policy_list, {
         "iterations": iterations, "order": order, "floor": floor or None,
-        "energy_price": energy_price, "keep_node": keep_node or None,
+        "energy_price": energy_price, "keep_node": keep_node,
         "population": ga_population, "generations": ga_generations,
         "fitness": ga_fitness, "backfill": ga_backfill, "move_margin": move_margin})
     tariff_file = _read_tariff(tariff_path, tariff_blind)
@@ -238,7 +242,7 @@ def simulate_cmd(trace_path: str | None, policy_list: str, out_dir: str | None, 
             restart_overhead_s=restart_overhead_s, power_off_idle=power_off_idle,
             power_idle_s=power_idle_s, wake_s=wake_s,
             iterations=iterations, order=order, seed=seed, floor=floor, revisit=revisit,
-            energy_price=energy_price, keep_node=keep_node or None,
+            energy_price=energy_price, keep_node=keep_node,
             interference_error=interference_error, ga_population=ga_population,
             ga_generations=ga_generations, ga_fitness=ga_fitness, ga_backfill=ga_backfill,
             move_margin=move_margin, tariff_blind=tariff_blind, power_levels=power_levels != "off",

@@ -4,12 +4,13 @@ f_mix: ``costs.evaluate``, docs/design/objectives.md "Choosing the plan by the m
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from andreas.model import Plan, Snapshot
-from andreas.costs import objective_name
+from andreas.costs import evaluate, objective_name
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, compile_ordered, construct
 from andreas.optimizer.problem import DEFAULT_ORDER
 from andreas.optimizer.solution import to_plan
@@ -43,6 +44,37 @@ SHORTAGE_FALLBACK = math.inf
 # mixed arrivals"). Unset: CLOUD_MOVE_MARGIN in the cloud, 0 on premise (where rg and pr
 # keep the greedy plan); no margin changes the papers' mode, whose moves are free.
 CLOUD_MOVE_MARGIN = 3.0
+
+
+def realistic_onprem(snapshot: Snapshot) -> bool:
+    """On premise where every restart costs an overhead (the simulator's default mode, the
+    manager): not the cloud, not the papers' mode, not a bare snapshot."""
+    return not snapshot.cloud and snapshot.params.restart_overhead_s > 0
+
+
+def energy_price_of(energy_price: str | None, snapshot: Snapshot) -> str:
+    """The pricing in force: ``energy_price``, or unset above idle where restarts cost an
+    overhead on premise (cheaper than the node's whole draw on every grid and power-limit
+    trace measured, docs/results.md "The long run") and the node's whole draw elsewhere."""
+    if energy_price is not None:
+        return energy_price
+    return EnergyPrice.ABOVE_IDLE if realistic_onprem(snapshot) else EnergyPrice.NODE
+
+
+def keep_node_of(keep_node: bool | None, snapshot: Snapshot) -> bool:
+    """``keep_node``, or unset: on where ``energy_price_of`` prices above idle: the two were
+    measured together (without it, above-idle re-packs running jobs at every decision)."""
+    return realistic_onprem(snapshot) if keep_node is None else bool(keep_node)
+
+
+def in_f_obj(plan: Plan, snapshot: Snapshot, energy_price: str,
+             move_margin: float = 0.0) -> Plan:
+    """The plan with the objective ``costs.evaluate`` gives it: chosen above idle, it
+    reports f_obj all the same (the node's whole draw), the figure that the manager's log,
+    store and metrics carry for every policy."""
+    if energy_price != EnergyPrice.ABOVE_IDLE or snapshot.cloud:
+        return plan
+    return replace(plan, objective=evaluate(snapshot, plan, move_margin=move_margin).f_mix)
 
 
 def move_margin_of(move_margin: float | None, snapshot: Snapshot) -> float:
@@ -89,25 +121,27 @@ def rg_choice(problem, batch, *, floor: bool = False, fallback: float | None = N
 
 
 def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
-                  order: str = DEFAULT_ORDER, energy_price: str = EnergyPrice.NODE,
-                  keep_node: bool = False, sharing: Sharing | None = None) -> Plan:
+                  order: str = DEFAULT_ORDER, energy_price: str | None = None,
+                  keep_node: bool | None = None, sharing: Sharing | None = None) -> Plan:
     """Pressure-sorted queue, best configuration, best fit, sub-optimal fallback, else wait."""
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
-    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
-                              keep_node=keep_node)
+    price = energy_price_of(energy_price, snapshot)
+    problem = compile_ordered(snapshot, rng, order=order, energy_price=price,
+                              keep_node=keep_node_of(keep_node, snapshot))
     batch = construct(problem, 1, rng, randomize=False)
-    return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
-                   objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
-                   stats={"jobs": problem.n_jobs})
+    return in_f_obj(to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0],
+                            policy="greedy", objective=batch.f_mix[0],
+                            objective_name=objective_name(problem.cloud),
+                            stats={"jobs": problem.n_jobs}), snapshot, price)
 
 
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
               iterations: int | None = None, alpha: float = DEFAULT_ALPHA,
               swap_scale: float = DEFAULT_SWAP_SCALE, order: str = DEFAULT_ORDER,
               floor: bool = False, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE, keep_node: bool = False,
+              energy_price: str | None = None, keep_node: bool | None = None,
               move_margin: float | None = None,
               sharing: Sharing | None = None) -> Plan:
     """Best f_obj (cloud: f_mix) over ``iterations`` constructions: the greedy first, with
@@ -120,9 +154,9 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    problem = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
-                              keep_node=keep_node,
-                              move_margin=move_margin_of(move_margin, snapshot))
+    price, margin = energy_price_of(energy_price, snapshot), move_margin_of(move_margin, snapshot)
+    problem = compile_ordered(snapshot, rng, order=order, energy_price=price,
+                              keep_node=keep_node_of(keep_node, snapshot), move_margin=margin)
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     best, fell = rg_choice(problem, batch, floor=floor, fallback=fallback)
@@ -131,7 +165,7 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
              "best_strategy": batch.names[batch.strategy[best]],
              "greedy_f_obj": float(batch.f_obj[0]), "f_obj": float(batch.f_obj[best]),
              "distinct_solutions": len({row.tobytes() for row in batch.cfg})}
-    return to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
-                   policy="rg", objective=batch.f_mix[best],
-                   objective_name=objective_name(problem.cloud),
-                   stats=stats)
+    return in_f_obj(to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
+                            policy="rg", objective=batch.f_mix[best],
+                            objective_name=objective_name(problem.cloud), stats=stats),
+                    snapshot, price, margin)

@@ -5,8 +5,11 @@ Best fit places every job anew in queue order, so two one-GPU jobs running on tw
 are packed onto one and the other restarts elsewhere, redoing its partial epoch; kept on
 its node a job runs in the same time at the same energy, and does not move. A running
 job's GPUs are held for it until its turn (``_reserve``), so that a job ahead of it in
-the queue takes them only where nothing else holds that job. The row state is
-``kernels._Row``; ``a`` is its ``_Fit`` view of the problem.
+the queue takes them only where nothing else holds that job; a running job that can
+continue where it runs never takes them to change its configuration (``SKIP``): on
+the Zeus traces such upgrades moved the job they displaced again and again, and made
+jobs late (docs/measurements/2026-11-28-loose). The row state is ``kernels._Row``;
+``a`` is its ``_Fit`` view of the problem.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 from numba import njit
 
 from andreas.optimizer.nodelists import _unlink
+
+SKIP = -2   # ``_keep_fit``: not this configuration
 
 
 @njit(cache=True, nogil=True)
@@ -52,8 +57,10 @@ def _keep_fit(a, st, j, c, lvl):
     node still has the GPUs: the same time and energy, and no move. 2. Best fit from
     level ``lvl`` up among open nodes, skipping those whose free GPUs are held for
     running jobs not placed yet (``_reserve``). 3. A closed node with enough GPUs not
-    held. Else (-1) the queue's rule, which may take held GPUs: a job never waits for a
-    running job's sake."""
+    held. 4. A running job that could still continue in place takes no held GPUs to
+    change configuration: ``SKIP``, its next configuration (in the end its own, step
+    1). Else (-1) the queue's rule, which may take held GPUs: a job never waits for a
+    running job's sake (a running job that can stay does not wait)."""
     free, reserved, is_open, head, nxt, cnt = (st.free, st.reserved, st.is_open, st.head,
                                                st.nxt, st.cnt)
     grp, g, home = a.cfg_group[c], a.cfg_g[c], a.run_node[j]
@@ -78,4 +85,15 @@ def _keep_fit(a, st, j, c, lvl):
         if not is_open[n] and a.class_gpus[st.ncls[n]] - reserved[n] >= g:
             _open_at(a, st, grp, n)
             return n, False
+    if home >= 0 and _room_at_home(a, st, j):
+        return SKIP, False
     return -1, False
+
+
+@njit(cache=True, nogil=True)
+def _room_at_home(a, st, j):
+    """Running job j could still continue on its node at its own (class, g)."""
+    home, g = a.run_node[j], a.cfg_g[a.run_cfg[j]]
+    if st.is_open[home]:
+        return st.free[home] - st.reserved[home] >= g
+    return a.class_gpus[st.ncls[home]] - st.reserved[home] >= g

@@ -181,6 +181,11 @@ ATC_K = 0.25    # look-ahead of the apparent tardiness cost, in mean processing 
 # time to spare: D* with ``EnergyPrice.ABOVE_IDLE`` (docs/measurements/2026-11-28-marginal)
 # and every run of horizon's model.
 ON_TIME_MARGIN = 0.15
+# ``EnergyPrice.ABOVE_IDLE``: a run up to this share longer than the job's fastest pays
+# no idle tail of its own (``_beyond_known_end``): other work usually comes meanwhile.
+# Measured on the generated grid and the Zeus traces (docs/measurements/2026-11-28-loose:
+# 0.3 against 0.15 and none).
+TAIL_ALLOWANCE = 0.3
 
 
 def queue_order(pressure: np.ndarray, weight: np.ndarray, t_min: np.ndarray,
@@ -424,10 +429,21 @@ def _beyond_known_end(t: np.ndarray, runnable: np.ndarray,
                       pins: tuple[np.ndarray, np.ndarray, np.ndarray], idle_h: float
                       ) -> np.ndarray:
     """(J, C) the idle draw of every node (``idle_h`` per hour) for as long as a run
-    would end after the last running job continuing in place: what it adds to the
-    cluster's time on if nothing else comes (``EnergyPrice.ABOVE_IDLE``)."""
-    end = float(t[pins[0], pins[2]].max()) if len(pins[0]) else 0.0
-    over = np.maximum(0.0, np.where(runnable, t, 0.0) - end)
+    would end after the last *other* running job continuing in place and after
+    ``TAIL_ALLOWANCE`` more than the job's own fastest run: what its configuration adds
+    to the cluster's time on if nothing else comes (``EnergyPrice.ABOVE_IDLE``). A
+    running job's own run is not one of the others: the longest would otherwise set the
+    end itself and never pay for staying slow; its fastest run keeps the cluster on
+    whatever it chooses (docs/measurements/2026-11-28-loose)."""
+    ends = t[pins[0], pins[2]]
+    end = np.full(t.shape[0], float(ends.max()) if len(ends) else 0.0)
+    if len(ends):
+        top = int(np.argmax(ends))
+        end[pins[0][top]] = float(np.delete(ends, top).max(initial=0.0))
+    fastest = np.where(runnable, t, INF).min(axis=1, initial=INF)
+    end = np.maximum(end, np.where(np.isfinite(fastest), fastest * (1.0 + TAIL_ALLOWANCE),
+                                   0.0))
+    over = np.maximum(0.0, np.where(runnable, t, 0.0) - end[:, None])
     return np.where(runnable, idle_h * over / SECONDS_PER_HOUR, 0.0)
 
 

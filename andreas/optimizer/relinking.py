@@ -50,11 +50,11 @@ from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
 from andreas.optimizer.construction import (DEFAULT_SWAP_SCALE, SEARCH, compile_ordered,
                                             construct)
-from andreas.optimizer.greedy import fallback_margin, falls_back, move_margin_of
+from andreas.optimizer.greedy import (energy_price_of, fallback_margin, falls_back, in_f_obj,
+                                     keep_node_of, move_margin_of)
 from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem
-from andreas.policies import EnergyPrice
 from andreas.optimizer.solution import restarts, to_plan
 
 DEFAULT_SIGMA = 10
@@ -319,7 +319,7 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
               postprocess: bool = True, order: str = DEFAULT_ORDER,
               slack: float | None = None, floor: bool = False,
               window_when: str | None = None, fallback: float | None = None,
-              energy_price: str = EnergyPrice.NODE, keep_node: bool = False,
+              energy_price: str | None = None, keep_node: bool | None = None,
               move_margin: float | None = None) -> Plan:
     """Constructions -> elite pool -> path relinking -> post-processing, then the final
     choice by f_obj and stability (see the module docstring)."""
@@ -327,8 +327,9 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    p = compile_ordered(snapshot, rng, order=order, energy_price=energy_price,
-                        keep_node=keep_node, move_margin=move_margin_of(move_margin, snapshot))
+    price, margin = energy_price_of(energy_price, snapshot), move_margin_of(move_margin, snapshot)
+    p = compile_ordered(snapshot, rng, order=order, energy_price=price,
+                        keep_node=keep_node_of(keep_node, snapshot), move_margin=margin)
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))
@@ -374,8 +375,9 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
              "relinked_objective": relinked, **relinker.stats, "postprocess_changes": changes,
              "best_objective": lowest, "window": int(window.size), "chosen": chosen,
              "restarts": stops}
-    return to_plan(p, node, cfg, ncls, policy="pr", objective=value,
-                   objective_name=objective_name(p.cloud), stats=stats)
+    return in_f_obj(to_plan(p, node, cfg, ncls, policy="pr", objective=value,
+                            objective_name=objective_name(p.cloud), stats=stats),
+                    snapshot, price, margin)
 
 
 def _ncls_for_plan(problem: Problem, s: Solution) -> np.ndarray:

@@ -8,10 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from andreas.costs import evaluate
 from andreas.errors import InputError
 from andreas.model import Config, Job, Node, Snapshot
 from andreas.optimizer import decide
-from andreas.optimizer.problem import compile_problem
+from andreas.optimizer.problem import TAIL_ALLOWANCE, compile_problem
 from andreas.policies import POLICIES, EnergyPrice
 from andreas.synthetic import random_snapshot
 
@@ -59,22 +60,52 @@ def test_above_idle_prices_the_draw_above_idle():
 
 def test_above_idle_charges_every_node_idle_beyond_the_last_running_job():
     """Alone on the cluster, a run keeps every node on until it ends: with one node that
-    is c_ng again, so the job takes both GPUs as under ``node``."""
+    is c_ng again beyond TAIL_ALLOWANCE x its fastest run (600 s on 2 GPUs), so the job
+    takes both GPUs as under ``node``."""
     snap = _snapshot()
     alone = Snapshot(now_s=0.0, nodes=snap.nodes[:1], jobs=snap.jobs[:1])
     node, above = (compile_problem(alone, energy_price=p) for p in EnergyPrice)
-    assert np.allclose(above.pi, node.pi)
+    free_s = 600.0 * (1.0 + TAIL_ALLOWANCE)
+    idle = node.class_cost_h[0, 0] / 3600.0
+    expected = node.pi - idle * node.t + idle * np.maximum(0.0, node.t - free_s)
+    assert np.allclose(above.pi, expected) and above.pi[0, 0] > above.pi[0, 1]
     assert _gpus(decide(alone, np.random.default_rng(0), "greedy",
                         energy_price="above-idle"), "new") == 2
 
 
-def test_node_is_the_default_and_its_plans_are_unchanged():
-    snap = random_snapshot(np.random.default_rng(5), 8, 30)
+def test_the_longest_running_job_pays_for_staying_slow():
+    """A running job is not the end it is measured against: alone on one GPU of the
+    cluster it pays both nodes' idle draw beyond 1.3 x its fastest run, and above idle
+    it speeds up to 2 GPUs (measured against its own run, 1 GPU would draw less)."""
+    snap = _snapshot()
+    slow = replace(snap.jobs[1], running=Config(node="n1", gpus=1), epochs_done=500.0)
+    alone = Snapshot(now_s=0.0, nodes=snap.nodes, jobs=(slow,))
+    node, above = (compile_problem(alone, energy_price=p) for p in EnergyPrice)
+    t1, t2 = above.t[0]
+    beyond = t1 - t2 * (1.0 + TAIL_ALLOWANCE)
+    assert beyond > 0
+    idle_h = 2 * node.class_cost_h[0, 0]
+    assert above.pi[0, 0] == pytest.approx((t1 * above.class_cost_h[0, 1]
+                                            + beyond * idle_h) / 3600.0)
+    assert _gpus(decide(alone, np.random.default_rng(0), "greedy",
+                        energy_price="above-idle"), "long") == 2
+
+
+def test_unset_prices_above_idle_with_keep_node_only_where_restarts_cost_an_overhead():
+    """The default: the node's whole draw on a bare snapshot (the papers' mode's, no
+    overhead); above idle with keep_node on premise where a restart costs an overhead."""
+    bare = random_snapshot(np.random.default_rng(5), 8, 30)
+    costly = replace(bare, params=replace(bare.params, restart_overhead_s=10.0))
     for name in ("greedy", "rg", "pr"):
-        assert POLICIES[name].options["energy_price"] == EnergyPrice.NODE
-        a = decide(snap, np.random.default_rng(1), name)
-        b = decide(snap, np.random.default_rng(1), name, energy_price="node")
-        assert a.assignments == b.assignments and a.objective == b.objective
+        assert POLICIES[name].options["energy_price"] is None
+        assert POLICIES[name].options["keep_node"] is None
+        for snap, price, keep in ((bare, "node", False), (costly, "above-idle", True)):
+            a = decide(snap, np.random.default_rng(1), name)
+            b = decide(snap, np.random.default_rng(1), name, energy_price=price,
+                       keep_node=keep)
+            assert a.assignments == b.assignments and a.objective == b.objective
+        # chosen above idle, the plan reports f_obj all the same
+        assert a.objective == pytest.approx(evaluate(costly, a).f_mix, rel=1e-9)
 
 
 def test_a_bad_energy_price_is_named():
