@@ -12,3 +12,12 @@ nice -n 19 $PY $H/run-traces.py default-wspt-atc.jsonl horizon op:10:1:high:1 op
 nice -n 19 $PY $H/run-traces.py cloud-margin.jsonl rg,pr cloud:10:1:exponential:1 \
     cloud:10:1:exponential:2 cloud:10:1:mixed:1 cloud:10:1:mixed:2 cloud:10:1:high:1 \
     cloud:10:1:high:2 cloud:20:1:exponential:1 cloud:20:1:mixed:1 cloud:20:1:high:1
+# Greedy on every on-premise cell with the defaults of 303d96a (runs priced above idle
+# with keep_node where restarts cost an overhead), in default-abovekeep.jsonl.
+nice -n 5 $PY $H/run-traces.py default-abovekeep.jsonl greedy op:10:1:exponential:1 \
+    op:10:1:exponential:2 op:10:1:mixed:1 op:10:1:mixed:2 op:10:2:exponential:1 \
+    op:10:2:exponential:2 op:10:1:high:1 op:10:1:high:2 op:10:2:high:1 op:10:2:high:2 \
+    op:10:2:mixed:1 op:10:2:mixed:2 op:20:1:exponential:1 op:20:1:exponential:2 \
+    op:20:1:mixed:1 op:20:2:exponential:1 op:20:2:mixed:1 op:20:1:high:1 op:20:2:high:1 \
+    op:50:1:exponential:1 op:50:1:mixed:1 op:50:2:exponential:1 op:50:2:mixed:1 \
+    op:50:1:high:1 op:50:2:high:1
