@@ -170,6 +170,11 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     of its work (``_mean_busy_row``), and the jobs submitted from a slot start on cannot
     all end early nor all on time when their work exceeds the capacity before their due
     dates (``_completion_sum_rows``). Alone the relaxation lets every job end early.
+    ``work_rows`` (default, with ``cuts``) adds ``bound_rows.py``'s: a slow run ends half
+    its own run after the mean of its work, late work owes its mean lateness, and per
+    set each job that must end late owes its own weighted lateness (an assignment to
+    the k-th ends; the exact sequence for sets of at most 10 jobs), where the rows
+    above let the LP hand a set's lateness to its lightest job.
 
     ``integral``: the same model with one binary per job and slot, y_t >= F_t ("j still
     works from slot t on"), and y_t in place of F_t in the completion and lateness rows,
