@@ -30,6 +30,7 @@ import numpy as np
 ALPHAS = (0.25, 0.5, 1.0)   # tangent points alpha e_c of the late-work rows
 MAX_TIMES = 4               # configurations' run times a job's rows take tangents at
 SEQUENCE_JOBS = 10          # sets up to this size get the exact sequence bound
+ASSIGNMENT_CELLS = 40_000   # the largest assignment LP (positions x jobs) solved per set
 
 
 def run_times(work_after: list[list[tuple[int, float]]]) -> list[float]:
@@ -87,7 +88,6 @@ def late_rows(rows: list, due_s: float, work_after: list[list[tuple[int, float]]
             rows.append((cols, coefs, -alpha * alpha * big / 2, math.inf))
 
 
-
 def fused_times(least: np.ndarray, rates: np.ndarray) -> np.ndarray:
     """Candidate sizes of the jobs on one machine that stands for the whole cluster, one
     candidate per row: for a weighting lambda of the classes, p_j = min_k lambda_k a_jk,
@@ -102,9 +102,12 @@ def fused_times(least: np.ndarray, rates: np.ndarray) -> np.ndarray:
     one class does less work than one of another, counting them alike overstates the
     capacity, and a balanced lambda sees it."""
     a = least / rates[None, :]
-    inv = np.where(np.isfinite(a), 1.0 / np.where(np.isfinite(a), a, 1.0), 0.0)
+    runs = np.isfinite(a)
+    finite = np.where(runs, a, 0.0)
+    inv = np.where(runs & (finite > 0), 1.0 / np.where(finite > 0, finite, 1.0), 0.0)
     lam = np.vstack([rates / rates.sum(), inv / inv.sum(axis=1, keepdims=True)])
-    return np.min(np.where(lam[:, None, :] > 0, lam[:, None, :] * a[None, :, :], np.inf),
+    # a class of weight 0 that a job runs on makes its size 0, not the other classes'
+    return np.min(np.where(runs[None, :, :], lam[:, None, :] * finite[None, :, :], np.inf),
                   axis=2)
 
 
@@ -134,8 +137,8 @@ def assignment_bound(e: np.ndarray, own_end: np.ndarray, due: np.ndarray,
 
     late = np.maximum(e[:, None], own_end[None, :]) - due[None, :]
     keep = np.flatnonzero((late > 0).any(axis=1))
-    if len(keep) == 0:
-        return 0.0
+    if len(keep) == 0 or len(keep) * len(due) > ASSIGNMENT_CELLS:
+        return 0.0       # none owed, or too large to solve here (0 is a valid bound)
     cost = weight[None, :] * np.maximum(late[keep], 0.0)
     k, n = cost.shape
     lp = highspy.HighsLp()
