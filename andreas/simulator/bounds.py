@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from andreas import levels
+from andreas.simulator import bound_rows
 from andreas.costs import SECONDS_PER_HOUR, c_ng_per_hour
 from andreas.errors import InputError
 from andreas.model import GPU_MILLI, CatalogEntry, Energy, Job, Trace
@@ -133,7 +134,8 @@ def lower_bound(trace: Trace, *, power_off_idle: bool = False) -> float:
 
 def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
                        power_off_idle: bool = False, integral: bool = False,
-                       time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
+                       time_limit_s: float | None = None, cuts: bool = True,
+                       work_rows: bool = True) -> OnPremBound:
     """A lower bound on the bill of any schedule of an on-premise trace, as the simulator
     bills it (every node's power with its busy GPUs x PUE x price, idle nodes at
     ``power_w[0]`` from the first submission to the last completion; with
@@ -168,6 +170,11 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     of its work (``_mean_busy_row``), and the jobs submitted from a slot start on cannot
     all end early nor all on time when their work exceeds the capacity before their due
     dates (``_completion_sum_rows``). Alone the relaxation lets every job end early.
+    ``work_rows`` (default, with ``cuts``) adds ``bound_rows.py``'s: a slow run ends half
+    its own run after the mean of its work, late work owes its mean lateness, and per
+    set each job that must end late owes its own weighted lateness (an assignment to
+    the k-th ends; the exact sequence for sets of at most 10 jobs), where the rows
+    above let the LP hand a set's lateness to its lightest job.
 
     ``integral``: the same model with one binary per job and slot, y_t >= F_t ("j still
     works from slot t on"), and y_t in place of F_t in the completion and lateness rows,
@@ -179,7 +186,8 @@ def onprem_lower_bound(trace: Trace, *, slot_s: float | None = None,
     if trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound needs an on-premise trace")
     return _lp_bound(trace, _classes(trace, power_off_idle), slot_s, shared_nodes=None,
-                     integral=integral, time_limit_s=time_limit_s, cuts=cuts)
+                     integral=integral, time_limit_s=time_limit_s, cuts=cuts,
+                     work_rows=work_rows)
 
 
 def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPremBound:
@@ -198,7 +206,8 @@ def cloud_capacity_bound(trace: Trace, *, slot_s: float | None = None) -> OnPrem
 
 def _lp_bound(trace: Trace, classes, slot_s: float | None,
               shared_nodes: int | None, integral: bool = False,
-              time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
+              time_limit_s: float | None = None, cuts: bool = True,
+              work_rows: bool = False) -> OnPremBound:
     if trace.energy.tariff is not None and not trace.cloud:
         raise InputError(f"trace {trace.name}: the on-premise bound assumes a constant price "
                          "(no tariff)")
@@ -213,7 +222,7 @@ def _lp_bound(trace: Trace, classes, slot_s: float | None,
     slot = slot_s or max((end - t0) / (MAX_SLOTS - 1), 60.0)
     n_slots = int(math.ceil((end - t0) / slot)) + 1        # the last one is open-ended
     return _solve_bound(trace, jobs, classes, t0, slot, n_slots, shared_nodes, integral,
-                        time_limit_s, cuts)
+                        time_limit_s, cuts, work_rows)
 
 
 def _fastest_s(job: Job) -> float:
@@ -257,13 +266,16 @@ class _Model:
     (columns, coefficients, lower, upper), the binary columns, and per (slot, class) the
     capacity rows' terms (the open-ended last slot's too), written last."""
 
-    def __init__(self, cuts: bool, energy: Energy) -> None:
+    def __init__(self, cuts: bool, energy: Energy, work_rows: bool = False) -> None:
         self.cuts = cuts     # the valid inequalities that tighten it
+        self.work_rows = work_rows     # and those of ``bound_rows.py``
         self.cols: list[tuple[float, float]] = []
         self.rows: list[tuple[list[int], list[float], float, float]] = []
         self.binary: list[int] = []
         self.cap: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
         self.least_work: list[float] = []     # per job, in the capacity rows' unit
+        self.least_by_key: list[dict[int, float]] = []   # the same per capacity key
+        self.fastest: list[float] = []         # per job, its fastest whole run
         self.ends_after = -math.inf            # no schedule ends before this
         self.energy = energy                   # the prices of the configurations
 
@@ -274,10 +286,11 @@ class _Model:
 
 def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
                  n_slots: int, shared_nodes: int | None, integral: bool = False,
-                 time_limit_s: float | None = None, cuts: bool = True) -> OnPremBound:
+                 time_limit_s: float | None = None, cuts: bool = True,
+                 work_rows: bool = False) -> OnPremBound:
     import highspy
 
-    model = _Model(cuts, trace.energy)
+    model = _Model(cuts, trace.energy, cuts and work_rows)
     m_col = model.col(sum(c[3] for c in classes) / SECONDS_PER_HOUR)      # makespan M
     starts = t0 + slot * np.arange(n_slots)
     cols = [_job_rows(model, job, classes, t0, slot, starts, shared_nodes, m_col,
@@ -288,6 +301,11 @@ def _solve_bound(trace: Trace, jobs: list[Job], classes, t0: float, slot: float,
     _capacity_rows(model, rates, starts, m_col, model.ends_after)
     if cuts:
         _completion_sum_rows(model, jobs, cols, starts, sum(rates.values()))
+    if model.work_rows:
+        keys = sorted(rates)
+        least = np.array([[by.get(k, math.inf) for k in keys] for by in model.least_by_key])
+        bound_rows.set_rows(model.rows, jobs, cols, starts, least,
+                            np.array([rates[k] for k in keys]), np.array(model.fastest))
     h = _highs(highspy, model, t0 * model.cols[m_col][0], time_limit_s)
     h.run()
     status = h.getModelStatus()
@@ -315,6 +333,7 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
     fastest = min(c[2] for c in configs)
     done: list[int] = []
     least = math.inf      # the least capacity the whole job can take (GPU-seconds)
+    by_key: dict[int, float] = {}
     work_after: list[list[tuple[int, float]]] = []
     for t in range(first, n_slots):
         here = []
@@ -328,6 +347,7 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
             model.cap[key][0].append(u)
             model.cap[key][1].append(p * g if shared_nodes is None else p * g / classes[k][1])
             least = min(least, model.cap[key][1][-1])
+            by_key[key[1]] = min(by_key.get(key[1], math.inf), model.cap[key][1][-1])
         if t < n_slots - 1:
             length = starts[t] + slot - max(starts[t], job.submit_s)
             model.rows.append(([u for u, _ in here], [p for _, p in here], -math.inf, length))
@@ -341,7 +361,14 @@ def _job_rows(model: _Model, job: Job, classes, t0: float, slot: float, starts: 
     _completion_rows(model, job, work_after, slot_starts, c_col, tard, integral)
     if model.cuts:
         _mean_busy_row(model, work_after, slot_starts, c_col, fastest)
+    if model.work_rows:
+        times = bound_rows.run_times(work_after)
+        bound_rows.busy_rows(model.rows, work_after, slot_starts, c_col,
+                             [p for p in times if p > fastest])
+        bound_rows.late_rows(model.rows, job.due_s, work_after, slot_starts, tard, times)
     model.least_work.append(least)
+    model.least_by_key.append(by_key)
+    model.fastest.append(fastest)
     model.ends_after = max(model.ends_after, job.submit_s + fastest)
     return tard, c_col
 

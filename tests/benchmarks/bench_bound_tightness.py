@@ -10,6 +10,8 @@ their fastest run after submission). Per trace:
 - ``LP``: the ``--bound`` figure (``simulator/bounds.py``: on premise the time-indexed
   LP relaxation with its valid inequalities, in the cloud the larger of the per-job and
   capacity bounds); ``LP alone``: on premise the relaxation without them (``cuts=False``);
+  ``LP cuts``: on premise with the cuts of ``bounds.py`` only (``work_rows=False``, no
+  rows of ``bound_rows.py``);
 - ``MILP``: on premise the integral model's HiGHS dual bound (``integral=True``), also
   a lower bound on the optimum of every schedule;
 - ``search``: the best non-preemptive list schedule (``tests/simulator/
@@ -78,6 +80,7 @@ def measure(case: tuple, limit_s: float, slots: int) -> dict:
         span = None
     row["lp"] = lower_bound(trace)
     row["lp_alone"] = None if cloud else onprem_lower_bound(trace, cuts=False).total_cost
+    row["lp_cuts"] = None if cloud else onprem_lower_bound(trace, work_rows=False).total_cost
     row["milp"], row["milp_status"] = None, "-"
     if not cloud:
         mip = onprem_lower_bound(trace, integral=True, time_limit_s=limit_s)
@@ -122,17 +125,18 @@ def main() -> None:
                     help="clock of each search and each HiGHS model per trace")
     ap.add_argument("--slots", type=int, default=48, help="slots of the slot model")
     args = ap.parse_args()
-    print("| trace | LP alone | LP | MILP (status) | search | slot model | greedy | rg | pr | horizon "
+    print("| trace | LP alone | LP cuts | LP | MILP (status) | search | slot model | greedy | rg | pr | horizon "
           "| greedy paper | rg paper | pr paper | LP / opt, papers' mode | LP / opt, default "
           "mode |")
-    print("|" + "---|" * 15)
+    print("|" + "---|" * 16)
     for case in (UNIT_CASES + CASES)[:args.cases]:
         r = measure(case, args.limit_s, args.slots)
         b = r["bills"]
         milp = "–" if r["milp"] is None else (
             f"{r['milp']:.4f} ({'optimal' if r['milp_status'] == 'optimal' else 'dual'})")
         alone = "–" if r["lp_alone"] is None else f"{r['lp_alone']:.4f}"
-        print(f"| {r['trace']} | {alone} | {r['lp']:.4f} | {milp} | {r['search']:.4f}"
+        cuts = "–" if r["lp_cuts"] is None else f"{r['lp_cuts']:.4f}"
+        print(f"| {r['trace']} | {alone} | {cuts} | {r['lp']:.4f} | {milp} | {r['search']:.4f}"
               f"{'' if r['search_complete'] else '*'} | {r['slot']:.4f}"
               f"{'' if r['slot_optimal'] else '*'} | "
               + " | ".join(f"{b[p]:.4f}" for p in DEFAULT_POLICIES)
