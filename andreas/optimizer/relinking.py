@@ -42,6 +42,7 @@ never runs; ``Plan.stats`` counts this one's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from andreas.costs import objective_name
 from andreas.optimizer.construction import (DEFAULT_SWAP_SCALE, SEARCH, compile_ordered,
                                             construct)
 from andreas.optimizer.greedy import (energy_price_of, fallback_margin, falls_back, in_f_obj,
-                                     keep_node_of, move_margin_of)
+                                     keep_node_of, keeps_greedy, move_margin_of)
 from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
 from andreas.optimizer.problem import DEFAULT_ORDER, Problem
@@ -330,6 +331,14 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     price, margin = energy_price_of(energy_price, snapshot), move_margin_of(move_margin, snapshot)
     p = compile_ordered(snapshot, rng, order=order, energy_price=price,
                         keep_node=keep_node_of(keep_node, snapshot), move_margin=margin)
+    if keeps_greedy(p, fallback, floor):
+        row = construct(p, 1, rng, alpha=alpha, swap_scale=swap_scale)
+        kept: dict[str, Any] = {"jobs": p.n_jobs, "iterations": 1, "chosen": "greedy",
+                                "restarts": restarts(p, row.node[0], row.cfg[0])}
+        return in_f_obj(to_plan(p, row.node[0], row.cfg[0], row.node_cls[0], policy="pr",
+                                objective=float(row.f_mix[0]),
+                                objective_name=objective_name(p.cloud), stats=kept),
+                        snapshot, price, margin)
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))

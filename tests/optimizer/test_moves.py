@@ -160,6 +160,13 @@ def test_on_premise_rg_and_pr_fall_back_to_the_greedy_plan() -> None:
                        **POLICIES[policy].accepted({"iterations": 30}))
             assert set(p.assignments) == set(greedy.assignments), policy
             assert p.objective == pytest.approx(greedy.objective)
+            assert p.stats["iterations"] == 1, policy     # only the greedy row is built
+            # a finite fallback margin searches, and lands on the same plan
+            searched = decide(snap, np.random.default_rng(0), policy,
+                              **POLICIES[policy].accepted({"iterations": 30,
+                                                           "fallback": 1e300}))
+            assert searched.stats["iterations"] == 30
+            assert set(searched.assignments) == set(p.assignments), policy
     assert short >= 2          # also while GPUs are short
 
 
