@@ -139,10 +139,13 @@ def test_cut_off_node_stops_its_copy_before_the_job_restarts_elsewhere(cluster: 
     _admin_sql(cluster, f"UPDATE `{database}`.nodes SET docker_endpoint = "
                         f"'unix:///nonexistent/andreas-e2e/docker.sock' WHERE name = '{cut}'",
                f"ALTER USER '{users[cut]}'@'%' ACCOUNT LOCK")
+    # the cut: from here the agent's next connection fails, and its open ones end below
+    # (each admin call opens a connection of its own: under load the kills can outlast
+    # the agent's fence, so timing the cut after them put it after the fence)
+    cut_at = time.time()
     for (pid,) in _admin_sql(cluster, "SELECT id FROM information_schema.processlist "
                                       f"WHERE user = '{users[cut]}'"):
         _kill(cluster, int(pid))
-    cut_at = time.time()
 
     wait_until(cluster, f"the job restarted on {other}",
                lambda: db.running_on(other) == [job], timeout_s=120)
