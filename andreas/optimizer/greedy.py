@@ -4,13 +4,12 @@ f_mix: ``costs.evaluate``, docs/design/objectives.md "Choosing the plan by the m
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from andreas.model import Plan, Snapshot
-from andreas.costs import evaluate, objective_name
+from andreas.costs import objective_name
 from andreas.optimizer.construction import DEFAULT_SWAP_SCALE, compile_ordered, construct
 from andreas.optimizer.problem import DEFAULT_ORDER
 from andreas.optimizer.solution import to_plan
@@ -65,16 +64,6 @@ def keep_node_of(keep_node: bool | None, snapshot: Snapshot) -> bool:
     """``keep_node``, or unset: on where ``energy_price_of`` prices above idle: the two were
     measured together (without it, above-idle re-packs running jobs at every decision)."""
     return realistic_onprem(snapshot) if keep_node is None else bool(keep_node)
-
-
-def in_f_obj(plan: Plan, snapshot: Snapshot, energy_price: str,
-             move_margin: float = 0.0) -> Plan:
-    """The plan with the objective ``costs.evaluate`` gives it: chosen above idle, it
-    reports f_obj all the same (the node's whole draw), the figure that the manager's log,
-    store and metrics carry for every policy."""
-    if energy_price != EnergyPrice.ABOVE_IDLE or snapshot.cloud:
-        return plan
-    return replace(plan, objective=evaluate(snapshot, plan, move_margin=move_margin).f_mix)
 
 
 def move_margin_of(move_margin: float | None, snapshot: Snapshot) -> float:
@@ -136,14 +125,13 @@ def decide_greedy(snapshot: Snapshot, rng: np.random.Generator, *,
     if has_demands(snapshot):
         from andreas.optimizer.sharing import decide_energy
         return decide_energy(snapshot, rng, policy="greedy", iterations=1, sharing=sharing)
-    price = energy_price_of(energy_price, snapshot)
-    problem = compile_ordered(snapshot, rng, order=order, energy_price=price,
+    problem = compile_ordered(snapshot, rng, order=order,
+                              energy_price=energy_price_of(energy_price, snapshot),
                               keep_node=keep_node_of(keep_node, snapshot))
     batch = construct(problem, 1, rng, randomize=False)
-    return in_f_obj(to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0],
-                            policy="greedy", objective=batch.f_mix[0],
-                            objective_name=objective_name(problem.cloud),
-                            stats={"jobs": problem.n_jobs}), snapshot, price)
+    return to_plan(problem, batch.node[0], batch.cfg[0], batch.node_cls[0], policy="greedy",
+                   objective=batch.f_mix[0], objective_name=objective_name(problem.cloud),
+                   stats={"jobs": problem.n_jobs})
 
 
 def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
@@ -163,9 +151,10 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
         return decide_energy(snapshot, rng, policy="rg",
                              iterations=iterations or DEMAND_ITERATIONS, sharing=sharing)
     iterations = iterations or DEFAULT_ITERATIONS
-    price, margin = energy_price_of(energy_price, snapshot), move_margin_of(move_margin, snapshot)
-    problem = compile_ordered(snapshot, rng, order=order, energy_price=price,
-                              keep_node=keep_node_of(keep_node, snapshot), move_margin=margin)
+    problem = compile_ordered(snapshot, rng, order=order,
+                              energy_price=energy_price_of(energy_price, snapshot),
+                              keep_node=keep_node_of(keep_node, snapshot),
+                              move_margin=move_margin_of(move_margin, snapshot))
     if keeps_greedy(problem, fallback, floor):
         iterations = 1
     batch = construct(problem, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
@@ -176,7 +165,6 @@ def decide_rg(snapshot: Snapshot, rng: np.random.Generator, *,
              "best_strategy": batch.names[batch.strategy[best]],
              "greedy_f_obj": float(batch.f_obj[0]), "f_obj": float(batch.f_obj[best]),
              "distinct_solutions": len({row.tobytes() for row in batch.cfg})}
-    return in_f_obj(to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
-                            policy="rg", objective=batch.f_mix[best],
-                            objective_name=objective_name(problem.cloud), stats=stats),
-                    snapshot, price, margin)
+    return to_plan(problem, batch.node[best], batch.cfg[best], batch.node_cls[best],
+                   policy="rg", objective=batch.f_mix[best],
+                   objective_name=objective_name(problem.cloud), stats=stats)

@@ -128,6 +128,8 @@ class Problem:
     mv_change: np.ndarray         # (J,) another class or GPU count
     mv_stop: np.ndarray           # (J,) postponed
     keep_node: bool = False       # the constructions keep running jobs' nodes (kernels.py)
+    above_idle: bool = False      # runs priced above idle (EnergyPrice.ABOVE_IDLE, on premise)
+    move_margin: float = 0.0      # the moves' hysteresis the plans were chosen with
 
     @property
     def moves_cost(self) -> bool:
@@ -275,7 +277,8 @@ def compile_problem(snapshot: Snapshot, *, order: str = DEFAULT_ORDER,
         node_class=cl.node_class, cfg_class=lv.cfg_class, cfg_g=lv.cfg_g,
         cfg_level=lv.cfg_level, cfg_limit_w=lv.cfg_limit_w, **pr, **terms, job_cost=job_cost,
         weight=weight, due=due, **groups, pin_job=pins[0], pin_node=pins[1], pin_cfg=pins[2],
-        **_moves(snapshot, pins, lv, move_margin), keep_node=keep_node)
+        **_moves(snapshot, pins, lv, move_margin), keep_node=keep_node, above_idle=above,
+        move_margin=move_margin)
 
 
 class _Classes(NamedTuple):

@@ -51,7 +51,7 @@ from andreas.model import Plan, Snapshot
 from andreas.costs import objective_name
 from andreas.optimizer.construction import (DEFAULT_SWAP_SCALE, SEARCH, compile_ordered,
                                             construct)
-from andreas.optimizer.greedy import (energy_price_of, fallback_margin, falls_back, in_f_obj,
+from andreas.optimizer.greedy import (energy_price_of, fallback_margin, falls_back,
                                      keep_node_of, keeps_greedy, move_margin_of)
 from andreas.optimizer.kernels import evaluate_row, move_cost_row
 from andreas.optimizer.greedy import DEFAULT_ITERATIONS, PR_ALPHA
@@ -328,17 +328,17 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
     if window_when not in WINDOW_WHEN:
         raise InputError(f"window_when: must be one of {', '.join(WINDOW_WHEN)}, got "
                          f"{window_when!r}", field="window_when")
-    price, margin = energy_price_of(energy_price, snapshot), move_margin_of(move_margin, snapshot)
-    p = compile_ordered(snapshot, rng, order=order, energy_price=price,
-                        keep_node=keep_node_of(keep_node, snapshot), move_margin=margin)
+    p = compile_ordered(snapshot, rng, order=order,
+                        energy_price=energy_price_of(energy_price, snapshot),
+                        keep_node=keep_node_of(keep_node, snapshot),
+                        move_margin=move_margin_of(move_margin, snapshot))
     if keeps_greedy(p, fallback, floor):
         row = construct(p, 1, rng, alpha=alpha, swap_scale=swap_scale)
         kept: dict[str, Any] = {"jobs": p.n_jobs, "iterations": 1, "chosen": "greedy",
                                 "restarts": restarts(p, row.node[0], row.cfg[0])}
-        return in_f_obj(to_plan(p, row.node[0], row.cfg[0], row.node_cls[0], policy="pr",
-                                objective=float(row.f_mix[0]),
-                                objective_name=objective_name(p.cloud), stats=kept),
-                        snapshot, price, margin)
+        return to_plan(p, row.node[0], row.cfg[0], row.node_cls[0], policy="pr",
+                       objective=float(row.f_mix[0]), objective_name=objective_name(p.cloud),
+                       stats=kept)
     batch = construct(p, max(1, iterations), rng, alpha=alpha, swap_scale=swap_scale,
                       floor=floor)
     pool = elite_pool(p, batch, sigma, rows=batch.rows_of(*SEARCH))
@@ -384,9 +384,8 @@ def decide_pr(snapshot: Snapshot, rng: np.random.Generator, *,
              "relinked_objective": relinked, **relinker.stats, "postprocess_changes": changes,
              "best_objective": lowest, "window": int(window.size), "chosen": chosen,
              "restarts": stops}
-    return in_f_obj(to_plan(p, node, cfg, ncls, policy="pr", objective=value,
-                            objective_name=objective_name(p.cloud), stats=stats),
-                    snapshot, price, margin)
+    return to_plan(p, node, cfg, ncls, policy="pr", objective=value,
+                   objective_name=objective_name(p.cloud), stats=stats)
 
 
 def _ncls_for_plan(problem: Problem, s: Solution) -> np.ndarray:

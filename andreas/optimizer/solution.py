@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 from collections.abc import Mapping
 
 import numpy as np
 
-from andreas.costs import switch_share, switch_targets
+from andreas.costs import evaluate, switch_share, switch_targets
 from andreas.model import Assignment, Plan, Progress
 from andreas.optimizer.keep_cloud import keep_cloud, repriced
 from andreas.optimizer.levels import limit_of
@@ -64,10 +65,14 @@ def to_plan(problem: Problem, node: np.ndarray, cfg: np.ndarray, node_cls: np.nd
     if problem.cloud:
         for s in np.unique(node[node >= 0]):
             configs[names[label[s]]] = problem.class_name[node_cls[s]]
-    return Plan(policy=policy, assignments=tuple(assignments), postponed=tuple(postponed),
+    plan = Plan(policy=policy, assignments=tuple(assignments), postponed=tuple(postponed),
                 objective=float(objective), objective_name=objective_name,
                 node_configs=configs, stats=dict(stats or {}),
                 revisit_s=revisit_s(problem, node, cfg) if revisit and problem.cloud else None)
+    if problem.above_idle:     # chosen above idle, it reports f_obj all the same
+        plan = replace(plan, objective=evaluate(problem.snapshot, plan,
+                                                move_margin=problem.move_margin).f_mix)
+    return plan
 
 
 def revisit_s(problem: Problem, node: np.ndarray, cfg: np.ndarray) -> float | None:
